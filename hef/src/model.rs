@@ -1,0 +1,447 @@
+//! The model a HEF describes, listed the way HailoRT lists it.
+//!
+//! These types are what the reader produces and what the writer
+//! ([`crate::HefBuilder`]) consumes, so a model survives a write/read round
+//! trip unchanged. They carry no protobuf types: callers never see the wire
+//! format.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the binary header in front of the protobuf payload.
+///
+/// Each version has its own header size and checksum algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum HeaderVersion {
+    /// 32 bytes, MD5 over the protobuf.
+    V0,
+    /// 28 bytes, CRC-32 over protobuf and code words.
+    V1,
+    /// 44 bytes, XXH3-64 over protobuf and code words.
+    V2,
+    /// 56 bytes, XXH3-64 over everything after the header, or over the
+    /// protobuf only when the header's protobuf hash is set.
+    V3,
+}
+
+impl HeaderVersion {
+    /// All versions, oldest first.
+    pub const ALL: [HeaderVersion; 4] = [Self::V0, Self::V1, Self::V2, Self::V3];
+
+    /// The number stored in the header.
+    pub fn number(self) -> u32 {
+        match self {
+            Self::V0 => 0,
+            Self::V1 => 1,
+            Self::V2 => 2,
+            Self::V3 => 3,
+        }
+    }
+
+    /// The version for a header number, if it is one HailoRT knows.
+    pub fn from_number(n: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.number() == n)
+    }
+
+    /// Size of the whole header in bytes, magic included.
+    pub fn header_len(self) -> usize {
+        match self {
+            Self::V0 => 32,
+            Self::V1 => 28,
+            Self::V2 => 44,
+            Self::V3 => 56,
+        }
+    }
+}
+
+/// A Hailo chip a HEF can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Chip {
+    Hailo8,
+    Hailo8L,
+    Hailo8R,
+    Hailo10H,
+    Hailo15H,
+    Hailo15M,
+    Hailo15L,
+    Hailo12L,
+}
+
+impl Chip {
+    /// The name `hailortcli` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hailo8 => "HAILO8",
+            Self::Hailo8L => "HAILO8L",
+            Self::Hailo8R => "HAILO8R",
+            Self::Hailo10H => "HAILO10H",
+            Self::Hailo15H => "HAILO15H",
+            Self::Hailo15M => "HAILO15M",
+            Self::Hailo15L => "HAILO15L",
+            Self::Hailo12L => "HAILO12L",
+        }
+    }
+}
+
+impl std::fmt::Display for Chip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `hw_arch` a HEF was compiled for (`ProtoHEFHeader.hw_arch`).
+///
+/// Hailo-10H HEFs carry [`HwArch::Hailo1xH`] (103).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HwArch(pub u64);
+
+impl HwArch {
+    /// `PROTO__HW_ARCH__HAILO8`.
+    pub const HAILO8: HwArch = HwArch(1);
+    /// `PROTO__HW_ARCH__HAILO8L`.
+    pub const HAILO8L: HwArch = HwArch(3);
+    /// `PROTO__HW_ARCH__HAILO1XH` (called HAILO15H in 4.23): Hailo-15H and Hailo-10H.
+    pub const HAILO1XH: HwArch = HwArch(103);
+
+    /// The chips a HEF of this arch runs on, as HailoRT decides it;
+    /// empty for an arch HailoRT does not know.
+    pub fn compatible_chips(self) -> &'static [Chip] {
+        use Chip::*;
+        match self.0 {
+            0..=2 => &[Hailo8],
+            3 => &[Hailo8L, Hailo8],
+            4 => &[Hailo15M, Hailo15H, Hailo10H],
+            5 => &[Hailo10H],
+            6 => &[Hailo15L],
+            100 => &[Hailo8],
+            101 | 102 => &[Hailo8],
+            103..=105 => &[Hailo15H, Hailo10H],
+            106 => &[Hailo15L],
+            108 => &[Hailo12L],
+            _ => &[],
+        }
+    }
+
+    /// Whether a HEF of this arch can be configured on `chip`.
+    pub fn runs_on(self, chip: Chip) -> bool {
+        self.compatible_chips().contains(&chip)
+    }
+}
+
+/// The SDK (Dataflow Compiler) version a HEF was compiled with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SdkVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub revision: u32,
+}
+
+impl std::fmt::Display for SdkVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.revision)
+    }
+}
+
+/// A parsed HEF: what `hailortcli parse-hef` lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hef {
+    pub header_version: HeaderVersion,
+    pub hw_arch: HwArch,
+    /// The compiler version as the HEF states it (string form, e.g. "5.2.0").
+    pub sdk_version: Option<String>,
+    /// Network groups sorted by name, as the C API returns them.
+    pub network_groups: Vec<NetworkGroup>,
+}
+
+impl Hef {
+    /// The chips this HEF runs on.
+    pub fn compatible_chips(&self) -> &'static [Chip] {
+        self.hw_arch.compatible_chips()
+    }
+
+    /// The network group with this name.
+    pub fn network_group(&self, name: &str) -> Option<&NetworkGroup> {
+        self.network_groups.iter().find(|g| g.name == name)
+    }
+}
+
+/// One network group (a configurable unit; one "model" to the scheduler).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkGroup {
+    pub name: String,
+    /// Network names, `"<group>/<network>"`.
+    pub networks: Vec<String>,
+    /// Number of contexts; more than one means multi-context.
+    pub contexts: u32,
+    /// The compiler's bottleneck fps estimate, when the HEF carries one.
+    pub bottleneck_fps: Option<f64>,
+    /// Operations per frame (multiply and add counted separately), when the HEF
+    /// carries them.
+    pub ops_per_frame: Option<u64>,
+    pub inputs: Vec<StreamInfo>,
+    pub outputs: Vec<StreamInfo>,
+}
+
+impl NetworkGroup {
+    /// Whether the group needs context switches inside one inference.
+    pub fn is_multi_context(&self) -> bool {
+        self.contexts > 1
+    }
+
+    /// Inputs then outputs.
+    pub fn streams(&self) -> impl Iterator<Item = &StreamInfo> {
+        self.inputs.iter().chain(self.outputs.iter())
+    }
+
+    /// The stream with this name, input or output.
+    pub fn stream(&self, name: &str) -> Option<&StreamInfo> {
+        self.streams().find(|s| s.name == name)
+    }
+}
+
+/// Direction of a stream, seen from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Direction {
+    /// Host to device.
+    Input,
+    /// Device to host.
+    Output,
+}
+
+/// Element type of a stream's device buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    Uint8,
+    Uint16,
+}
+
+impl DataType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Self::Uint8 => 1,
+            Self::Uint16 => 2,
+        }
+    }
+
+    /// The name HailoRT prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uint8 => "UINT8",
+            Self::Uint16 => "UINT16",
+        }
+    }
+}
+
+/// A HailoRT `hailo_format_order_t`, by its C value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FormatOrder {
+    Nhwc,
+    Nhcw,
+    Fcr,
+    F8cr,
+    Nhw,
+    Nc,
+    BayerRgb,
+    TwelveBitBayerRgb,
+    HailoNms,
+    Rgb888,
+    Nchw,
+    Yuy2,
+    Nv12,
+    Nv21,
+    Yyuv,
+    Yyvu,
+    Rgb4,
+    I420,
+    Yyyyuv,
+    NmsWithByteMask,
+    NmsOnChip,
+    NmsByClass,
+    NmsByScore,
+}
+
+impl FormatOrder {
+    /// The `hailo_format_order_t` value.
+    pub fn c_value(self) -> u32 {
+        use FormatOrder::*;
+        match self {
+            Nhwc => 1,
+            Nhcw => 2,
+            Fcr => 3,
+            F8cr => 4,
+            Nhw => 5,
+            Nc => 6,
+            BayerRgb => 7,
+            TwelveBitBayerRgb => 8,
+            HailoNms => 9,
+            Rgb888 => 10,
+            Nchw => 11,
+            Yuy2 => 12,
+            Nv12 => 13,
+            Nv21 => 14,
+            Yyuv => 15,
+            Yyvu => 16,
+            Rgb4 => 17,
+            I420 => 18,
+            Yyyyuv => 19,
+            NmsWithByteMask => 20,
+            NmsOnChip => 21,
+            NmsByClass => 22,
+            NmsByScore => 23,
+        }
+    }
+
+    /// The order for a `hailo_format_order_t` value (AUTO = 0 has none).
+    pub fn from_c_value(v: u32) -> Option<Self> {
+        use FormatOrder::*;
+        const ALL: [FormatOrder; 23] = [
+            Nhwc,
+            Nhcw,
+            Fcr,
+            F8cr,
+            Nhw,
+            Nc,
+            BayerRgb,
+            TwelveBitBayerRgb,
+            HailoNms,
+            Rgb888,
+            Nchw,
+            Yuy2,
+            Nv12,
+            Nv21,
+            Yyuv,
+            Yyvu,
+            Rgb4,
+            I420,
+            Yyyyuv,
+            NmsWithByteMask,
+            NmsOnChip,
+            NmsByClass,
+            NmsByScore,
+        ];
+        ALL.into_iter().find(|o| o.c_value() == v)
+    }
+
+    /// The name HailoRT prints (`HAILO_FORMAT_ORDER_` stripped).
+    pub fn name(self) -> &'static str {
+        use FormatOrder::*;
+        match self {
+            Nhwc => "NHWC",
+            Nhcw => "NHCW",
+            Fcr => "FCR",
+            F8cr => "F8CR",
+            Nhw => "NHW",
+            Nc => "NC",
+            BayerRgb => "BAYER_RGB",
+            TwelveBitBayerRgb => "12_BIT_BAYER_RGB",
+            HailoNms => "HAILO_NMS",
+            Rgb888 => "RGB888",
+            Nchw => "NCHW",
+            Yuy2 => "YUY2",
+            Nv12 => "NV12",
+            Nv21 => "NV21",
+            Yyuv => "YYUV",
+            Yyvu => "YYVU",
+            Rgb4 => "RGB4",
+            I420 => "I420",
+            Yyyyuv => "YYYYUV",
+            NmsWithByteMask => "NMS_WITH_BYTE_MASK",
+            NmsOnChip => "NMS_ON_CHIP",
+            NmsByClass => "NMS_BY_CLASS",
+            NmsByScore => "NMS_BY_SCORE",
+        }
+    }
+}
+
+/// Shape of one frame of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StreamShape {
+    /// An image-like tensor (height, width, features), after any transpose.
+    Image {
+        height: u32,
+        width: u32,
+        features: u32,
+    },
+    /// An on-chip NMS output.
+    Nms {
+        classes: u32,
+        bbox_params: u32,
+        max_bboxes_per_class: u32,
+    },
+}
+
+impl StreamShape {
+    /// Number of elements in one frame.
+    pub fn elements(&self) -> u64 {
+        match *self {
+            Self::Image {
+                height,
+                width,
+                features,
+            } => u64::from(height) * u64::from(width) * u64::from(features),
+            Self::Nms {
+                classes,
+                bbox_params,
+                max_bboxes_per_class,
+            } => u64::from(classes) * u64::from(bbox_params) * u64::from(max_bboxes_per_class),
+        }
+    }
+}
+
+/// Quantisation of a stream: real value = (q - zp) * scale.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuantInfo {
+    pub zp: f32,
+    pub scale: f32,
+    pub limvals_min: f32,
+    pub limvals_max: f32,
+}
+
+impl QuantInfo {
+    /// The real value of a quantised element.
+    #[inline]
+    pub fn dequantize(&self, q: f32) -> f32 {
+        (q - self.zp) * self.scale
+    }
+
+    /// The quantised element nearest to a real value (not clamped).
+    #[inline]
+    pub fn quantize(&self, x: f32) -> f32 {
+        (x / self.scale + self.zp).round()
+    }
+}
+
+/// Quantisation of a stream: one for all features, or one per feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Quantization {
+    /// One (zp, scale) for the whole stream.
+    Uniform(QuantInfo),
+    /// One (zp, scale) per feature (extension 25); HailoRT then reports a
+    /// zeroed stream-level quant info.
+    PerFeature(Vec<QuantInfo>),
+}
+
+/// One boundary stream of a network group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamInfo {
+    pub name: String,
+    /// The network it belongs to, `"<group>/<network>"`.
+    pub network: String,
+    pub direction: Direction,
+    pub shape: StreamShape,
+    /// Order of the device buffer.
+    pub device_order: FormatOrder,
+    /// Order the host (vstream / InferModel) buffer uses by default.
+    pub host_order: FormatOrder,
+    pub data_type: DataType,
+    /// Whether the compiler transposed height and width.
+    pub transposed: bool,
+    pub quant: Quantization,
+}
+
+impl StreamInfo {
+    /// Bytes of one frame in the host order and the device data type.
+    pub fn frame_size(&self) -> u64 {
+        self.shape.elements() * self.data_type.size() as u64
+    }
+}

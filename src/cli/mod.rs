@@ -1,0 +1,37 @@
+//! Command-line interface: one module per subcommand.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod hef;
+
+/// Multi-camera whole-body capture on a Hailo-10H NPU.
+#[derive(Debug, Parser)]
+#[command(name = "hailo-edge", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect and verify HEF files.
+    #[command(subcommand)]
+    Hef(hef::HefCommand),
+}
+
+/// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Hef(cmd) => hef::run(cmd),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

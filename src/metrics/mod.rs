@@ -1,0 +1,1 @@
+//! Op counts, latency and fps statistics, utilisation, reports and plots, and the rig planner.

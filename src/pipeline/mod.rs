@@ -1,0 +1,1 @@
+//! The rig: cameras, graphs, NPU, decoder, multi-view sync, fit and sinks.
