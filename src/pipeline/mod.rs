@@ -1,1 +1,7 @@
 //! The rig: cameras, graphs, NPU, decoder, multi-view sync, fit and sinks.
+
+pub mod config;
+pub mod queue;
+
+pub use config::{ConfigError, RigConfig};
+pub use queue::{drop_oldest, DropOldestReceiver, DropOldestSender, Pushed};
