@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod queue;
+pub mod stamp;
 
 pub use config::{ConfigError, RigConfig};
 pub use queue::{drop_oldest, DropOldestReceiver, DropOldestSender, Pushed};
