@@ -130,8 +130,7 @@ fn nodes_denied_missing_absent_or_world_writable() {
     assert!(detail(&r, "pcie.nodes").contains("not read/write"));
     assert!(fix(&r, "pcie.nodes").contains("usermod -aG hailo"));
 
-    std::fs::set_permissions(f.path("/dev/h1x-0"), std::fs::Permissions::from_mode(0o666))
-        .unwrap();
+    std::fs::set_permissions(f.path("/dev/h1x-0"), std::fs::Permissions::from_mode(0o666)).unwrap();
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.nodes"), Verdict::Warn);
     assert!(detail(&r, "pcie.nodes").contains("world-writable"));
@@ -207,13 +206,19 @@ fn library_versions_missing_old_or_several() {
     f.library("/usr/lib", "5.2.0");
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "hailort.library"), Verdict::Warn);
-    assert!(detail(&r, "hailort.library").contains("4.23.0") && detail(&r, "hailort.library").contains("5.2.0"));
+    assert!(
+        detail(&r, "hailort.library").contains("4.23.0")
+            && detail(&r, "hailort.library").contains("5.2.0")
+    );
 }
 
 #[test]
 fn installed_files_that_differ_warn_and_either_network_unit_will_do() {
     let f = good_pcie_box();
-    f.file("/etc/udev/rules.d/60-hailo-edge.rules", "SUBSYSTEM==\"hailo_chardev\", MODE=\"0666\"\n");
+    f.file(
+        "/etc/udev/rules.d/60-hailo-edge.rules",
+        "SUBSYSTEM==\"hailo_chardev\", MODE=\"0666\"\n",
+    );
     f.remove("/etc/systemd/network/70-hailo-usbnet0.network");
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "installed.udev"), Verdict::Warn);
@@ -221,7 +226,10 @@ fn installed_files_that_differ_warn_and_either_network_unit_will_do() {
     assert_eq!(verdict(&r, "installed.network"), Verdict::Ok);
     assert!(detail(&r, "installed.network").contains("NetworkManager"));
 
-    f.file("/etc/NetworkManager/system-connections/hailo-usbnet0.nmconnection", "[connection]\n");
+    f.file(
+        "/etc/NetworkManager/system-connections/hailo-usbnet0.nmconnection",
+        "[connection]\n",
+    );
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "installed.network"), Verdict::Warn);
 
@@ -265,7 +273,13 @@ fn usb_box_good() {
     ] {
         assert_eq!(verdict(&r, id), Verdict::Ok, "{id}\n{r}");
     }
-    for id in ["hailort.driver", "pcie.devices", "pcie.driver", "pcie.nodes", "pcie.link"] {
+    for id in [
+        "hailort.driver",
+        "pcie.devices",
+        "pcie.driver",
+        "pcie.nodes",
+        "pcie.link",
+    ] {
         assert_eq!(verdict(&r, id), Verdict::Skip, "{id}\n{r}");
     }
     assert!(detail(&r, "usb.gadget").contains("0525:a4a1 at bus 002 device 005"));
@@ -355,7 +369,10 @@ fn sysfs_usb_enumeration() {
     let list = SysfsUsb(f.root()).devices().unwrap();
     assert_eq!(list.len(), 2);
     let g = list.iter().find(|d| d.product == 0xa4a1).unwrap();
-    assert_eq!((g.vendor, g.speed, g.bus, g.address), (0x0525, UsbSpeed::Super, 2, 7));
+    assert_eq!(
+        (g.vendor, g.speed, g.bus, g.address),
+        (0x0525, UsbSpeed::Super, 2, 7)
+    );
 }
 
 #[test]
@@ -365,7 +382,10 @@ fn rig_from_flags_and_json() {
     let usb = vec![gadget(UsbSpeed::Super)];
     let ifs = host_ifs();
     let access = FakeAccess::default();
-    let cams: Vec<Camera> = ["288@30", "288@30"].iter().map(|s| s.parse().unwrap()).collect();
+    let cams: Vec<Camera> = ["288@30", "288@30"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
     let r = diagnose(
         &env(&f, &usb, &ifs, &access, card),
         &Rig::with_backbone(cams).unwrap(),

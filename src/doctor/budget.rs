@@ -33,7 +33,10 @@ impl FromStr for Camera {
             reason: reason.to_owned(),
         };
         let (side, fps) = spec.split_once('@').ok_or_else(|| bad("no '@'"))?;
-        let side: u32 = side.trim().parse().map_err(|_| bad("side is not a number"))?;
+        let side: u32 = side
+            .trim()
+            .parse()
+            .map_err(|_| bad("side is not a number"))?;
         let fps: u32 = fps.trim().parse().map_err(|_| bad("fps is not a number"))?;
         if side == 0 || fps == 0 {
             return Err(bad("side and fps must be positive"));
@@ -230,11 +233,21 @@ impl Link {
         let (coded, practical, full_duplex, assumption) = match speed {
             UsbSpeed::Super => {
                 let coded = raw * 0.8 / 8.0;
-                (coded, coded * USB_PRACTICAL_SHARE, true, "8b/10b coding, 75% of it usable (assumed)")
+                (
+                    coded,
+                    coded * USB_PRACTICAL_SHARE,
+                    true,
+                    "8b/10b coding, 75% of it usable (assumed)",
+                )
             }
             UsbSpeed::SuperPlus | UsbSpeed::SuperPlusX2 => {
                 let coded = raw * 128.0 / 132.0 / 8.0;
-                (coded, coded * USB_PRACTICAL_SHARE, true, "128b/132b coding, 75% of it usable (assumed)")
+                (
+                    coded,
+                    coded * USB_PRACTICAL_SHARE,
+                    true,
+                    "128b/132b coding, 75% of it usable (assumed)",
+                )
             }
             UsbSpeed::High => (
                 raw / 8.0,
@@ -369,7 +382,11 @@ impl LinkBudget {
             link.name,
             u * 100.0,
             mbs(link.practical_bytes_per_s),
-            if link.full_duplex { "per direction" } else { "shared" }
+            if link.full_duplex {
+                "per direction"
+            } else {
+                "shared"
+            }
         );
         let fix = "fewer cameras or a lower fps, or a faster link (USB 3.1 Gen 2 port, PCIe)";
         if u > 1.0 {
@@ -435,9 +452,12 @@ mod tests {
     fn cameras_parse_and_reject() {
         assert_eq!(
             "288@120".parse::<Camera>().unwrap(),
-            Camera { side: 288, fps: 120 }
+            Camera {
+                side: 288,
+                fps: 120
+            }
         );
-        for bad in ["288", "x@120", "288@", "0@120", "300@30"] {
+        for bad in ["288", "x@120", "288@", "0@120", "290@30"] {
             let e = bad.parse::<Camera>().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }

@@ -12,10 +12,8 @@ use super::DoctorError;
 
 /// The USB part's hRPC endpoint: the card is 192.168.10.12 on the gadget link
 /// and `hailort_server` listens on TCP port 12133.
-pub const DEFAULT_CARD_ADDR: SocketAddr = SocketAddr::new(
-    IpAddr::V4(std::net::Ipv4Addr::new(192, 168, 10, 12)),
-    12133,
-);
+pub const DEFAULT_CARD_ADDR: SocketAddr =
+    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(192, 168, 10, 12)), 12133);
 
 /// A prefix for the absolute paths the checks read (`/sys`, `/dev`, `/etc`,
 /// `/usr/lib`): `/` on the real machine, a temporary tree in tests.
@@ -166,7 +164,10 @@ mod tests {
     fn root_prefixes_absolute_paths() {
         let root = SysRoot::new("/tmp/x");
         assert_eq!(root.path("/sys/bus"), PathBuf::from("/tmp/x/sys/bus"));
-        assert_eq!(SysRoot::host().path("/dev/h1x-0"), PathBuf::from("/dev/h1x-0"));
+        assert_eq!(
+            SysRoot::host().path("/dev/h1x-0"),
+            PathBuf::from("/dev/h1x-0")
+        );
         assert!(SysRoot::host().is_host());
         assert!(!root.is_host());
     }

@@ -115,7 +115,8 @@ pub fn checks(env: &Environment<'_>) -> Vec<Check> {
 }
 
 fn library_check(found: &[(Version, String)]) -> Check {
-    const INSTALL: &str = "install HailoRT 5.x: `sudo apt install h10-hailort` on Raspberry Pi OS, \
+    const INSTALL: &str =
+        "install HailoRT 5.x: `sudo apt install h10-hailort` on Raspberry Pi OS, \
          else the hailort .deb from Hailo's Developer Zone";
     let Some((newest, path)) = found.last() else {
         return Check::fail(
@@ -216,7 +217,10 @@ mod tests {
             library_check(std::slice::from_ref(&v5)).verdict,
             super::super::Verdict::Ok
         );
-        assert_eq!(library_check(&[v4, v5]).verdict, super::super::Verdict::Warn);
+        assert_eq!(
+            library_check(&[v4, v5]).verdict,
+            super::super::Verdict::Warn
+        );
         assert_eq!(library_check(&[]).verdict, super::super::Verdict::Fail);
     }
 }

@@ -124,11 +124,7 @@ fn network_check(root: &SysRoot) -> Check {
         return Check::ok(ID, found.join(", "));
     }
     if networkd == FileState::Differs || nm == FileState::Differs {
-        return Check::warn(
-            ID,
-            "the usbnet0 unit differs from this version's",
-            FIX,
-        );
+        return Check::warn(ID, "the usbnet0 unit differs from this version's", FIX);
     }
     Check::fail(
         ID,

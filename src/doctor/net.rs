@@ -22,7 +22,10 @@ pub fn checks(env: &Environment<'_>, t: &Transports) -> Vec<Check> {
         } else {
             "no USB part on the bus (see usb.gadget)"
         };
-        return vec![Check::skip("net.usbnet0", why), Check::skip("net.hrpc", why)];
+        return vec![
+            Check::skip("net.usbnet0", why),
+            Check::skip("net.hrpc", why),
+        ];
     }
     vec![interface_check(env), hrpc_check(env)]
 }

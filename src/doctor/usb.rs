@@ -226,7 +226,10 @@ pub fn checks(devices: &Result<Vec<UsbDevice>, DoctorError>, t: &Transports) -> 
     };
     let Some(g) = find_gadget(list) else {
         let gadget = if t.pcie {
-            Check::skip("usb.gadget", "no USB part (0525:a4a1); a PCIe part is present")
+            Check::skip(
+                "usb.gadget",
+                "no USB part (0525:a4a1); a PCIe part is present",
+            )
         } else {
             Check::fail(
                 "usb.gadget",

@@ -85,7 +85,10 @@ impl FakeBox {
     }
 
     pub fn module(&self, name: &str, version: &str) {
-        self.file(&format!("/sys/module/{name}/version"), &format!("{version}\n"));
+        self.file(
+            &format!("/sys/module/{name}/version"),
+            &format!("{version}\n"),
+        );
     }
 
     pub fn library(&self, dir: &str, version: &str) {
@@ -104,7 +107,10 @@ impl FakeBox {
     }
 
     pub fn interface(&self, name: &str, operstate: &str) {
-        self.file(&format!("/sys/class/net/{name}/operstate"), &format!("{operstate}\n"));
+        self.file(
+            &format!("/sys/class/net/{name}/operstate"),
+            &format!("{operstate}\n"),
+        );
     }
 
     /// What `udev/install.sh` installs.
