@@ -171,6 +171,13 @@ fn uninstall_keeps_a_group_with_members() {
 #[test]
 fn bad_arguments_are_refused() {
     let dir = tree("");
+    let (out, text) = run(dir.path(), &["--help"]);
+    assert!(out.status.success());
+    assert!(
+        text.contains("--uninstall") && !text.contains("set -euo"),
+        "{text}"
+    );
+
     let (out, text) = run(dir.path(), &["--frobnicate"]);
     assert!(!out.status.success());
     assert!(text.contains("unknown argument '--frobnicate'"), "{text}");

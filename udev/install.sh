@@ -32,8 +32,9 @@ dry_run=0
 uninstall=0
 changed=0
 
+# The comment block at the top of this file.
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
 die() {

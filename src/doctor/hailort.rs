@@ -201,6 +201,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(hailort_linked))]
     fn not_linked_by_default() {
         assert!(!hailort_compiled_in());
     }
