@@ -407,8 +407,8 @@ impl fmt::Display for LinkBudget {
     /// A table: one row per camera, the totals, the link and its assumptions.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shapes = match self.shapes {
-            ShapeSource::BackboneFormula => "RF-DETR backbone shapes (formula)",
-            ShapeSource::Hef => "HEF streams",
+            ShapeSource::BackboneFormula => "shapes: RF-DETR backbone formula",
+            ShapeSource::Hef => "shapes: HEF streams",
         };
         writeln!(f, "link budget of {} ({shapes})", self.rig)?;
         writeln!(f, "  {:<10} {:>14} {:>14}", "camera", "in", "out")?;
