@@ -75,6 +75,18 @@ pub enum Chip {
 }
 
 impl Chip {
+    /// Every chip, in declaration order.
+    pub const ALL: [Chip; 8] = [
+        Self::Hailo8,
+        Self::Hailo8L,
+        Self::Hailo8R,
+        Self::Hailo10H,
+        Self::Hailo15H,
+        Self::Hailo15M,
+        Self::Hailo15L,
+        Self::Hailo12L,
+    ];
+
     /// The name `hailortcli` prints.
     pub fn name(self) -> &'static str {
         match self {
@@ -87,6 +99,23 @@ impl Chip {
             Self::Hailo15L => "HAILO15L",
             Self::Hailo12L => "HAILO12L",
         }
+    }
+}
+
+impl std::str::FromStr for Chip {
+    type Err = String;
+
+    /// Parses a chip name as HailoRT prints it, case-insensitively
+    /// (`hailo10h`, `HAILO-10H` and `Hailo10H` all work).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted: String = s.chars().filter(|c| *c != '-' && *c != '_').collect();
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(&wanted))
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown chip {s:?}, expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -103,8 +132,8 @@ impl std::fmt::Display for Chip {
 pub struct HwArch(pub u64);
 
 impl HwArch {
-    /// `PROTO__HW_ARCH__HAILO8`.
-    pub const HAILO8: HwArch = HwArch(1);
+    /// `PROTO__HW_ARCH__HAILO8` (0, the protobuf default).
+    pub const HAILO8: HwArch = HwArch(0);
     /// `PROTO__HW_ARCH__HAILO8L`.
     pub const HAILO8L: HwArch = HwArch(3);
     /// `PROTO__HW_ARCH__HAILO1XH` (called HAILO15H in 4.23): Hailo-15H and Hailo-10H.
@@ -127,6 +156,28 @@ impl HwArch {
             108 => &[Hailo12L],
             _ => &[],
         }
+    }
+
+    /// The `ProtoHEFHwArch` name (`PROTO__HW_ARCH__` stripped), if known.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "HAILO8",
+            1 => "HAILO8P",
+            2 => "HAILO8R",
+            3 => "HAILO8L",
+            4 => "HAILO15M",
+            5 => "HAILO10H",
+            6 => "HAILO15L",
+            100 => "SAGE_A0",
+            101 => "SAGE_B0",
+            102 => "PAPRIKA_B0",
+            103 => "HAILO1XH",
+            104 => "GINGER",
+            105 => "LAVENDER",
+            106 => "PLUTO",
+            108 => "MARS",
+            _ => return None,
+        })
     }
 
     /// Whether a HEF of this arch can be configured on `chip`.

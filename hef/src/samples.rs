@@ -26,12 +26,17 @@ const ASSUMED_EFFECTIVE_OPS_PER_S: f64 = 0.45 * 20e12;
 /// The SDK version written into the sample files.
 pub const SAMPLE_SDK_VERSION: &str = "5.2.0";
 
+/// Quantisation whose limvals span the 8-bit range.
 fn uniform(zp: f32, scale: f32) -> Quantization {
+    uniform_over(zp, scale, 255.0)
+}
+
+fn uniform_over(zp: f32, scale: f32, max_q: f32) -> Quantization {
     Quantization::Uniform(QuantInfo {
         zp,
         scale,
         limvals_min: (0.0 - zp) * scale,
-        limvals_max: (255.0 - zp) * scale,
+        limvals_max: (max_q - zp) * scale,
     })
 }
 
@@ -228,7 +233,7 @@ pub fn two_groups() -> Hef {
         "conv_16bit",
         Direction::Output,
         image(4, 4, 2),
-        uniform(1000.0, 0.001),
+        uniform_over(1000.0, 0.001, 65535.0),
     );
     wide.data_type = DataType::Uint16;
     let per_feature = stream(
