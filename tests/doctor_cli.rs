@@ -86,6 +86,31 @@ fn usb_box_from_sysfs_with_cameras_from_flags() {
     assert_eq!(json["budget"]["rig"], "1x432@240");
 }
 
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn budget_from_hef_files_matches_the_formula() {
+    let f = pcie_box();
+    let run = |extra: &[&str]| {
+        let out = doctor(&f).arg("--json").args(extra).assert().success();
+        let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        json["budget"].clone()
+    };
+    let formula = run(&[]);
+    let hefs = run(&[
+        "--hef",
+        &fixture("backbone_288.hef"),
+        "--hef",
+        &fixture("backbone_432.hef"),
+    ]);
+    assert_eq!(hefs["shapes"], "hef");
+    assert_eq!(formula["shapes"], "backbone_formula");
+    assert_eq!(hefs["in_bytes_per_s"], formula["in_bytes_per_s"]);
+    assert_eq!(hefs["out_bytes_per_s"], formula["out_bytes_per_s"]);
+}
+
 #[test]
 fn bad_flags_name_the_value() {
     let f = pcie_box();
@@ -99,7 +124,13 @@ fn bad_flags_name_the_value() {
         .args(["--hef", "graph.hef"])
         .assert()
         .failure()
-        .stderr(contains("--hef graph.hef"));
+        .stderr(contains("HEF graph.hef"));
+    // The 288 HEF alone has no graph for the demo rig's 432 camera.
+    doctor(&f)
+        .args(["--hef", &fixture("backbone_288.hef")])
+        .assert()
+        .failure()
+        .stderr(contains("camera 432x432: no graph"));
     doctor(&f)
         .args(["--root", "/nonexistent/hailo-edge"])
         .assert()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::doctor::budget::{Camera, Rig};
+use hailo_edge::doctor::budget::{graphs_from_hefs, Camera, Rig, ShapeSource};
 use hailo_edge::doctor::{
     diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
     SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
@@ -23,8 +23,9 @@ pub struct DoctorArgs {
     /// each camera). Default: the demo rig, 3x288@120 + 1x432@120.
     #[arg(long = "camera", value_name = "SIDE@FPS")]
     cameras: Vec<Camera>,
-    /// A HEF of the rig's graphs, for the budget's shapes (needs the HEF
-    /// reader; without --hef the RF-DETR backbone's shapes are used).
+    /// A HEF of the rig's graphs (repeat for each); each camera feeds the
+    /// graph whose input side equals its own. Without --hef the budget uses
+    /// the RF-DETR backbone's shapes.
     #[arg(long = "hef", value_name = "FILE")]
     hefs: Vec<PathBuf>,
     /// The USB part's hRPC address.
@@ -40,17 +41,16 @@ pub struct DoctorArgs {
 }
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    if let Some(hef) = args.hefs.first() {
-        anyhow::bail!(
-            "--hef {}: this build has no HEF reader yet (hef::Hef::open); \
-             run without --hef to budget with the RF-DETR backbone's shapes",
-            hef.display()
-        );
-    }
-    let rig = if args.cameras.is_empty() {
-        Rig::demo()
+    let cameras = if args.cameras.is_empty() {
+        Rig::demo_cameras()
     } else {
-        Rig::with_backbone(args.cameras).context("--camera")?
+        args.cameras
+    };
+    let rig = if args.hefs.is_empty() {
+        Rig::with_backbone(cameras).context("--camera")?
+    } else {
+        let graphs = graphs_from_hefs(&args.hefs).context("--hef")?;
+        Rig::with_graphs(cameras, graphs, ShapeSource::Hef).context("--camera/--hef")?
     };
 
     let root = match &args.root {

@@ -2,12 +2,13 @@
 //! against what the link to the part carries.
 //!
 //! Shapes come from the RF-DETR backbone's formula (input side x side x 3
-//! UINT8, four outputs of (side/12, side/12, 384) UINT8) or from a HEF's
-//! streams ([`GraphIo::from_network_group`]). Link capacities: raw and
+//! UINT8, four outputs of (side/12, side/12, 384) UINT8) or from the streams
+//! of HEF files ([`graphs_from_hefs`]). Link capacities: raw and
 //! line-coded rates are the standards'; the practical share of a link is an
 //! assumption, stated in every report.
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -97,6 +98,28 @@ impl GraphIo {
     }
 }
 
+/// The graphs of HEF files: one per network group.
+///
+/// # Errors
+/// [`DoctorError::Hef`] for a file that does not read (it names the file),
+/// [`DoctorError::UnsupportedGraph`] for a group without one square input.
+pub fn graphs_from_hefs(paths: &[impl AsRef<Path>]) -> Result<Vec<GraphIo>, DoctorError> {
+    let mut graphs = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        let model = hef::Hef::open(path)?;
+        for group in &model.network_groups {
+            graphs.push(GraphIo::from_network_group(group).ok_or_else(|| {
+                DoctorError::UnsupportedGraph {
+                    path: path.display().to_string(),
+                    group: group.name.clone(),
+                }
+            })?);
+        }
+    }
+    Ok(graphs)
+}
+
 /// Where the graphs' shapes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,12 +142,18 @@ impl Rig {
     /// The demo rig: three body cameras at 288 and a face camera at 432, all
     /// at 120 fps, into the backbone.
     pub fn demo() -> Self {
-        let cameras = [288, 288, 288, 432].map(|side| Camera { side, fps: 120 });
         Self {
             graphs: vec![GraphIo::backbone(288), GraphIo::backbone(432)],
-            cameras: cameras.to_vec(),
+            cameras: Self::demo_cameras(),
             shapes: ShapeSource::BackboneFormula,
         }
+    }
+
+    /// The demo rig's cameras: 3x288@120 + 1x432@120.
+    pub fn demo_cameras() -> Vec<Camera> {
+        [288, 288, 288, 432]
+            .map(|side| Camera { side, fps: 120 })
+            .to_vec()
     }
 
     /// Cameras into the backbone, one graph per distinct side.

@@ -53,6 +53,13 @@ pub enum DoctorError {
     /// A camera whose side no graph of the rig accepts.
     #[error("camera {side}x{side}: no graph of the rig takes a {side}x{side} input")]
     NoGraphForCamera { side: u32 },
+    /// A HEF that cannot be read.
+    #[error(transparent)]
+    Hef(#[from] hef::HefError),
+    /// A HEF network group the budget cannot size (it needs exactly one
+    /// square image input).
+    #[error("HEF {path}: network group '{group}' has not exactly one square image input")]
+    UnsupportedGraph { path: String, group: String },
     /// USB enumeration failed.
     #[error("USB enumeration failed: {0}")]
     Usb(String),
