@@ -83,26 +83,52 @@ fn interface_check(env: &Environment<'_>) -> Check {
 fn hrpc_check(env: &Environment<'_>) -> Check {
     const ID: &str = "net.hrpc";
     let start = Instant::now();
-    match TcpStream::connect_timeout(&env.card, env.connect_timeout) {
-        Ok(_) => Check::ok(
+    let stream = match TcpStream::connect_timeout(&env.card, env.connect_timeout) {
+        Ok(s) => s,
+        Err(e) => {
+            return Check::fail(
+                ID,
+                format!(
+                    "hRPC port {} unreachable within {:.1} s: {e}",
+                    env.card,
+                    env.connect_timeout.as_secs_f64()
+                ),
+                format!(
+                    "wait for the card to boot; `ping -c1 {}` must answer and hailort_server must run on the card",
+                    env.card.ip()
+                ),
+            )
+        }
+    };
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    // A connection is only the card's when it left through usbnet0: a proxy
+    // or another route to the same address would accept it too.
+    let local = stream.local_addr().map(|a| a.ip());
+    let ours = env.net.addresses(INTERFACE).unwrap_or_default();
+    match local {
+        Ok(ip) if ours.contains(&ip) => Check::ok(
             ID,
             format!(
-                "hRPC port {} accepts TCP ({:.1} ms)",
-                env.card,
-                start.elapsed().as_secs_f64() * 1e3
+                "hRPC port {} accepts TCP over {INTERFACE} ({ms:.1} ms)",
+                env.card
             ),
         ),
-        Err(e) => Check::fail(
+        Ok(ip) => Check::warn(
             ID,
             format!(
-                "hRPC port {} unreachable within {:.1} s: {e}",
-                env.card,
-                env.connect_timeout.as_secs_f64()
+                "hRPC port {} accepts TCP, but from local address {ip}, not {INTERFACE}'s: \
+                 something other than the card may have answered",
+                env.card
             ),
+            format!("`ip route get {}` must name dev {INTERFACE}", env.card.ip()),
+        ),
+        Err(e) => Check::warn(
+            ID,
             format!(
-                "wait for the card to boot; `ping -c1 {}` must answer and hailort_server must run on the card",
-                env.card.ip()
+                "hRPC port {} accepts TCP; local address unknown: {e}",
+                env.card
             ),
+            format!("ip route get {}", env.card.ip()),
         ),
     }
 }
