@@ -375,6 +375,9 @@ fn sysfs_usb_enumeration() {
     f.sysfs_usb("usb2", "1d6b", "0003", "10000");
     f.sysfs_usb("2-1", "0525", "a4a1", "5000");
     std::fs::create_dir_all(f.path("/sys/bus/usb/devices/2-1:1.0")).unwrap();
+    let empty = FakeBox::new();
+    let err = SysfsUsb(empty.root()).devices().unwrap_err().to_string();
+    assert!(err.contains("sys/bus/usb/devices"), "{err}");
     let list = SysfsUsb(f.root()).devices().unwrap();
     assert_eq!(list.len(), 2);
     let g = list.iter().find(|d| d.product == 0xa4a1).unwrap();

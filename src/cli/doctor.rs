@@ -1,6 +1,7 @@
 //! `hailo-edge doctor`: check that this box can drive a Hailo part, and say
 //! what fixes it when it cannot.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,14 +74,20 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     let report = diagnose(&env, &rig);
 
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        println!("{report}");
-        if let Some(budget) = &report.budget {
-            println!();
-            println!("{budget}");
+        match &report.budget {
+            Some(budget) => format!("{report}\n\n{budget}\n"),
+            None => format!("{report}\n"),
         }
+    };
+    // A closed pipe (`| head`) ends the output, not the run.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(e).context("writing the report")
+        }
+        _ => {}
     }
     Ok(if report.failed() {
         ExitCode::FAILURE

@@ -167,6 +167,12 @@ pub struct SysfsUsb(pub SysRoot);
 impl UsbBus for SysfsUsb {
     fn devices(&self) -> Result<Vec<UsbDevice>, DoctorError> {
         let base = "/sys/bus/usb/devices";
+        if !self.0.path(base).is_dir() {
+            return Err(DoctorError::Usb(format!(
+                "sysfs: no {}",
+                self.0.path(base).display()
+            )));
+        }
         let mut out = Vec::new();
         // Interfaces (`1-2:1.0`) have no idVendor and are skipped.
         for name in self.0.list(base) {
@@ -196,11 +202,19 @@ pub struct HostUsb;
 impl UsbBus for HostUsb {
     fn devices(&self) -> Result<Vec<UsbDevice>, DoctorError> {
         #[cfg(feature = "usb")]
-        match RusbBus.devices() {
+        let libusb = match RusbBus.devices() {
             Ok(list) => return Ok(list),
-            Err(e) => log::warn!("{e}; reading /sys/bus/usb/devices instead"),
-        }
-        SysfsUsb(SysRoot::host()).devices()
+            Err(e) => {
+                log::debug!("{e}; reading /sys/bus/usb/devices instead");
+                format!("{e}; ")
+            }
+        };
+        #[cfg(not(feature = "usb"))]
+        let libusb = String::new();
+        SysfsUsb(SysRoot::host()).devices().map_err(|e| match e {
+            DoctorError::Usb(sysfs) => DoctorError::Usb(format!("{libusb}{sysfs}")),
+            other => other,
+        })
     }
 }
 
@@ -213,6 +227,12 @@ pub fn find_gadget(devices: &[UsbDevice]) -> Option<&UsbDevice> {
 pub fn checks(devices: &Result<Vec<UsbDevice>, DoctorError>, t: &Transports) -> Vec<Check> {
     let list = match devices {
         Ok(list) => list,
+        Err(e) if t.pcie => {
+            return vec![
+                Check::skip("usb.gadget", format!("{e}; a PCIe part is present")),
+                Check::skip("usb.speed", "no enumeration"),
+            ]
+        }
         Err(e) => {
             return vec![
                 Check::warn(
