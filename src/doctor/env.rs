@@ -173,6 +173,18 @@ mod tests {
     }
 
     #[test]
+    fn access_answers_for_real_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("h1x-0");
+        fs::write(&node, b"").unwrap();
+        assert!(ProcessAccess.read_write(&node).is_ok());
+        let err = ProcessAccess
+            .read_write(&dir.path().join("h1x-9"))
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
     fn getifaddrs_lists_loopback() {
         let addrs = GetIfAddrs.addresses("lo").unwrap();
         assert!(addrs.contains(&IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)));

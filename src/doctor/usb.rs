@@ -306,6 +306,19 @@ mod tests {
         }
     }
 
+    /// Without /dev/bus/usb (as in containers) libusb cannot start; that must
+    /// be an error, never a panic (rusb's global context panics there).
+    #[cfg(feature = "usb")]
+    #[test]
+    fn rusb_enumeration_never_panics() {
+        match RusbBus.devices() {
+            Ok(list) => assert!(list
+                .iter()
+                .all(|d| d.bus > 0 || d.address > 0 || d.vendor > 0)),
+            Err(e) => assert!(e.to_string().contains("libusb"), "{e}"),
+        }
+    }
+
     #[test]
     fn sysfs_speeds_map() {
         assert_eq!(UsbSpeed::from_sysfs("480\n"), UsbSpeed::High);
