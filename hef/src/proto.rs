@@ -8,8 +8,6 @@
 //!
 //! Written by hand rather than generated so the build needs no `protoc`.
 
-#![allow(missing_docs)] // field names are the protobuf's own; see hef.proto
-
 use prost::Message;
 
 /// `ProtoHEFHef`: the root message.
@@ -210,6 +208,7 @@ pub struct ProtoHefEdgeLayer {
 }
 
 /// The `edge` oneof of `ProtoHEFEdgeLayer`.
+#[allow(clippy::enum_variant_names)] // named after the oneof cases of hef.proto
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Edge {
     #[prost(message, tag = "3")]
@@ -228,6 +227,7 @@ pub struct ProtoHefEdge {
 }
 
 /// The `edge` oneof of `ProtoHefEdge`.
+#[allow(clippy::enum_variant_names)] // named after the oneof cases of hef.proto
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum InnerEdge {
     #[prost(message, tag = "1")]

@@ -16,6 +16,8 @@ use crate::model::Hef;
 
 mod header;
 mod listing;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use header::{ChecksumPlan, Hasher};
 
