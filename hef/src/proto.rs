@@ -83,6 +83,8 @@ pub struct ProtoHefNetworkGroup {
     pub network_group_metadata: Option<ProtoHefNetworkGroupMetadata>,
     #[prost(message, repeated, tag = "3")]
     pub contexts: Vec<ProtoHefContext>,
+    #[prost(string, repeated, tag = "4")]
+    pub sorted_outputs_order: Vec<String>,
     #[prost(string, repeated, tag = "6")]
     pub networks_names: Vec<String>,
     #[prost(message, repeated, tag = "7")]
@@ -177,6 +179,9 @@ pub struct ProtoHefContextMetadata {
     pub name: String,
     #[prost(message, repeated, tag = "2")]
     pub edge_layers: Vec<ProtoHefEdgeLayer>,
+    /// Output order of very old HEFs (last context only).
+    #[prost(string, repeated, tag = "5")]
+    pub sorted_outputs_order: Vec<String>,
 }
 
 /// `ProtoHEFEdgeLayerDirection::HOST_TO_DEVICE`.

@@ -358,3 +358,40 @@ fn nms_shape_and_legacy_layout() {
     assert!(matches!(nms.shape, StreamShape::Nms { classes: 80, .. }));
     assert!(matches!(nms.quant, Quantization::Uniform(_)));
 }
+
+#[test]
+fn outputs_follow_sorted_outputs_order() {
+    let hef = samples::backbone(288);
+    let reversed = tampered(&hef, |m| m.network_groups[0].sorted_outputs_order.reverse());
+    let read = Hef::from_bytes(&reversed).expect("reads");
+    let names: Vec<_> = read.network_groups[0]
+        .outputs
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "backbone_288/features_4",
+            "backbone_288/features_3",
+            "backbone_288/features_2",
+            "backbone_288/features_1"
+        ]
+    );
+    // Very old files keep the order in the last context instead.
+    let old_style = tampered(&hef, |m| {
+        let order = std::mem::take(&mut m.network_groups[0].sorted_outputs_order);
+        let core = m.network_groups[0].ops[0].core_op.as_mut().expect("core");
+        let meta = core
+            .contexts
+            .last_mut()
+            .and_then(|c| c.metadata.as_mut())
+            .expect("meta");
+        meta.sorted_outputs_order = order.into_iter().rev().collect();
+    });
+    let read = Hef::from_bytes(&old_style).expect("reads");
+    assert_eq!(
+        read.network_groups[0].outputs[0].name,
+        "backbone_288/features_4"
+    );
+}
