@@ -7,7 +7,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`format`] | the raw header structures of every version |
+//! | [`format`](mod@format) | the raw header structures of every version |
 //! | `read` | header checks, checksum, protobuf decode, listing ([`Hef::open`], [`ReaderOptions`]) |
 //! | `write` | [`HefBuilder`] |
 //! | `proto` | the protobuf messages, written from `hef.proto` field numbers |

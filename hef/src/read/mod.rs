@@ -4,7 +4,11 @@
 //! else: the code-word section (the weights, most of a real HEF) is only
 //! streamed through the hash when the checksum is verified, in fixed-size
 //! chunks. No size read from the file is trusted: every section must fit in
-//! the file before a byte of it is allocated.
+//! the file before a byte of it is allocated, and the decoded protobuf only
+//! allocates for elements actually present in its bytes (each decoded
+//! message is a small constant multiple of its encoding; unknown and opaque
+//! fields are skipped without copying). [`ReaderOptions::max_proto_size`]
+//! caps the protobuf read into memory.
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -395,3 +395,17 @@ fn outputs_follow_sorted_outputs_order() {
         "backbone_288/features_4"
     );
 }
+
+#[test]
+fn protobuf_errors_carry_the_field_path() {
+    // Root field 1 (header), 2 bytes: field 1 (hw_arch) with a cut varint.
+    let file = HefBuilder::new(&tiny())
+        .build_around(vec![0x0A, 0x02, 0x08, 0xFF])
+        .expect("assembles");
+    let err = Hef::from_bytes(&file).expect_err("does not decode");
+    let HefErrorKind::Protobuf { message } = err.kind() else {
+        panic!("{err}")
+    };
+    assert!(message.contains("hw_arch"), "{message}");
+    assert!(err.to_string().contains("ProtoHEFHef"), "{err}");
+}
