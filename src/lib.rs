@@ -7,11 +7,13 @@
 //! | [`pipeline`] | the rig: cameras to graphs to NPU to decoder to fit to sinks |
 //! | [`decode`] | the CPU decoder of the backbone features into keypoints |
 //! | [`body`] | the ANNY body model, joint limits, triangulation and the pose fit |
+//! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
 //! | [`metrics`] | op counts, latency statistics, utilisation, reports, the planner |
 
 pub mod body;
 pub mod camera;
 pub mod decode;
+pub mod doctor;
 pub mod metrics;
 pub mod npu;
 pub mod pipeline;

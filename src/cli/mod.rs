@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod doctor;
 mod hef;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
@@ -19,6 +20,9 @@ enum Command {
     /// Inspect and verify HEF files.
     #[command(subcommand)]
     Hef(hef::HefCommand),
+    /// Check that this box can drive a Hailo part (HailoRT, PCIe, USB,
+    /// network, udev, link budget); exit 1 when a check fails.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -26,6 +30,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
+        Command::Doctor(args) => doctor::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1,0 +1,97 @@
+//! `hailo-edge doctor`: check that this box can drive a Hailo part, and say
+//! what fixes it when it cannot.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use hailo_edge::doctor::budget::{graphs_from_hefs, Camera, Rig, ShapeSource};
+use hailo_edge::doctor::{
+    diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
+    SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
+};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// A camera of the rig for the link budget, SIDE@FPS (repeat the flag for
+    /// each camera). Default: the demo rig, 3x288@120 + 1x432@120.
+    #[arg(long = "camera", value_name = "SIDE@FPS")]
+    cameras: Vec<Camera>,
+    /// A HEF of the rig's graphs (repeat for each); each camera feeds the
+    /// graph whose input side equals its own. Without --hef the budget uses
+    /// the RF-DETR backbone's shapes.
+    #[arg(long = "hef", value_name = "FILE")]
+    hefs: Vec<PathBuf>,
+    /// The USB part's hRPC address.
+    #[arg(long, default_value_t = DEFAULT_CARD_ADDR)]
+    card: SocketAddr,
+    /// How long to wait for the card's TCP handshake, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    timeout_ms: u64,
+    /// Read /sys, /dev, /etc and the library directories under DIR instead
+    /// of / (USB devices then come from DIR/sys/bus/usb/devices).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let cameras = if args.cameras.is_empty() {
+        Rig::demo_cameras()
+    } else {
+        args.cameras
+    };
+    let rig = if args.hefs.is_empty() {
+        Rig::with_backbone(cameras).context("--camera")?
+    } else {
+        let graphs = graphs_from_hefs(&args.hefs).context("--hef")?;
+        Rig::with_graphs(cameras, graphs, ShapeSource::Hef).context("--camera/--hef")?
+    };
+
+    let root = match &args.root {
+        Some(dir) => {
+            anyhow::ensure!(dir.is_dir(), "--root {}: not a directory", dir.display());
+            SysRoot::new(dir)
+        }
+        None => SysRoot::host(),
+    };
+    let sysfs_usb = SysfsUsb(root.clone());
+    let usb: &dyn UsbBus = if root.is_host() { &HostUsb } else { &sysfs_usb };
+    let env = Environment {
+        root,
+        usb,
+        net: &GetIfAddrs,
+        access: &ProcessAccess,
+        card: args.card,
+        connect_timeout: Duration::from_millis(args.timeout_ms),
+        hailort_linked: hailort_compiled_in(),
+    };
+    let report = diagnose(&env, &rig);
+
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        match &report.budget {
+            Some(budget) => format!("{report}\n\n{budget}\n"),
+            None => format!("{report}\n"),
+        }
+    };
+    // A closed pipe (`| head`) ends the output, not the run.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(e).context("writing the report")
+        }
+        _ => {}
+    }
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,214 @@
+//! The link budget of a rig: bytes per second of frames in and features out,
+//! against what the link to the part carries.
+//!
+//! Shapes come from the RF-DETR backbone's formula (input side x side x 3
+//! UINT8, four outputs of (side/12, side/12, 384) UINT8) or from the streams
+//! of HEF files ([`graphs_from_hefs`]). Link capacities: raw and
+//! line-coded rates are the standards'; the practical share of a link is an
+//! assumption, stated in every report.
+
+mod link;
+mod rig;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::Check;
+
+pub use link::{
+    pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
+};
+pub use rig::{
+    graphs_from_hefs, Camera, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS, BACKBONE_OUTPUTS,
+    BACKBONE_STRIDE,
+};
+
+/// Per-camera load, for reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CameraLoad {
+    pub camera: Camera,
+    pub in_bytes_per_s: f64,
+    pub out_bytes_per_s: f64,
+}
+
+/// A rig's load against a link.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkBudget {
+    pub rig: String,
+    pub shapes: ShapeSource,
+    pub cameras: Vec<CameraLoad>,
+    pub in_bytes_per_s: f64,
+    pub out_bytes_per_s: f64,
+    pub link: Option<Link>,
+    /// Share of the practical capacity used: the busier direction on a full
+    /// duplex link, in plus out on a half duplex one.
+    pub utilisation: Option<f64>,
+}
+
+/// Utilisation above which the budget warns: bursts and protocol overhead
+/// need headroom.
+pub const WARN_UTILISATION: f64 = 0.8;
+
+impl LinkBudget {
+    pub fn new(rig: &Rig, link: Option<Link>) -> Self {
+        let (in_bytes_per_s, out_bytes_per_s) = rig.load();
+        let utilisation = link.as_ref().map(|l| {
+            let need = if l.full_duplex {
+                in_bytes_per_s.max(out_bytes_per_s)
+            } else {
+                in_bytes_per_s + out_bytes_per_s
+            };
+            need / l.practical_bytes_per_s
+        });
+        Self {
+            rig: rig.summary(),
+            shapes: rig.shapes,
+            cameras: rig
+                .cameras
+                .iter()
+                .filter_map(|c| {
+                    let (i, o) = rig.camera_load(c)?;
+                    Some(CameraLoad {
+                        camera: *c,
+                        in_bytes_per_s: i,
+                        out_bytes_per_s: o,
+                    })
+                })
+                .collect(),
+            in_bytes_per_s,
+            out_bytes_per_s,
+            link,
+            utilisation,
+        }
+    }
+
+    /// `budget.link`: ok below [`WARN_UTILISATION`], a warning up to the
+    /// practical capacity, a failure beyond it.
+    pub fn check(&self) -> Check {
+        const ID: &str = "budget.link";
+        let load = format!(
+            "{}: in {} + out {}",
+            self.rig,
+            mbs(self.in_bytes_per_s),
+            mbs(self.out_bytes_per_s)
+        );
+        let (Some(link), Some(u)) = (&self.link, self.utilisation) else {
+            return Check::skip(ID, format!("{load}; PCIe link speed unreadable"));
+        };
+        let detail = format!(
+            "{load} on {}: {:.0}% of {} practical ({})",
+            link.name,
+            u * 100.0,
+            mbs(link.practical_bytes_per_s),
+            if link.full_duplex {
+                "per direction"
+            } else {
+                "shared"
+            }
+        );
+        let fix = "fewer cameras or a lower fps, or a faster link (USB 3.1 Gen 2 port, PCIe)";
+        if u > 1.0 {
+            Check::fail(ID, detail, fix)
+        } else if u > WARN_UTILISATION {
+            Check::warn(ID, detail, fix)
+        } else {
+            Check::ok(ID, detail)
+        }
+    }
+}
+
+fn mbs(bytes_per_s: f64) -> String {
+    format!("{:.1} MB/s", bytes_per_s / 1e6)
+}
+
+impl fmt::Display for LinkBudget {
+    /// A table: one row per camera, the totals, the link and its assumptions.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shapes = match self.shapes {
+            ShapeSource::BackboneFormula => "shapes: RF-DETR backbone formula",
+            ShapeSource::Hef => "shapes: HEF streams",
+        };
+        writeln!(f, "link budget of {} ({shapes})", self.rig)?;
+        writeln!(f, "  {:<10} {:>14} {:>14}", "camera", "in", "out")?;
+        for c in &self.cameras {
+            writeln!(
+                f,
+                "  {:<10} {:>14} {:>14}",
+                format!("{}@{}", c.camera.side, c.camera.fps),
+                mbs(c.in_bytes_per_s),
+                mbs(c.out_bytes_per_s)
+            )?;
+        }
+        writeln!(
+            f,
+            "  {:<10} {:>14} {:>14}",
+            "total",
+            mbs(self.in_bytes_per_s),
+            mbs(self.out_bytes_per_s)
+        )?;
+        match &self.link {
+            Some(l) => write!(
+                f,
+                "  link {} [{}]: raw {:.2} Gbit/s, coded {}, practical {} ({})",
+                l.name,
+                l.basis,
+                l.raw_bits_per_s / 1e9,
+                mbs(l.coded_bytes_per_s),
+                mbs(l.practical_bytes_per_s),
+                l.assumption
+            ),
+            None => write!(f, "  link: unknown"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::pcie::PcieLink;
+    use crate::doctor::UsbSpeed;
+
+    #[test]
+    fn demo_rig_fits_gen2_not_gen1_nor_usb2() {
+        let rig = Rig::demo();
+        let gen2 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::SuperPlus, "t")));
+        assert_eq!(gen2.check().verdict, super::super::Verdict::Ok);
+        let gen1 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::Super, "t")));
+        assert_eq!(gen1.check().verdict, super::super::Verdict::Fail);
+        let hs = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::High, "t")));
+        assert_eq!(hs.check().verdict, super::super::Verdict::Fail);
+        // Half duplex: in and out add up.
+        let u = hs.utilisation.unwrap();
+        assert!((u - (hs.in_bytes_per_s + hs.out_bytes_per_s) / 37.5e6).abs() < 1e-9);
+        let pcie = Link::pcie(PcieLink { gen: 3, width: 4 }, "t");
+        assert_eq!(
+            LinkBudget::new(&rig, Some(pcie)).check().verdict,
+            super::super::Verdict::Ok
+        );
+        assert_eq!(
+            LinkBudget::new(&rig, None).check().verdict,
+            super::super::Verdict::Skip
+        );
+    }
+
+    #[test]
+    fn budget_warns_near_capacity() {
+        // A 432 camera's features on Gen 1's 375 MB/s practical:
+        // 120 fps 238.9 MB/s (64%), 170 fps 338.4 MB/s (90%), 240 fps 477.8 MB/s (127%).
+        let gen1 = || Some(Link::usb(UsbSpeed::Super, "t"));
+        let rig = |fps| Rig::with_backbone(vec![Camera { side: 432, fps }]).unwrap();
+        assert_eq!(
+            LinkBudget::new(&rig(120), gen1()).check().verdict,
+            super::super::Verdict::Ok
+        );
+        assert_eq!(
+            LinkBudget::new(&rig(170), gen1()).check().verdict,
+            super::super::Verdict::Warn
+        );
+        assert_eq!(
+            LinkBudget::new(&rig(240), gen1()).check().verdict,
+            super::super::Verdict::Fail
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! A rig's cameras and the bytes of the graphs they feed.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::doctor::DoctorError;
+
+/// One camera: a square frame of `side` pixels at `fps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Camera {
+    pub side: u32,
+    pub fps: u32,
+}
+
+impl FromStr for Camera {
+    type Err = DoctorError;
+
+    /// `SIDE@FPS`, e.g. `288@120`.
+    fn from_str(spec: &str) -> Result<Self, DoctorError> {
+        let bad = |reason: &str| DoctorError::BadCamera {
+            spec: spec.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let (side, fps) = spec.split_once('@').ok_or_else(|| bad("no '@'"))?;
+        let side: u32 = side
+            .trim()
+            .parse()
+            .map_err(|_| bad("side is not a number"))?;
+        let fps: u32 = fps.trim().parse().map_err(|_| bad("fps is not a number"))?;
+        if side == 0 || fps == 0 {
+            return Err(bad("side and fps must be positive"));
+        }
+        if side % 12 != 0 {
+            return Err(bad("the backbone needs a side divisible by 12"));
+        }
+        Ok(Self { side, fps })
+    }
+}
+
+/// Bytes in and out of one inference of a graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GraphIo {
+    pub name: String,
+    /// Side of its square input.
+    pub input_side: u32,
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+}
+
+/// Output channels of each of the backbone's four feature maps.
+pub const BACKBONE_CHANNELS: u64 = 384;
+/// Feature maps of the backbone.
+pub const BACKBONE_OUTPUTS: u64 = 4;
+/// Stride of the backbone's feature maps.
+pub const BACKBONE_STRIDE: u32 = 12;
+
+impl GraphIo {
+    /// The RF-DETR keypoint backbone at `side`: input side*side*3 UINT8,
+    /// outputs four (g, g, 384) UINT8 with g = side/12.
+    pub fn backbone(side: u32) -> Self {
+        let s = u64::from(side);
+        let g = u64::from(side / BACKBONE_STRIDE);
+        Self {
+            name: format!("rf-detr backbone {side}"),
+            input_side: side,
+            in_bytes: s * s * 3,
+            out_bytes: BACKBONE_OUTPUTS * g * g * BACKBONE_CHANNELS,
+        }
+    }
+
+    /// The bytes of a HEF network group: its one square image input, the sum
+    /// of its outputs. `None` when the group has not exactly one square input.
+    pub fn from_network_group(group: &hef::NetworkGroup) -> Option<Self> {
+        let [input] = group.inputs.as_slice() else {
+            return None;
+        };
+        let hef::StreamShape::Image { height, width, .. } = input.shape else {
+            return None;
+        };
+        (height == width).then(|| Self {
+            name: group.name.clone(),
+            input_side: height,
+            in_bytes: input.frame_size(),
+            out_bytes: group.outputs.iter().map(hef::StreamInfo::frame_size).sum(),
+        })
+    }
+}
+
+/// The graphs of HEF files: one per network group.
+///
+/// # Errors
+/// [`DoctorError::Hef`] for a file that does not read (it names the file),
+/// [`DoctorError::UnsupportedGraph`] for a group without one square input.
+pub fn graphs_from_hefs(paths: &[impl AsRef<Path>]) -> Result<Vec<GraphIo>, DoctorError> {
+    let mut graphs = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        let model = hef::Hef::open(path)?;
+        for group in &model.network_groups {
+            graphs.push(GraphIo::from_network_group(group).ok_or_else(|| {
+                DoctorError::UnsupportedGraph {
+                    path: path.display().to_string(),
+                    group: group.name.clone(),
+                }
+            })?);
+        }
+    }
+    Ok(graphs)
+}
+
+/// Where the graphs' shapes came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShapeSource {
+    /// The backbone's formula.
+    BackboneFormula,
+    /// Streams read from HEF files.
+    Hef,
+}
+
+/// Cameras and the graphs they feed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rig {
+    pub cameras: Vec<Camera>,
+    pub graphs: Vec<GraphIo>,
+    pub shapes: ShapeSource,
+}
+
+impl Rig {
+    /// The demo rig: three body cameras at 288 and a face camera at 432, all
+    /// at 120 fps, into the backbone.
+    pub fn demo() -> Self {
+        Self {
+            graphs: vec![GraphIo::backbone(288), GraphIo::backbone(432)],
+            cameras: Self::demo_cameras(),
+            shapes: ShapeSource::BackboneFormula,
+        }
+    }
+
+    /// The demo rig's cameras: 3x288@120 + 1x432@120.
+    pub fn demo_cameras() -> Vec<Camera> {
+        [288, 288, 288, 432]
+            .map(|side| Camera { side, fps: 120 })
+            .to_vec()
+    }
+
+    /// Cameras into the backbone, one graph per distinct side.
+    ///
+    /// # Errors
+    /// [`DoctorError::EmptyRig`] without cameras.
+    pub fn with_backbone(cameras: Vec<Camera>) -> Result<Self, DoctorError> {
+        let mut sides: Vec<u32> = cameras.iter().map(|c| c.side).collect();
+        sides.sort_unstable();
+        sides.dedup();
+        Self::with_graphs(
+            cameras,
+            sides.into_iter().map(GraphIo::backbone).collect(),
+            ShapeSource::BackboneFormula,
+        )
+    }
+
+    /// Cameras into the given graphs; each camera feeds the graph whose input
+    /// side equals its own.
+    ///
+    /// # Errors
+    /// [`DoctorError::EmptyRig`], or [`DoctorError::NoGraphForCamera`] naming
+    /// a camera no graph takes.
+    pub fn with_graphs(
+        cameras: Vec<Camera>,
+        graphs: Vec<GraphIo>,
+        shapes: ShapeSource,
+    ) -> Result<Self, DoctorError> {
+        if cameras.is_empty() {
+            return Err(DoctorError::EmptyRig);
+        }
+        if let Some(c) = cameras
+            .iter()
+            .find(|c| !graphs.iter().any(|g| g.input_side == c.side))
+        {
+            return Err(DoctorError::NoGraphForCamera { side: c.side });
+        }
+        Ok(Self {
+            cameras,
+            graphs,
+            shapes,
+        })
+    }
+
+    /// (bytes/s in, bytes/s out) of a camera, through the graph of its side;
+    /// `None` when no graph of the rig takes it.
+    pub fn camera_load(&self, c: &Camera) -> Option<(f64, f64)> {
+        let g = self.graphs.iter().find(|g| g.input_side == c.side)?;
+        let fps = f64::from(c.fps);
+        Some((g.in_bytes as f64 * fps, g.out_bytes as f64 * fps))
+    }
+
+    /// (bytes/s in, bytes/s out) of the whole rig.
+    pub fn load(&self) -> (f64, f64) {
+        self.cameras
+            .iter()
+            .filter_map(|c| self.camera_load(c))
+            .fold((0.0, 0.0), |(i, o), (ci, co)| (i + ci, o + co))
+    }
+
+    /// `3x288@120 + 1x432@120`.
+    pub fn summary(&self) -> String {
+        let mut groups: Vec<(Camera, usize)> = Vec::new();
+        for c in &self.cameras {
+            match groups.iter_mut().find(|(g, _)| g == c) {
+                Some((_, n)) => *n += 1,
+                None => groups.push((*c, 1)),
+            }
+        }
+        groups
+            .iter()
+            .map(|(c, n)| format!("{n}x{}@{}", c.side, c.fps))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cameras_parse_and_reject() {
+        assert_eq!(
+            "288@120".parse::<Camera>().unwrap(),
+            Camera {
+                side: 288,
+                fps: 120
+            }
+        );
+        for bad in ["288", "x@120", "288@", "0@120", "290@30"] {
+            let e = bad.parse::<Camera>().unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn demo_rig_load_by_hand() {
+        let rig = Rig::demo();
+        let (i, o) = rig.load();
+        // in: 3 * 288*288*3 * 120 + 432*432*3 * 120
+        assert_eq!(i, (3.0 * 248_832.0 + 559_872.0) * 120.0);
+        // out: 4 maps of (g, g, 384), g = 24 and 36
+        assert_eq!(o, (3.0 * 884_736.0 + 1_990_656.0) * 120.0);
+        assert_eq!(rig.summary(), "3x288@120 + 1x432@120");
+    }
+
+    #[test]
+    fn graphs_must_cover_cameras() {
+        let err = Rig::with_graphs(
+            vec![Camera { side: 432, fps: 30 }],
+            vec![GraphIo::backbone(288)],
+            ShapeSource::BackboneFormula,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("432x432"));
+        assert!(matches!(
+            Rig::with_backbone(vec![]),
+            Err(DoctorError::EmptyRig)
+        ));
+    }
+
+    fn stream(name: &str, dir: hef::Direction, h: u32, w: u32, f: u32) -> hef::StreamInfo {
+        hef::StreamInfo {
+            name: name.into(),
+            network: "g/g".into(),
+            direction: dir,
+            shape: hef::StreamShape::Image {
+                height: h,
+                width: w,
+                features: f,
+            },
+            device_order: hef::FormatOrder::Nhcw,
+            host_order: hef::FormatOrder::Nhwc,
+            data_type: hef::DataType::Uint8,
+            transposed: false,
+            quant: hef::Quantization::Uniform(hef::QuantInfo {
+                zp: 0.0,
+                scale: 1.0,
+                limvals_min: 0.0,
+                limvals_max: 255.0,
+            }),
+        }
+    }
+
+    fn group(inputs: Vec<hef::StreamInfo>, side: u32) -> hef::NetworkGroup {
+        let g = side / 12;
+        hef::NetworkGroup {
+            name: format!("backbone_{side}"),
+            networks: vec!["g/g".into()],
+            contexts: 1,
+            bottleneck_fps: None,
+            ops_per_frame: None,
+            inputs,
+            outputs: (0..4)
+                .map(|i| stream(&format!("out{i}"), hef::Direction::Output, g, g, 384))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn hef_streams_give_the_same_bytes_as_the_formula() {
+        for side in [288, 432] {
+            let input = stream("in", hef::Direction::Input, side, side, 3);
+            let io = GraphIo::from_network_group(&group(vec![input], side)).unwrap();
+            let formula = GraphIo::backbone(side);
+            assert_eq!(
+                (io.input_side, io.in_bytes, io.out_bytes),
+                (side, formula.in_bytes, formula.out_bytes)
+            );
+        }
+        // Not one square input: no graph.
+        let wide = stream("in", hef::Direction::Input, 288, 432, 3);
+        assert!(GraphIo::from_network_group(&group(vec![wide], 288)).is_none());
+        assert!(GraphIo::from_network_group(&group(vec![], 288)).is_none());
+    }
+}

@@ -1,0 +1,122 @@
+//! `hailo-edge doctor`: is this box ready to drive a Hailo part, and if not,
+//! what fixes it.
+//!
+//! Every check reads the machine through an injected [`Environment`]: a
+//! [`SysRoot`] prefix for `/sys`, `/dev` and `/etc`, a [`UsbBus`] that lists
+//! USB devices, [`Interfaces`] for interface addresses, [`Permissions`] for
+//! access(2), and the card's hRPC address. The command passes the real
+//! machine; tests pass a fake sysfs tree in a temporary directory, a list of
+//! USB devices and a loopback listener, so every check is exercised in its
+//! good and broken state without hardware or network.
+//!
+//! | module | checks |
+//! |---|---|
+//! | [`hailort`] | HailoRT linked in, library version, driver version equal to it |
+//! | [`pcie`] | Hailo PCIe functions, bound driver, device nodes and their access, link |
+//! | [`usb`] | the USB part's gadget (0525:a4a1) and its link speed |
+//! | [`net`] | `usbnet0` up with 192.168.10.11, the card's hRPC port reachable |
+//! | [`installed`] | our udev rules and network unit in `/etc`, unchanged |
+//! | [`budget`] | frames in and features out of a rig against the link's capacity |
+
+pub mod budget;
+mod env;
+pub mod hailort;
+pub mod installed;
+pub mod net;
+pub mod pcie;
+mod report;
+pub mod usb;
+
+pub use env::{
+    Environment, GetIfAddrs, Interfaces, Permissions, ProcessAccess, SysRoot, DEFAULT_CARD_ADDR,
+};
+pub use hailort::hailort_compiled_in;
+pub use report::{Check, Report, Verdict};
+pub use usb::{HostUsb, SysfsUsb, UsbBus, UsbDevice, UsbSpeed};
+
+#[cfg(feature = "usb")]
+pub use usb::RusbBus;
+
+use budget::{LinkBudget, Rig};
+
+/// Errors of the doctor's own inputs. Problems of the machine are not errors:
+/// they are [`Verdict::Fail`] checks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DoctorError {
+    /// A `--camera` value that is not `SIDE@FPS`.
+    #[error("camera '{spec}': {reason} (expected SIDE@FPS, e.g. 288@120)")]
+    BadCamera { spec: String, reason: String },
+    /// A rig with no cameras.
+    #[error("the rig has no cameras")]
+    EmptyRig,
+    /// A camera whose side no graph of the rig accepts.
+    #[error("camera {side}x{side}: no graph of the rig takes a {side}x{side} input")]
+    NoGraphForCamera { side: u32 },
+    /// A HEF that cannot be read.
+    #[error(transparent)]
+    Hef(#[from] hef::HefError),
+    /// A HEF network group the budget cannot size (it needs exactly one
+    /// square image input).
+    #[error("HEF {path}: network group '{group}' has not exactly one square image input")]
+    UnsupportedGraph { path: String, group: String },
+    /// USB enumeration failed.
+    #[error("USB enumeration failed: {0}")]
+    Usb(String),
+    /// Reading interface addresses failed.
+    #[error("reading interface addresses failed: {0}")]
+    Interfaces(String),
+}
+
+/// Runs every check against `env` and computes the link budget of `rig`.
+pub fn diagnose(env: &Environment<'_>, rig: &Rig) -> Report {
+    let mut checks = Vec::new();
+    checks.extend(hailort::checks(env));
+
+    let pci = pcie::scan(&env.root);
+    let usb_devices = env.usb.devices();
+    let gadget = match &usb_devices {
+        Ok(list) => usb::find_gadget(list).cloned(),
+        Err(_) => None,
+    };
+    let transports = Transports {
+        pcie: !pci.is_empty(),
+        usb: gadget.is_some(),
+        usb_enumerated: usb_devices.is_ok(),
+    };
+
+    checks.push(hailort::driver_check(env, &transports));
+    checks.extend(pcie::checks(env, &pci, &transports));
+    checks.extend(usb::checks(&usb_devices, &transports));
+    checks.extend(net::checks(env, &transports));
+    checks.extend(installed::checks(&env.root));
+
+    let link = budget::pick_link(&pci, gadget.as_ref());
+    let budget = LinkBudget::new(rig, link);
+    checks.push(budget.check());
+    Report {
+        checks,
+        budget: Some(budget),
+    }
+}
+
+/// Which transports to a Hailo part this box has: checks of a transport that
+/// is absent are skipped when the other one is present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transports {
+    /// A Hailo function on the PCI bus.
+    pub pcie: bool,
+    /// The USB part's gadget on the USB bus.
+    pub usb: bool,
+    /// Whether the USB bus could be listed at all (when not, `usb` is
+    /// unknown rather than false).
+    pub usb_enumerated: bool,
+}
+
+impl Transports {
+    /// Whether the USB part's network checks apply: its gadget is there, or
+    /// the bus could not be listed and there is no PCIe part either.
+    pub fn usb_network(self) -> bool {
+        self.usb || (!self.usb_enumerated && !self.pcie)
+    }
+}

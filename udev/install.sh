@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Install (or remove) what a Linux box needs to run hailo-edge on a Hailo part:
+#   - udev rules: PCIe device nodes for group `hailo` (0660 + uaccess), and the
+#     name `usbnet0` for the USB part's Ethernet gadget (0525:a4a1);
+#   - the host address 192.168.10.11/24 on usbnet0, for systemd-networkd and
+#     for NetworkManager (whichever runs picks its own file up);
+#   - the system group `hailo`.
+# Then it reloads udev and the network daemon that runs. Running it twice
+# changes nothing the second time.
+#
+# Usage: sudo udev/install.sh [--uninstall] [--dry-run] [--root DIR]
+#   --uninstall  remove the files; remove the group when it has no members
+#   --dry-run    print every action, change nothing
+#   --root DIR   work inside DIR instead of / (for tests and images); no
+#                daemon is reloaded
+set -euo pipefail
+
+readonly GROUP_NAME=hailo
+SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly SRC_DIR
+
+# source file | destination | mode
+readonly FILES=(
+  "60-hailo-edge.rules|/etc/udev/rules.d/60-hailo-edge.rules|644"
+  "70-hailo-usbnet.rules|/etc/udev/rules.d/70-hailo-usbnet.rules|644"
+  "70-hailo-usbnet0.network|/etc/systemd/network/70-hailo-usbnet0.network|644"
+  "hailo-usbnet0.nmconnection|/etc/NetworkManager/system-connections/hailo-usbnet0.nmconnection|600"
+)
+
+root=""
+dry_run=0
+uninstall=0
+changed=0
+
+# The comment block at the top of this file.
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+}
+
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+# Print an action, and run it unless this is a dry run.
+act() {
+  if ((dry_run)); then
+    echo "would run: $*"
+  else
+    echo "run: $*"
+    "$@"
+  fi
+}
+
+group_file() {
+  echo "${root}/etc/group"
+}
+
+group_exists() {
+  if [[ -n "$root" ]]; then
+    grep -q "^${GROUP_NAME}:" "$(group_file)" 2>/dev/null
+  else
+    getent group "$GROUP_NAME" >/dev/null
+  fi
+}
+
+group_members() {
+  if [[ -n "$root" ]]; then
+    grep "^${GROUP_NAME}:" "$(group_file)" | cut -d: -f4
+  else
+    getent group "$GROUP_NAME" | cut -d: -f4
+  fi
+}
+
+prefix_args() {
+  if [[ -n "$root" ]]; then
+    echo "--prefix"
+    echo "$root"
+  fi
+}
+
+install_files() {
+  local entry src dest mode target
+  for entry in "${FILES[@]}"; do
+    IFS='|' read -r src dest mode <<<"$entry"
+    target="${root}${dest}"
+    if [[ -f "$target" ]] && cmp -s "$SRC_DIR/$src" "$target" &&
+      [[ "$(stat -c %a "$target")" == "$mode" ]]; then
+      echo "unchanged: $dest"
+      continue
+    fi
+    act install -D -m "$mode" "$SRC_DIR/$src" "$target"
+    changed=1
+  done
+}
+
+remove_files() {
+  local entry src dest mode target
+  for entry in "${FILES[@]}"; do
+    IFS='|' read -r src dest mode <<<"$entry"
+    target="${root}${dest}"
+    if [[ -e "$target" ]]; then
+      act rm -f "$target"
+      changed=1
+    else
+      echo "absent: $dest"
+    fi
+  done
+}
+
+add_group() {
+  if group_exists; then
+    echo "unchanged: group $GROUP_NAME exists"
+    return
+  fi
+  if [[ -n "$root" && ! -f "$(group_file)" ]]; then
+    die "$(group_file) is missing: --root needs a tree with etc/group"
+  fi
+  local args
+  mapfile -t args < <(prefix_args)
+  act groupadd "${args[@]}" --system "$GROUP_NAME"
+  changed=1
+}
+
+remove_group() {
+  if ! group_exists; then
+    echo "absent: group $GROUP_NAME"
+    return
+  fi
+  local members
+  members=$(group_members)
+  if [[ -n "$members" ]]; then
+    echo "kept: group $GROUP_NAME still has members ($members)"
+    return
+  fi
+  local args
+  mapfile -t args < <(prefix_args)
+  act groupdel "${args[@]}" "$GROUP_NAME"
+  changed=1
+}
+
+service_active() {
+  command -v systemctl >/dev/null && systemctl is-active --quiet "$1"
+}
+
+reload_daemons() {
+  if ((!changed)); then
+    echo "nothing changed: no reload"
+    return
+  fi
+  if [[ -n "$root" ]]; then
+    echo "skipped under --root: udevadm control --reload && udevadm trigger"
+    return
+  fi
+  if command -v udevadm >/dev/null; then
+    act udevadm control --reload
+    act udevadm trigger --action=change --subsystem-match=hailo_chardev --subsystem-match=hailo1x
+  else
+    echo "skipped: udevadm not found (no udev on this system?)"
+  fi
+  if service_active systemd-networkd; then
+    act networkctl reload
+  fi
+  if service_active NetworkManager; then
+    act nmcli connection reload
+  fi
+  if ((!uninstall)); then
+    echo "note: replug a USB Hailo part so its interface is renamed usbnet0;"
+    echo "      add users with: sudo usermod -aG $GROUP_NAME USER (then log in again)"
+  fi
+}
+
+while (($#)); do
+  case "$1" in
+  --uninstall) uninstall=1 ;;
+  --dry-run) dry_run=1 ;;
+  --root)
+    (($# >= 2)) || die "--root needs a directory"
+    [[ -d "$2" ]] || die "--root $2: not a directory"
+    root=$(cd "$2" && pwd)
+    shift
+    ;;
+  --root=*)
+    root="${1#--root=}"
+    [[ -d "$root" ]] || die "--root $root: not a directory"
+    root=$(cd "$root" && pwd)
+    ;;
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  *) die "unknown argument '$1' (try --help)" ;;
+  esac
+  shift
+done
+
+if [[ "$root" == "/" ]]; then
+  root=""
+fi
+if ((!dry_run)) && [[ -z "$root" ]] && ((EUID != 0)); then
+  die "must run as root: sudo $0 $*"
+fi
+
+if ((uninstall)); then
+  remove_files
+  remove_group
+else
+  add_group
+  install_files
+fi
+reload_daemons
