@@ -3,11 +3,35 @@
 //! A HEF is a big-endian header (versions 0 to 3), a protobuf description of
 //! the network groups, and the compiled code words. This crate lists the
 //! model the way HailoRT lists it ([`Hef`]), verifies the checksums, and
-//! writes valid files for tests, fixtures and the simulator.
+//! writes valid files for tests, fixtures and the simulator ([`HefBuilder`]).
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`format`] | the raw header structures of every version |
+//! | `read` | header checks, checksum, protobuf decode, listing ([`Hef::open`], [`ReaderOptions`]) |
+//! | `write` | [`HefBuilder`] |
+//! | [`proto`] | the protobuf messages, written from `hef.proto` field numbers |
+//!
+//! ```no_run
+//! let hef = hef::Hef::open("fixtures/backbone_288.hef")?;
+//! hef.check_compatible(hef::Chip::Hailo10H)?;
+//! for group in &hef.network_groups {
+//!     println!("{}: {} inputs", group.name, group.inputs.len());
+//! }
+//! # Ok::<(), hef::HefError>(())
+//! ```
 
 #![warn(missing_docs)]
-#![allow(missing_docs)] // lifted once the reader lands
 
+mod error;
+pub mod format;
 mod model;
+pub mod proto;
+mod read;
+pub mod samples;
+mod write;
 
+pub use error::{Checksum, ChecksumAlgorithm, ErrorClass, HefError, HefErrorKind};
 pub use model::*;
+pub use read::ReaderOptions;
+pub use write::{HefBuilder, WriteError};

@@ -56,17 +56,37 @@ impl HeaderVersion {
 /// A Hailo chip a HEF can run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Chip {
+    /// Hailo-8.
     Hailo8,
+    /// Hailo-8L.
     Hailo8L,
+    /// Hailo-8R.
     Hailo8R,
+    /// Hailo-10H.
     Hailo10H,
+    /// Hailo-15H.
     Hailo15H,
+    /// Hailo-15M.
     Hailo15M,
+    /// Hailo-15L.
     Hailo15L,
+    /// Hailo-12L (MARS).
     Hailo12L,
 }
 
 impl Chip {
+    /// Every chip, in declaration order.
+    pub const ALL: [Chip; 8] = [
+        Self::Hailo8,
+        Self::Hailo8L,
+        Self::Hailo8R,
+        Self::Hailo10H,
+        Self::Hailo15H,
+        Self::Hailo15M,
+        Self::Hailo15L,
+        Self::Hailo12L,
+    ];
+
     /// The name `hailortcli` prints.
     pub fn name(self) -> &'static str {
         match self {
@@ -79,6 +99,23 @@ impl Chip {
             Self::Hailo15L => "HAILO15L",
             Self::Hailo12L => "HAILO12L",
         }
+    }
+}
+
+impl std::str::FromStr for Chip {
+    type Err = String;
+
+    /// Parses a chip name as HailoRT prints it, case-insensitively
+    /// (`hailo10h`, `HAILO-10H` and `Hailo10H` all work).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted: String = s.chars().filter(|c| *c != '-' && *c != '_').collect();
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(&wanted))
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown chip {s:?}, expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -95,8 +132,8 @@ impl std::fmt::Display for Chip {
 pub struct HwArch(pub u64);
 
 impl HwArch {
-    /// `PROTO__HW_ARCH__HAILO8`.
-    pub const HAILO8: HwArch = HwArch(1);
+    /// `PROTO__HW_ARCH__HAILO8` (0, the protobuf default).
+    pub const HAILO8: HwArch = HwArch(0);
     /// `PROTO__HW_ARCH__HAILO8L`.
     pub const HAILO8L: HwArch = HwArch(3);
     /// `PROTO__HW_ARCH__HAILO1XH` (called HAILO15H in 4.23): Hailo-15H and Hailo-10H.
@@ -121,6 +158,28 @@ impl HwArch {
         }
     }
 
+    /// The `ProtoHEFHwArch` name (`PROTO__HW_ARCH__` stripped), if known.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "HAILO8",
+            1 => "HAILO8P",
+            2 => "HAILO8R",
+            3 => "HAILO8L",
+            4 => "HAILO15M",
+            5 => "HAILO10H",
+            6 => "HAILO15L",
+            100 => "SAGE_A0",
+            101 => "SAGE_B0",
+            102 => "PAPRIKA_B0",
+            103 => "HAILO1XH",
+            104 => "GINGER",
+            105 => "LAVENDER",
+            106 => "PLUTO",
+            108 => "MARS",
+            _ => return None,
+        })
+    }
+
     /// Whether a HEF of this arch can be configured on `chip`.
     pub fn runs_on(self, chip: Chip) -> bool {
         self.compatible_chips().contains(&chip)
@@ -130,8 +189,11 @@ impl HwArch {
 /// The SDK (Dataflow Compiler) version a HEF was compiled with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SdkVersion {
+    /// Major version.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
+    /// Revision.
     pub revision: u32,
 }
 
@@ -144,7 +206,9 @@ impl std::fmt::Display for SdkVersion {
 /// A parsed HEF: what `hailortcli parse-hef` lists.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hef {
+    /// Version of the binary header.
     pub header_version: HeaderVersion,
+    /// The arch the HEF was compiled for.
     pub hw_arch: HwArch,
     /// The compiler version as the HEF states it (string form, e.g. "5.2.0").
     pub sdk_version: Option<String>,
@@ -162,11 +226,44 @@ impl Hef {
     pub fn network_group(&self, name: &str) -> Option<&NetworkGroup> {
         self.network_groups.iter().find(|g| g.name == name)
     }
+
+    /// Checks that the HEF can be configured on `chip`, as HailoRT does at
+    /// configure time.
+    ///
+    /// # Errors
+    /// [`HefErrorKind::NotCompatible`](crate::HefErrorKind::NotCompatible)
+    /// (class not compatible). The error names no file; add it with
+    /// [`HefError::with_path`](crate::HefError::with_path).
+    pub fn check_compatible(&self, chip: Chip) -> Result<(), crate::HefError> {
+        if self.hw_arch.runs_on(chip) {
+            return Ok(());
+        }
+        let chips = self.compatible_chips();
+        let compatible = if chips.is_empty() {
+            "no known chip".to_string()
+        } else {
+            format!(
+                "runs on {}",
+                chips
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Err(crate::HefErrorKind::NotCompatible {
+            hw_arch: self.hw_arch.0,
+            chip,
+            compatible,
+        }
+        .into())
+    }
 }
 
 /// One network group (a configurable unit; one "model" to the scheduler).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetworkGroup {
+    /// The group's name.
     pub name: String,
     /// Network names, `"<group>/<network>"`.
     pub networks: Vec<String>,
@@ -177,7 +274,9 @@ pub struct NetworkGroup {
     /// Operations per frame (multiply and add counted separately), when the HEF
     /// carries them.
     pub ops_per_frame: Option<u64>,
+    /// Boundary input streams, in file order.
     pub inputs: Vec<StreamInfo>,
+    /// Boundary output streams, in file order.
     pub outputs: Vec<StreamInfo>,
 }
 
@@ -210,7 +309,9 @@ pub enum Direction {
 /// Element type of a stream's device buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DataType {
+    /// One byte per element.
     Uint8,
+    /// Two bytes per element.
     Uint16,
 }
 
@@ -235,28 +336,51 @@ impl DataType {
 /// A HailoRT `hailo_format_order_t`, by its C value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum FormatOrder {
+    /// `HAILO_FORMAT_ORDER_NHWC`.
     Nhwc,
+    /// `HAILO_FORMAT_ORDER_NHCW`.
     Nhcw,
+    /// `HAILO_FORMAT_ORDER_FCR`.
     Fcr,
+    /// `HAILO_FORMAT_ORDER_F8CR`.
     F8cr,
+    /// `HAILO_FORMAT_ORDER_NHW`.
     Nhw,
+    /// `HAILO_FORMAT_ORDER_NC`.
     Nc,
+    /// `HAILO_FORMAT_ORDER_BAYER_RGB`.
     BayerRgb,
+    /// `HAILO_FORMAT_ORDER_12_BIT_BAYER_RGB`.
     TwelveBitBayerRgb,
+    /// `HAILO_FORMAT_ORDER_HAILO_NMS`.
     HailoNms,
+    /// `HAILO_FORMAT_ORDER_RGB888`.
     Rgb888,
+    /// `HAILO_FORMAT_ORDER_NCHW`.
     Nchw,
+    /// `HAILO_FORMAT_ORDER_YUY2`.
     Yuy2,
+    /// `HAILO_FORMAT_ORDER_NV12`.
     Nv12,
+    /// `HAILO_FORMAT_ORDER_NV21`.
     Nv21,
+    /// `HAILO_FORMAT_ORDER_YYUV`.
     Yyuv,
+    /// `HAILO_FORMAT_ORDER_YYVU`.
     Yyvu,
+    /// `HAILO_FORMAT_ORDER_RGB4`.
     Rgb4,
+    /// `HAILO_FORMAT_ORDER_I420`.
     I420,
+    /// `HAILO_FORMAT_ORDER_YYYYUV`.
     Yyyyuv,
+    /// `HAILO_FORMAT_ORDER_NMS_WITH_BYTE_MASK`.
     NmsWithByteMask,
+    /// `HAILO_FORMAT_ORDER_NMS_ON_CHIP`.
     NmsOnChip,
+    /// `HAILO_FORMAT_ORDER_NMS_BY_CLASS`.
     NmsByClass,
+    /// `HAILO_FORMAT_ORDER_NMS_BY_SCORE`.
     NmsByScore,
 }
 
@@ -322,6 +446,20 @@ impl FormatOrder {
         ALL.into_iter().find(|o| o.c_value() == v)
     }
 
+    /// The host (vstream / InferModel) order HailoRT uses by default for a
+    /// device order (`HailoRTDefaults::get_default_host_format_order`).
+    pub fn host_order(self) -> FormatOrder {
+        use FormatOrder::*;
+        match self {
+            Nhcw | Rgb888 => Nhwc,
+            Yyuv => Nv12,
+            Yyvu => Nv21,
+            Yyyyuv => I420,
+            NmsOnChip => NmsByClass,
+            other => other,
+        }
+    }
+
     /// The name HailoRT prints (`HAILO_FORMAT_ORDER_` stripped).
     pub fn name(self) -> &'static str {
         use FormatOrder::*;
@@ -358,14 +496,20 @@ impl FormatOrder {
 pub enum StreamShape {
     /// An image-like tensor (height, width, features), after any transpose.
     Image {
+        /// Rows.
         height: u32,
+        /// Columns.
         width: u32,
+        /// Channels.
         features: u32,
     },
     /// An on-chip NMS output.
     Nms {
+        /// Number of classes.
         classes: u32,
+        /// Values per box (`bbox_size`).
         bbox_params: u32,
+        /// Boxes per class (`max_output_size` times the division factor).
         max_bboxes_per_class: u32,
     },
 }
@@ -391,9 +535,13 @@ impl StreamShape {
 /// Quantisation of a stream: real value = (q - zp) * scale.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct QuantInfo {
+    /// Zero point.
     pub zp: f32,
+    /// Scale.
     pub scale: f32,
+    /// Smallest real value the stream holds.
     pub limvals_min: f32,
+    /// Largest real value the stream holds.
     pub limvals_max: f32,
 }
 
@@ -424,18 +572,23 @@ pub enum Quantization {
 /// One boundary stream of a network group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamInfo {
+    /// The stream's (edge layer's) name.
     pub name: String,
     /// The network it belongs to, `"<group>/<network>"`.
     pub network: String,
+    /// Input or output.
     pub direction: Direction,
+    /// Frame shape, after any transpose.
     pub shape: StreamShape,
     /// Order of the device buffer.
     pub device_order: FormatOrder,
     /// Order the host (vstream / InferModel) buffer uses by default.
     pub host_order: FormatOrder,
+    /// Element type.
     pub data_type: DataType,
     /// Whether the compiler transposed height and width.
     pub transposed: bool,
+    /// Quantisation of the elements.
     pub quant: Quantization,
 }
 

@@ -1,0 +1,19 @@
+//! Writes the committed HEF fixtures into a directory (default `fixtures`).
+//!
+//! `cargo run -p hef --example make_fixtures -- fixtures`
+//!
+//! The output is deterministic; the test `fixtures_are_up_to_date` compares
+//! a fresh run with the committed files.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "fixtures".into()));
+    std::fs::create_dir_all(&dir)?;
+    for (name, bytes) in hef::samples::fixture_files()? {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes)?;
+        println!("{} ({} bytes)", path.display(), bytes.len());
+    }
+    Ok(())
+}
