@@ -142,8 +142,16 @@ pub mod vdevice {
         let mut ids = vec![hes_device_id::default(); 8];
         let mut count = ids.len();
         // SAFETY: `v` is live (caller); `ids` has `count` elements.
-        unsafe { call!(api, vdevice_device_ids(v.as_ptr(), ids.as_mut_ptr(), &mut count))? };
-        Ok(ids[..count.min(ids.len())].iter().map(|d| from_c_chars(&d.id)).collect())
+        unsafe {
+            call!(
+                api,
+                vdevice_device_ids(v.as_ptr(), ids.as_mut_ptr(), &mut count)
+            )?
+        };
+        Ok(ids[..count.min(ids.len())]
+            .iter()
+            .map(|d| from_c_chars(&d.id))
+            .collect())
     }
 
     /// `vdevice_performance_stats`.
@@ -204,7 +212,12 @@ pub mod infer_model {
         let path = c_string(path)?;
         let mut out = ptr::null_mut();
         // SAFETY: `v` is live (caller); `path` outlives the call.
-        unsafe { call!(api, infer_model_create_from_file(v.as_ptr(), path.as_ptr(), &mut out))? };
+        unsafe {
+            call!(
+                api,
+                infer_model_create_from_file(v.as_ptr(), path.as_ptr(), &mut out)
+            )?
+        };
         non_null(api, out, "infer_model_create_from_file")
     }
 
@@ -220,7 +233,12 @@ pub mod infer_model {
         let mut out = ptr::null_mut();
         let data = bytes.as_ptr().cast::<c_void>();
         // SAFETY: `v` is live (caller); `bytes` outlives the call.
-        unsafe { call!(api, infer_model_create_from_memory(v.as_ptr(), data, bytes.len(), &mut out))? };
+        unsafe {
+            call!(
+                api,
+                infer_model_create_from_memory(v.as_ptr(), data, bytes.len(), &mut out)
+            )?
+        };
         non_null(api, out, "infer_model_create_from_memory")
     }
 
@@ -240,7 +258,12 @@ pub mod infer_model {
     pub unsafe fn name(api: &Api, m: NonNull<hes_infer_model>) -> Result<String, NpuError> {
         let mut buf = [0 as std::ffi::c_char; HES_MAX_NAME as usize];
         // SAFETY: `m` is live (caller); `buf` has the stated capacity.
-        unsafe { call!(api, infer_model_name(m.as_ptr(), buf.as_mut_ptr(), buf.len()))? };
+        unsafe {
+            call!(
+                api,
+                infer_model_name(m.as_ptr(), buf.as_mut_ptr(), buf.len())
+            )?
+        };
         Ok(from_c_chars(&buf))
     }
 
@@ -256,19 +279,35 @@ pub mod infer_model {
     ) -> Result<Vec<(hes_stream_info, Vec<hes_quant_info>)>, NpuError> {
         let mut count = 0usize;
         // SAFETY: `m` is live (caller); `count` is writable.
-        unsafe { call!(api, infer_model_stream_count(m.as_ptr(), direction, &mut count))? };
+        unsafe {
+            call!(
+                api,
+                infer_model_stream_count(m.as_ptr(), direction, &mut count)
+            )?
+        };
         let mut out = Vec::with_capacity(count);
         for index in 0..count {
             let mut info = hes_stream_info::default();
             // SAFETY: `m` is live; `info` is writable.
-            unsafe { call!(api, infer_model_stream_info(m.as_ptr(), direction, index, &mut info))? };
+            unsafe {
+                call!(
+                    api,
+                    infer_model_stream_info(m.as_ptr(), direction, index, &mut info)
+                )?
+            };
             let mut quants = vec![hes_quant_info::default(); info.quant_count.max(1) as usize];
             let mut n = quants.len();
             // SAFETY: `quants` has `n` writable elements.
             unsafe {
                 call!(
                     api,
-                    infer_model_stream_quant_infos(m.as_ptr(), direction, index, quants.as_mut_ptr(), &mut n)
+                    infer_model_stream_quant_infos(
+                        m.as_ptr(),
+                        direction,
+                        index,
+                        quants.as_mut_ptr(),
+                        &mut n
+                    )
                 )?
             };
             quants.truncate(n);
@@ -281,7 +320,11 @@ pub mod infer_model {
     ///
     /// # Safety
     /// `m` is a live infer model of `api`.
-    pub unsafe fn set_batch_size(api: &Api, m: NonNull<hes_infer_model>, batch: u16) -> Result<(), NpuError> {
+    pub unsafe fn set_batch_size(
+        api: &Api,
+        m: NonNull<hes_infer_model>,
+        batch: u16,
+    ) -> Result<(), NpuError> {
         // SAFETY: `m` is live (caller).
         unsafe { call!(api, infer_model_set_batch_size(m.as_ptr(), batch)) }
     }
@@ -299,7 +342,12 @@ pub mod infer_model {
     ) -> Result<(), NpuError> {
         let name = c_string(stream)?;
         // SAFETY: `m` is live (caller); `name` outlives the call.
-        unsafe { call!(api, infer_model_set_format_type(m.as_ptr(), direction, name.as_ptr(), format_type)) }
+        unsafe {
+            call!(
+                api,
+                infer_model_set_format_type(m.as_ptr(), direction, name.as_ptr(), format_type)
+            )
+        }
     }
 
     /// `infer_model_set_format_order`.
@@ -315,14 +363,23 @@ pub mod infer_model {
     ) -> Result<(), NpuError> {
         let name = c_string(stream)?;
         // SAFETY: `m` is live (caller); `name` outlives the call.
-        unsafe { call!(api, infer_model_set_format_order(m.as_ptr(), direction, name.as_ptr(), order)) }
+        unsafe {
+            call!(
+                api,
+                infer_model_set_format_order(m.as_ptr(), direction, name.as_ptr(), order)
+            )
+        }
     }
 
     /// `infer_model_set_power_mode`.
     ///
     /// # Safety
     /// `m` is a live infer model of `api`.
-    pub unsafe fn set_power_mode(api: &Api, m: NonNull<hes_infer_model>, mode: u32) -> Result<(), NpuError> {
+    pub unsafe fn set_power_mode(
+        api: &Api,
+        m: NonNull<hes_infer_model>,
+        mode: u32,
+    ) -> Result<(), NpuError> {
         // SAFETY: `m` is live (caller).
         unsafe { call!(api, infer_model_set_power_mode(m.as_ptr(), mode)) }
     }
@@ -331,7 +388,10 @@ pub mod infer_model {
     ///
     /// # Safety
     /// `m` is a live infer model of `api`.
-    pub unsafe fn computational_ops(api: &Api, m: NonNull<hes_infer_model>) -> Result<u64, NpuError> {
+    pub unsafe fn computational_ops(
+        api: &Api,
+        m: NonNull<hes_infer_model>,
+    ) -> Result<u64, NpuError> {
         let mut ops = 0u64;
         // SAFETY: `m` is live (caller); `ops` is writable.
         unsafe { call!(api, infer_model_computational_ops(m.as_ptr(), &mut ops))? };
@@ -391,7 +451,12 @@ pub mod configured_model {
         timeout_ms: u32,
     ) -> Result<(), NpuError> {
         // SAFETY: the caller guarantees live handles and valid buffers.
-        unsafe { call!(api, configured_model_run(c.as_ptr(), b.as_ptr(), timeout_ms)) }
+        unsafe {
+            call!(
+                api,
+                configured_model_run(c.as_ptr(), b.as_ptr(), timeout_ms)
+            )
+        }
     }
 
     /// `configured_model_run_async`. On success the callback runs exactly
@@ -411,7 +476,10 @@ pub mod configured_model {
         let mut job = ptr::null_mut();
         // SAFETY: the caller guarantees the handles, buffers and user data.
         unsafe {
-            call!(api, configured_model_run_async(c.as_ptr(), b.as_ptr(), callback, user_data, &mut job))?
+            call!(
+                api,
+                configured_model_run_async(c.as_ptr(), b.as_ptr(), callback, user_data, &mut job)
+            )?
         };
         Ok(NonNull::new(job))
     }
@@ -427,7 +495,12 @@ pub mod configured_model {
         frames: u32,
     ) -> Result<(), NpuError> {
         // SAFETY: `c` is live (caller).
-        unsafe { call!(api, configured_model_wait_for_async_ready(c.as_ptr(), timeout_ms, frames)) }
+        unsafe {
+            call!(
+                api,
+                configured_model_wait_for_async_ready(c.as_ptr(), timeout_ms, frames)
+            )
+        }
     }
 
     /// `configured_model_set_scheduler_priority`.
@@ -440,7 +513,12 @@ pub mod configured_model {
         priority: u8,
     ) -> Result<(), NpuError> {
         // SAFETY: `c` is live (caller).
-        unsafe { call!(api, configured_model_set_scheduler_priority(c.as_ptr(), priority)) }
+        unsafe {
+            call!(
+                api,
+                configured_model_set_scheduler_priority(c.as_ptr(), priority)
+            )
+        }
     }
 
     /// `configured_model_set_scheduler_threshold`.
@@ -453,7 +531,12 @@ pub mod configured_model {
         threshold: u32,
     ) -> Result<(), NpuError> {
         // SAFETY: `c` is live (caller).
-        unsafe { call!(api, configured_model_set_scheduler_threshold(c.as_ptr(), threshold)) }
+        unsafe {
+            call!(
+                api,
+                configured_model_set_scheduler_threshold(c.as_ptr(), threshold)
+            )
+        }
     }
 
     /// `configured_model_set_scheduler_timeout`.
@@ -466,7 +549,12 @@ pub mod configured_model {
         timeout_ms: u32,
     ) -> Result<(), NpuError> {
         // SAFETY: `c` is live (caller).
-        unsafe { call!(api, configured_model_set_scheduler_timeout(c.as_ptr(), timeout_ms)) }
+        unsafe {
+            call!(
+                api,
+                configured_model_set_scheduler_timeout(c.as_ptr(), timeout_ms)
+            )
+        }
     }
 
     /// `configured_model_activate`.
@@ -517,7 +605,16 @@ pub mod bindings {
         let name = c_string(stream)?;
         // SAFETY: the caller guarantees the handle and the buffer.
         unsafe {
-            call!(api, bindings_set_buffer(b.as_ptr(), direction, name.as_ptr(), data.cast::<c_void>(), size))
+            call!(
+                api,
+                bindings_set_buffer(
+                    b.as_ptr(),
+                    direction,
+                    name.as_ptr(),
+                    data.cast::<c_void>(),
+                    size
+                )
+            )
         }
     }
 

@@ -162,7 +162,9 @@ fn ns(seconds: f64) -> u64 {
 
 impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Core").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Core")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -291,10 +293,17 @@ impl Core {
         Ok(id)
     }
 
-    fn with_model<R>(&self, id: u64, f: impl FnOnce(&mut CoreState) -> Result<R, Fail>) -> Result<R, Fail> {
+    fn with_model<R>(
+        &self,
+        id: u64,
+        f: impl FnOnce(&mut CoreState) -> Result<R, Fail>,
+    ) -> Result<R, Fail> {
         let mut st = lock(&self.state);
         if !st.models.contains_key(&id) {
-            return Err((HAILO_NOT_FOUND, format!("configured model {id} is not on device {}", self.id)));
+            return Err((
+                HAILO_NOT_FOUND,
+                format!("configured model {id} is not on device {}", self.id),
+            ));
         }
         let out = f(&mut st);
         self.cv.notify_all();
@@ -315,7 +324,9 @@ impl Core {
     pub(crate) fn set_priority(&self, id: u64, priority: u8) -> Result<(), Fail> {
         self.require_scheduler("set_scheduler_priority")?;
         self.with_model(id, |st| {
-            st.models.get_mut(&id).map(|m| m.sched.priority = priority);
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.priority = priority;
+            }
             Ok(())
         })
     }
@@ -323,7 +334,9 @@ impl Core {
     pub(crate) fn set_threshold(&self, id: u64, threshold: u32) -> Result<(), Fail> {
         self.require_scheduler("set_scheduler_threshold")?;
         self.with_model(id, |st| {
-            st.models.get_mut(&id).map(|m| m.sched.threshold = threshold);
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.threshold = threshold;
+            }
             Ok(())
         })
     }
@@ -332,7 +345,9 @@ impl Core {
         self.require_scheduler("set_scheduler_timeout")?;
         let t = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         self.with_model(id, |st| {
-            st.models.get_mut(&id).map(|m| m.sched.timeout_ns = t);
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.timeout_ns = t;
+            }
             Ok(())
         })
     }
@@ -342,7 +357,8 @@ impl Core {
         if self.round_robin {
             return Err((
                 HAILO_INVALID_OPERATION,
-                "Manually activate a core-op is not allowed when the core-op scheduler is active".into(),
+                "Manually activate a core-op is not allowed when the core-op scheduler is active"
+                    .into(),
             ));
         }
         let switch_ns = ns(self.profile.switch_cost_s.value);
@@ -368,12 +384,16 @@ impl Core {
         if self.round_robin {
             return Err((
                 HAILO_INVALID_OPERATION,
-                "Manually deactivate a core-op is not allowed when the core-op scheduler is active".into(),
+                "Manually deactivate a core-op is not allowed when the core-op scheduler is active"
+                    .into(),
             ));
         }
         self.with_model(id, |st| {
             if st.manual_active != Some(id) {
-                return Err((HAILO_INVALID_OPERATION, "network group is not active".into()));
+                return Err((
+                    HAILO_INVALID_OPERATION,
+                    "network group is not active".into(),
+                ));
             }
             st.manual_active = None;
             Ok(())
@@ -393,7 +413,10 @@ impl Core {
             return Err((HAILO_COMMUNICATION_CLOSED, "device is closing".into()));
         }
         if !st.models.contains_key(&id) {
-            return Err((HAILO_NOT_FOUND, format!("configured model {id} is not on device {}", self.id)));
+            return Err((
+                HAILO_NOT_FOUND,
+                format!("configured model {id} is not on device {}", self.id),
+            ));
         }
         if !self.round_robin && st.manual_active != Some(id) {
             return Err((
@@ -408,7 +431,10 @@ impl Core {
             Some(Fault::CommunicationClosed) | Some(Fault::DeviceTemporarilyUnavailable) => {
                 st.stats.faults_injected += 1;
                 let fault = fault.unwrap_or(Fault::CommunicationClosed);
-                return Err((fault.status(), format!("injected fault at job {index}: {fault:?}")));
+                return Err((
+                    fault.status(),
+                    format!("injected fault at job {index}: {fault:?}"),
+                ));
             }
             _ => {}
         }
@@ -545,9 +571,17 @@ impl Core {
         }
     }
 
-    fn wait<'a>(&self, st: MutexGuard<'a, CoreState>, timeout: Option<Duration>) -> MutexGuard<'a, CoreState> {
+    fn wait<'a>(
+        &self,
+        st: MutexGuard<'a, CoreState>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, CoreState> {
         match timeout {
-            Some(t) => self.cv.wait_timeout(st, t).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0),
+            Some(t) => self
+                .cv
+                .wait_timeout(st, t)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0),
             None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
         }
     }
@@ -563,7 +597,10 @@ impl Core {
         now: u64,
     ) -> (Arc<ModelSpec>, Vec<Pending>, u64) {
         let p = &self.profile;
-        let m = st.models.get_mut(&model).expect("the scheduler chose a known model");
+        let m = st
+            .models
+            .get_mut(&model)
+            .expect("the scheduler chose a known model");
         let spec = Arc::clone(&m.spec);
         let batch: Vec<Pending> = m.queue.drain(..frames).collect();
         m.sched.arrivals.drain(..frames);

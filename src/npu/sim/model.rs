@@ -154,12 +154,18 @@ pub struct ModelSpec {
 impl ModelSpec {
     /// Bytes of one frame's inputs on the link.
     pub fn device_bytes_in(&self) -> u64 {
-        self.inputs.iter().map(|s| s.device_frame_size() as u64).sum()
+        self.inputs
+            .iter()
+            .map(|s| s.device_frame_size() as u64)
+            .sum()
     }
 
     /// Bytes of one frame's outputs on the link.
     pub fn device_bytes_out(&self) -> u64 {
-        self.outputs.iter().map(|s| s.device_frame_size() as u64).sum()
+        self.outputs
+            .iter()
+            .map(|s| s.device_frame_size() as u64)
+            .sum()
     }
 
     /// Where this model's outputs come from.
@@ -205,7 +211,8 @@ fn write_quantized(spec: &StreamSpec, out: &mut [u8], mut q_at: impl FnMut(usize
 
 /// Deterministic synthetic output of job `index`, stream `k`.
 pub fn fill_synthetic(spec: &StreamSpec, index: u64, k: usize, out: &mut [u8]) {
-    let mut state = index.wrapping_mul(0x1000_0000_01B3) ^ (k as u64).wrapping_add(1).rotate_left(32);
+    let mut state =
+        index.wrapping_mul(0x1000_0000_01B3) ^ (k as u64).wrapping_add(1).rotate_left(32);
     if spec.format_type == FORMAT_TYPE_UINT8 || spec.format_type == FORMAT_TYPE_AUTO {
         for chunk in out.chunks_mut(8) {
             let bytes = splitmix(&mut state).to_le_bytes();
@@ -236,7 +243,10 @@ pub fn dequantize_input(spec: &StreamSpec, data: &[u8]) -> Vec<f32> {
         FORMAT_TYPE_UINT16 => data
             .chunks_exact(2)
             .enumerate()
-            .map(|(i, c)| spec.quant_of(i).dequantize(f32::from(u16::from_le_bytes([c[0], c[1]]))))
+            .map(|(i, c)| {
+                spec.quant_of(i)
+                    .dequantize(f32::from(u16::from_le_bytes([c[0], c[1]])))
+            })
             .collect(),
         _ => data
             .iter()
@@ -248,17 +258,17 @@ pub fn dequantize_input(spec: &StreamSpec, data: &[u8]) -> Vec<f32> {
 
 /// Fills the output buffers of one finished job.
 pub(crate) fn fill_outputs(spec: &ModelSpec, index: u64, inputs: &[RawBuf], outputs: &[RawBuf]) {
-    // SAFETY: each RawBuf was checked against its stream's frame size when set
-    // on the bindings and is lent to the device, untouched by the submitter,
-    // until this job's completion callback, which runs after this function.
     let outs: Vec<&mut [u8]> = outputs
         .iter()
+        // SAFETY: each RawBuf was checked against its stream's frame size when set
+        // on the bindings and is lent to the device, untouched by the submitter,
+        // until this job's completion callback, which runs after this function.
         .map(|b| unsafe { std::slice::from_raw_parts_mut(b.ptr, b.len) })
         .collect();
     if let Some(reference) = &spec.reference {
-        // SAFETY: as above, for the input buffers, which are only read.
         let ins: Vec<&[u8]> = inputs
             .iter()
+            // SAFETY: as above, for the input buffers, which are only read.
             .map(|b| unsafe { std::slice::from_raw_parts(b.ptr.cast_const(), b.len) })
             .collect();
         match reference.run(spec, &ins) {
@@ -269,7 +279,10 @@ pub(crate) fn fill_outputs(spec: &ModelSpec, index: u64, inputs: &[RawBuf], outp
                 return;
             }
             Err(err) => {
-                log::warn!("reference ONNX of '{}' failed, synthetic outputs instead: {err}", spec.name);
+                log::warn!(
+                    "reference ONNX of '{}' failed, synthetic outputs instead: {err}",
+                    spec.name
+                );
             }
         }
     }

@@ -246,7 +246,10 @@ impl DeviceProfile {
 
     /// The figures that are assumptions, by name.
     pub fn assumed(&self) -> Vec<(&'static str, Figure)> {
-        self.figures().into_iter().filter(|(_, f)| f.assumed).collect()
+        self.figures()
+            .into_iter()
+            .filter(|(_, f)| f.assumed)
+            .collect()
     }
 }
 

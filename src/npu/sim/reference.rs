@@ -14,7 +14,7 @@ use tract_onnx::prelude::*;
 /// A graph's reference model, ready to run.
 pub struct ReferenceModel {
     #[cfg(feature = "sim-onnx")]
-    plan: TypedSimplePlan<TypedModel>,
+    plan: Arc<TypedSimplePlan>,
     ops_per_frame: Option<u64>,
 }
 
@@ -95,7 +95,7 @@ impl ReferenceModel {
             .iter()
             .zip(&spec.outputs)
             .map(|(t, stream)| {
-                let view = t.to_array_view::<f32>().map_err(|e| e.to_string())?;
+                let view = t.to_plain_array_view::<f32>().map_err(|e| e.to_string())?;
                 if view.len() != stream.elements() {
                     return Err(format!(
                         "reference output for '{}' has {} elements, the HEF stream {}",
@@ -124,7 +124,7 @@ fn count_ops(model: &TypedModel) -> Option<u64> {
     for node in model.nodes() {
         let facts = model.node_input_facts(node.id).ok()?;
         for (cost, count) in node.op.cost(&facts).ok()? {
-            if let tract_onnx::tract_core::ops::cost::Cost::FMA(_) = cost {
+            if let tract_onnx::tract_core::ops::Cost::FMA(_) = cost {
                 fma += count.to_i64().ok()?;
             }
         }

@@ -92,7 +92,11 @@ pub struct Scheduler {
 
 impl Scheduler {
     /// The round-robin decision at `now` over `models` (by id).
-    pub fn decide<M: AsRef<ModelState>>(&mut self, models: &BTreeMap<u64, M>, now: u64) -> Decision {
+    pub fn decide<M: AsRef<ModelState>>(
+        &mut self,
+        models: &BTreeMap<u64, M>,
+        now: u64,
+    ) -> Decision {
         if let Some(active) = self
             .active
             .and_then(|id| models.get(&id).map(|m| (id, m.as_ref())))
@@ -194,7 +198,14 @@ mod tests {
         models.insert(3, model(20, &[0]));
         let mut s = Scheduler::default();
         let d = s.decide(&models, 0);
-        assert_eq!(d, Decision::Run { model: 3, frames: 1, switch: true });
+        assert_eq!(
+            d,
+            Decision::Run {
+                model: 3,
+                frames: 1,
+                switch: true
+            }
+        );
         models.get_mut(&3).unwrap().arrivals.clear();
         // Same priority: 1 then 2 then 1 (round robin), each a switch.
         let mut order = vec![];
@@ -237,8 +248,22 @@ mod tests {
         lower.threshold = 0;
         models.insert(2, lower);
         let mut s = Scheduler::default();
-        assert!(matches!(s.decide(&models, 0), Decision::Run { model: 1, switch: true, .. }));
-        assert_eq!(s.decide(&models, 0), Decision::Run { model: 1, frames: 1, switch: false });
+        assert!(matches!(
+            s.decide(&models, 0),
+            Decision::Run {
+                model: 1,
+                switch: true,
+                ..
+            }
+        ));
+        assert_eq!(
+            s.decide(&models, 0),
+            Decision::Run {
+                model: 1,
+                frames: 1,
+                switch: false
+            }
+        );
     }
 
     #[test]
@@ -248,8 +273,15 @@ mod tests {
         models.insert(2, model(16, &[0]));
         assert_eq!(
             Scheduler::decide_manual(&models, Some(2), 0),
-            Decision::Run { model: 2, frames: 1, switch: false }
+            Decision::Run {
+                model: 2,
+                frames: 1,
+                switch: false
+            }
         );
-        assert_eq!(Scheduler::decide_manual(&models, None, 0), Decision::Idle { wake_at: None });
+        assert_eq!(
+            Scheduler::decide_manual(&models, None, 0),
+            Decision::Idle { wake_at: None }
+        );
     }
 }
