@@ -28,6 +28,7 @@ pub(crate) struct CmShared {
     pub outputs: Vec<StreamDesc>,
     pub pool: BufferPool,
     pending: Arc<AtomicUsize>,
+    callbacks: Arc<AtomicUsize>,
     broken: Mutex<Option<String>>,
     queue_tx: Sender<Completion>,
     queue_rx: Receiver<Completion>,
@@ -85,6 +86,7 @@ impl ConfiguredModel {
                 outputs: model.outputs().to_vec(),
                 pool: BufferPool::default(),
                 pending: Arc::new(AtomicUsize::new(0)),
+                callbacks: Arc::new(AtomicUsize::new(0)),
                 broken: Mutex::new(None),
                 queue_tx,
                 queue_rx,
@@ -251,9 +253,11 @@ impl ConfiguredModel {
             bindings,
             job,
             pending: Arc::clone(&self.shared.pending),
+            callbacks: Arc::clone(&self.shared.callbacks),
             output_kind: self.shared.output_kind,
         });
         self.shared.pending.fetch_add(1, Ordering::AcqRel);
+        self.shared.callbacks.fetch_add(1, Ordering::AcqRel);
         let user_data = Box::into_raw(inflight).cast::<c_void>();
         let api = self.shared.device.api;
         // SAFETY: handles are live; the bindings and their buffers are owned by
@@ -269,6 +273,7 @@ impl ConfiguredModel {
                 // box is still ours.
                 drop(unsafe { Box::from_raw(user_data.cast::<InFlight>()) });
                 self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+                self.shared.callbacks.fetch_sub(1, Ordering::AcqRel);
                 *self.shared.broken.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some(err.to_string());
                 log::warn!(
@@ -347,21 +352,24 @@ impl ConfiguredModel {
 
 impl Drop for ConfiguredModel {
     fn drop(&mut self) {
-        if self.pending() == 0 {
+        let callbacks = || self.shared.callbacks.load(Ordering::Acquire);
+        if callbacks() == 0 {
             return;
         }
-        if let Err(err) = self.shutdown() {
-            log::warn!("shutting down '{}': {err}", self.shared.name);
+        if self.pending() > 0 {
+            if let Err(err) = self.shutdown() {
+                log::warn!("shutting down '{}': {err}", self.shared.name);
+            }
         }
         let start = Instant::now();
-        while self.pending() > 0 && start.elapsed() < DRAIN_TIMEOUT {
+        while callbacks() > 0 && start.elapsed() < DRAIN_TIMEOUT {
             std::thread::sleep(Duration::from_micros(200));
         }
-        if self.pending() > 0 {
+        if callbacks() > 0 {
             log::error!(
                 "'{}': {} jobs did not report after shutdown; their buffers stay allocated",
                 self.shared.name,
-                self.pending()
+                callbacks()
             );
         }
     }

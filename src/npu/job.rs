@@ -180,14 +180,17 @@ pub(crate) struct InFlight {
     pub tx: Sender<Completion>,
     pub bindings: Bindings,
     pub job: u64,
+    /// Jobs not yet delivered (user-visible).
     pub pending: Arc<AtomicUsize>,
+    /// Callbacks not yet finished (what dropping a configured model waits for).
+    pub callbacks: Arc<AtomicUsize>,
     pub output_kind: OutputKind,
 }
 
 /// The completion callback given to the table: moves the completion into
-/// its channel. The in-flight state is dropped before `pending` falls, so a
-/// configured model waiting for `pending == 0` never has its last reference
-/// dropped on the backend's thread.
+/// its channel. The in-flight state is dropped before `callbacks` falls, so
+/// a configured model waiting for `callbacks == 0` never has its last
+/// reference dropped on the backend's thread.
 pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut c_void) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `user_data` is the Box<InFlight> leaked by `launch`, and the
@@ -198,6 +201,7 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
             bindings,
             job,
             pending,
+            callbacks,
             output_kind,
         } = *inflight;
         let status = if status == 0 {
@@ -209,6 +213,7 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
                 String::new(),
             ))
         };
+        pending.fetch_sub(1, Ordering::AcqRel);
         // A closed receiver (the job was dropped) drops the completion here:
         // its bindings go back to the pool.
         let _ = tx.send(Completion {
@@ -217,11 +222,11 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
             bindings,
             output_kind,
         });
-        pending
+        callbacks
     }));
     match outcome {
-        Ok(pending) => {
-            pending.fetch_sub(1, Ordering::AcqRel);
+        Ok(callbacks) => {
+            callbacks.fetch_sub(1, Ordering::AcqRel);
         }
         Err(_) => log::error!("panic in the NPU completion callback was caught"),
     }

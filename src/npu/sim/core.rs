@@ -517,7 +517,9 @@ impl Core {
             }
             let now = st.dev_now;
             let horizon = self.horizon_ns();
-            if now > horizon {
+            // Manual time: frames stamped with the feeder's current time may
+            // still come, so decide only strictly before it.
+            if matches!(self.clock, Clock::Manual(_)) && now >= horizon {
                 st = self.wait(st, Some(Duration::from_millis(5)));
                 continue;
             }
