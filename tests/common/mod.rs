@@ -78,3 +78,8 @@ pub fn tiny_hef(name: &str, side: u32, out_features: u32, ops: Option<u64>) -> V
         .build()
         .expect("write the tiny HEF")
 }
+
+/// A fresh simulated device id (so parallel tests never share a device).
+pub fn sim_id() -> String {
+    hailo_edge::npu::sim::registry::register(compute_only())
+}
