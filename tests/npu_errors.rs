@@ -12,7 +12,9 @@ use hailo_edge::npu::{result, Api, Direction, FormatType, NpuError, Status};
 const T: Duration = Duration::from_secs(10);
 
 fn status_of<T: std::fmt::Debug>(r: Result<T, NpuError>) -> Status {
-    r.expect_err("expected an error").status().expect("a HailoRT status")
+    r.expect_err("expected an error")
+        .status()
+        .expect("a HailoRT status")
 }
 
 #[test]
@@ -29,24 +31,30 @@ fn wrong_buffer_size_is_invalid_argument() {
     let raw_bindings = {
         let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
         // SAFETY: `v` is live; released below.
-        let m = unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("raw", 4, 2, None)) }.unwrap();
+        let m = unsafe {
+            result::infer_model::create_from_memory(&api, v, &tiny_hef("raw", 4, 2, None))
+        }
+        .unwrap();
         // SAFETY: `m` is live.
         let c = unsafe { result::infer_model::configure(&api, m) }.unwrap();
         // SAFETY: `c` is live.
         let b = unsafe { result::configured_model::create_bindings(&api, c) }.unwrap();
         let mut buf = vec![0u8; 4 * 4 * 3];
         // SAFETY: `b` is live; `buf` outlives the bindings.
-        let wrong = unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 47) };
+        let wrong =
+            unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 47) };
         let err = wrong.unwrap_err();
         assert_eq!(err.status(), Some(Status::InvalidArgument));
         assert_eq!(err.call(), Some("bindings_set_buffer"));
         assert!(err.detail().contains("frame size is 48"), "{err}");
         // Negative control: the frame size is accepted.
         // SAFETY: as above.
-        unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 48) }.unwrap();
+        unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 48) }
+            .unwrap();
         // Unknown stream: NOT_FOUND.
         // SAFETY: as above.
-        let unknown = unsafe { result::bindings::set_buffer(&api, b, 0, "raw/nope", buf.as_mut_ptr(), 48) };
+        let unknown =
+            unsafe { result::bindings::set_buffer(&api, b, 0, "raw/nope", buf.as_mut_ptr(), 48) };
         assert_eq!(unknown.unwrap_err().status(), Some(Status::NotFound));
         // SAFETY: releasing in reverse order of creation; none used afterwards.
         unsafe {
@@ -61,7 +69,17 @@ fn wrong_buffer_size_is_invalid_argument() {
     // Through the safe layer: the wrapper's own size check.
     let mut b = b;
     let err = b.write_input("tiny/input", &[0u8; 5]).unwrap_err();
-    assert!(matches!(err, NpuError::BufferSize { expected: 48, actual: 5, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            NpuError::BufferSize {
+                expected: 48,
+                actual: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
     b.write_input("tiny/input", &[0u8; 48]).unwrap();
 }
 
@@ -81,7 +99,9 @@ fn unknown_stream_is_not_found() {
     // Checked layer: the table's own NOT_FOUND.
     let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
     // SAFETY: `v` is live until released below.
-    let m = unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t2", 4, 2, None)) }.unwrap();
+    let m =
+        unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t2", 4, 2, None)) }
+            .unwrap();
     // SAFETY: `m` is live.
     let r = unsafe { result::infer_model::set_format_type(&api, m, 1, "t2/missing", 3) };
     assert_eq!(status_of(r), Status::NotFound);
@@ -97,9 +117,15 @@ fn unknown_stream_is_not_found() {
 #[test]
 fn hef_for_another_chip_is_not_compatible() {
     let device = open(compute_only());
-    let model = device.load_model_file(fixture("wrong_arch_hailo8.hef")).unwrap();
+    let model = device
+        .load_model_file(fixture("wrong_arch_hailo8.hef"))
+        .unwrap();
     let err = model.configure().unwrap_err();
-    assert_eq!(err.status(), Some(Status::HefNotCompatibleWithDevice), "{err}");
+    assert_eq!(
+        err.status(),
+        Some(Status::HefNotCompatibleWithDevice),
+        "{err}"
+    );
     assert_eq!(err.code(), Some(93));
     // Negative control: the Hailo-10H backbone configures on the Hailo-10H.
     device
@@ -130,7 +156,11 @@ fn corrupt_hefs_get_hailort_statuses() {
         ("corrupt_bad_magic.hef", Status::HefNotSupported),
     ];
     for (file, expected) in cases {
-        assert_eq!(status_of(device.load_model_file(fixture(file))), expected, "{file}");
+        assert_eq!(
+            status_of(device.load_model_file(fixture(file))),
+            expected,
+            "{file}"
+        );
     }
     assert_eq!(
         status_of(device.load_model_file(fixture("does_not_exist.hef"))),
@@ -150,14 +180,21 @@ fn activate_under_the_scheduler_is_invalid_operation() {
     let manual = open_manual_scheduling(compute_only());
     let a = manual.load_model(&hef).unwrap().configure().unwrap();
     let b = manual.load_model(&hef).unwrap().configure().unwrap();
-    assert_eq!(status_of(a.set_scheduler_threshold(2)), Status::InvalidOperation);
+    assert_eq!(
+        status_of(a.set_scheduler_threshold(2)),
+        Status::InvalidOperation
+    );
     // Running before activation: NETWORK_GROUP_NOT_ACTIVATED.
     assert_eq!(
         status_of(b.run(&mut b.bindings().unwrap(), T)),
         Status::NetworkGroupNotActivated
     );
     a.activate().unwrap();
-    assert_eq!(status_of(b.activate()), Status::InvalidOperation, "one active group per device");
+    assert_eq!(
+        status_of(b.activate()),
+        Status::InvalidOperation,
+        "one active group per device"
+    );
     a.run(&mut a.bindings().unwrap(), T).unwrap();
     a.deactivate().unwrap();
     b.activate().unwrap();
@@ -209,7 +246,8 @@ fn use_after_release_is_detected() {
     let api = Api::sim();
     let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
     // SAFETY: `v` is live.
-    let m = unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t", 4, 2, None)) }.unwrap();
+    let m = unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t", 4, 2, None)) }
+        .unwrap();
     // SAFETY: `m` is live: the negative control.
     assert_eq!(unsafe { result::infer_model::name(&api, m) }.unwrap(), "t");
     // SAFETY: released once.
@@ -254,7 +292,10 @@ fn injected_faults_surface_as_hailort_statuses() {
     assert!(!cm2.needs_reconfigure());
     cm2.run(&mut cm2.bindings().unwrap(), T).unwrap();
 
-    let unavailable = open(compute_only().with_faults(FaultPlan::none().at_job(0, Fault::DeviceTemporarilyUnavailable)));
+    let unavailable = open(
+        compute_only()
+            .with_faults(FaultPlan::none().at_job(0, Fault::DeviceTemporarilyUnavailable)),
+    );
     let cm = unavailable.load_model(&hef).unwrap().configure().unwrap();
     let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
     assert_eq!(err.status(), Some(Status::DeviceTemporarilyUnavailable));
