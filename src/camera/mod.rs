@@ -1,1 +1,17 @@
-//! Camera sources (V4L2, synthetic, replay), frames, preprocessing into HEF inputs, multi-camera sync and recording.
+//! Camera sources (V4L2, synthetic, replay), frames, preprocessing into HEF
+//! inputs, multi-camera sync and recording.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`source`] | the [`Source`] trait every camera implements |
+//! | [`frame`], [`pool`] | [`Frame`] and the buffer pool it lives in |
+//! | [`preprocess`] | crop/letterbox, resize, colour conversion, quantisation |
+
+pub mod frame;
+pub mod pool;
+pub mod preprocess;
+pub mod source;
+
+pub use frame::{CameraId, Frame, FrameError, GroundTruth, PixelFormat, TimestampSource};
+pub use pool::{BufferPool, PoolStats, PooledBuffer};
+pub use source::{Source, SourceError, SourceInfo};
