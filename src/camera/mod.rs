@@ -6,11 +6,14 @@
 //! | [`source`] | the [`Source`] trait every camera implements |
 //! | [`frame`], [`pool`] | [`Frame`] and the buffer pool it lives in |
 //! | [`preprocess`] | crop/letterbox, resize, colour conversion, quantisation |
+//! | `v4l2` | V4L2 mmap capture (64-bit Linux) |
 
 pub mod frame;
 pub mod pool;
 pub mod preprocess;
 pub mod source;
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+pub mod v4l2;
 
 pub use frame::{CameraId, Frame, FrameError, GroundTruth, PixelFormat, TimestampSource};
 pub use pool::{BufferPool, PoolStats, PooledBuffer};

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod cameras;
 mod hef;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
@@ -19,6 +20,8 @@ enum Command {
     /// Inspect and verify HEF files.
     #[command(subcommand)]
     Hef(hef::HefCommand),
+    /// List V4L2 cameras with their formats, sizes and frame rates.
+    Cameras(cameras::CamerasArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -26,6 +29,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
+        Command::Cameras(args) => cameras::run(args),
     };
     match outcome {
         Ok(code) => code,
