@@ -8,10 +8,12 @@
 //! | [`preprocess`] | crop/letterbox, resize, colour conversion, quantisation |
 //! | `v4l2` | V4L2 mmap capture (64-bit Linux) |
 
+pub mod calib;
 pub mod frame;
 pub mod pool;
 pub mod preprocess;
 pub mod source;
+pub mod sync;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub mod v4l2;
 
