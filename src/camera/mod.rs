@@ -12,6 +12,8 @@ pub mod calib;
 pub mod frame;
 pub mod pool;
 pub mod preprocess;
+pub mod record;
+pub mod replay;
 pub mod source;
 pub mod sync;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]

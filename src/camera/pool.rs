@@ -133,6 +133,11 @@ impl PooledBuffer {
     pub fn detached(buf: Vec<u8>) -> Self {
         Self { buf, pool: None }
     }
+
+    /// Shortens the buffer to `len` bytes (no effect if already shorter).
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+    }
 }
 
 impl Deref for PooledBuffer {
