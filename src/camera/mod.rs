@@ -16,6 +16,7 @@ pub mod record;
 pub mod replay;
 pub mod source;
 pub mod sync;
+pub mod synthetic;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub mod v4l2;
 
