@@ -9,11 +9,13 @@
 //! | `v4l2` | V4L2 mmap capture (64-bit Linux) |
 
 pub mod calib;
+pub mod fault;
 pub mod frame;
 pub mod pool;
 pub mod preprocess;
 pub mod record;
 pub mod replay;
+pub mod runner;
 pub mod source;
 pub mod sync;
 pub mod synthetic;
