@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod doctor;
+mod cameras;
 mod hef;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
@@ -23,6 +24,8 @@ enum Command {
     /// Check that this box can drive a Hailo part (HailoRT, PCIe, USB,
     /// network, udev, link budget); exit 1 when a check fails.
     Doctor(doctor::DoctorArgs),
+    /// List V4L2 cameras with their formats, sizes and frame rates.
+    Cameras(cameras::CamerasArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -31,6 +34,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
+        Command::Cameras(args) => cameras::run(args),
     };
     match outcome {
         Ok(code) => code,
