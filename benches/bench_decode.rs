@@ -13,6 +13,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod common;
+
 use hailo_edge::decode::tract_engine::{GridSampleKernel, TractDecoder};
 use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
 
@@ -39,26 +41,31 @@ fn bench(path: &PathBuf, kernel: GridSampleKernel, runs: usize) -> Result<(), St
     let mut maps = dec.new_maps();
     let warmup = if kernel == GridSampleKernel::Stock { 1 } else { 3 };
     let mut times = Vec::with_capacity(runs);
+    let mut cpu = Vec::with_capacity(runs);
     for i in 0..warmup + runs {
         fill(&mut maps);
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), common::thread_cpu_time());
         let out = dec.run(&mut maps).map_err(|e| e.to_string())?;
+        let cpu_ms = (common::thread_cpu_time() - c).as_secs_f64() * 1e3;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         std::hint::black_box(out);
         if i >= warmup {
             times.push(ms);
+            cpu.push(cpu_ms);
         }
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     let engine = match kernel {
         GridSampleKernel::Fast => "tract-fast-gridsample",
         GridSampleKernel::Stock => "tract-stock",
     };
     println!(
-        "{{\"model\":{:?},\"engine\":\"{engine}\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.2},\"p90_ms\":{:.2},\"load_s\":{load_s:.2}}}",
+        "{{\"model\":{:?},\"engine\":\"{engine}\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.2},\"p90_ms\":{:.2},\"cpu_median_ms\":{:.2},\"load_s\":{load_s:.2}}}",
         path.display().to_string(),
         percentile(&times, 0.5),
         percentile(&times, 0.9),
+        percentile(&cpu, 0.5),
     );
     Ok(())
 }

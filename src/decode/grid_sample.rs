@@ -57,7 +57,7 @@ impl FastGridSample {
 
     /// Offsets (into one H×W plane) and weights of the four bilinear taps of one point.
     #[inline]
-    fn taps(&self, gx: f32, gy: f32, h: usize, w: usize) -> ([u32; 4], [f32; 4]) {
+    pub(crate) fn taps(&self, gx: f32, gy: f32, h: usize, w: usize) -> ([u32; 4], [f32; 4]) {
         let mut x = self.denormalize(gx, w);
         let mut y = self.denormalize(gy, h);
         if self.padding == FastPadding::Border {
@@ -115,17 +115,23 @@ impl FastGridSample {
                 idx[p] = i;
                 wts[p] = wt;
             }
-            for ch in 0..c {
-                let src = &x[(b * c + ch) * plane..(b * c + ch + 1) * plane];
-                let dst = &mut out[(b * c + ch) * points..(b * c + ch + 1) * points];
-                for ((o, i), wt) in dst.iter_mut().zip(&idx).zip(&wts) {
-                    // Offsets were built from in-range (clamped or zero-weighted)
-                    // coordinates, so indexing cannot fail; plain indexing keeps it checked.
-                    *o = wt[0] * src[i[0] as usize]
-                        + wt[1] * src[i[1] as usize]
-                        + wt[2] * src[i[2] as usize]
-                        + wt[3] * src[i[3] as usize];
+            // Blocks of points keep their taps in L1 while every channel reads them.
+            const BLOCK: usize = 512;
+            let mut p0 = 0;
+            while p0 < points {
+                let p1 = (p0 + BLOCK).min(points);
+                for ch in 0..c {
+                    let src = &x[(b * c + ch) * plane..(b * c + ch + 1) * plane];
+                    let dst = &mut out[(b * c + ch) * points + p0..(b * c + ch) * points + p1];
+                    for ((o, i), wt) in dst.iter_mut().zip(&idx[p0..p1]).zip(&wts[p0..p1]) {
+                        // Offsets come from in-range (clamped or zero-weighted) corners.
+                        *o = wt[0] * src[i[0] as usize]
+                            + wt[1] * src[i[1] as usize]
+                            + wt[2] * src[i[2] as usize]
+                            + wt[3] * src[i[3] as usize];
+                    }
                 }
+                p0 = p1;
             }
         }
     }

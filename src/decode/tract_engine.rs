@@ -8,13 +8,15 @@ use std::path::{Path, PathBuf};
 
 use tract_onnx::prelude::*;
 
+use super::deform_sample::fuse_deformable_sampling;
 use super::grid_sample::onnx_fast;
 use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which GridSample implementation tract uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GridSampleKernel {
-    /// [`super::grid_sample::FastGridSample`] where it applies (bilinear, zeros/border).
+    /// [`super::grid_sample::FastGridSample`] where it applies (bilinear, zeros/border),
+    /// fused with the attention weighting ([`super::deform_sample`]).
     Fast,
     /// tract's own generic kernel (for comparison benchmarks and tests).
     Stock,
@@ -102,6 +104,11 @@ impl TractDecoder {
             input_shape = Some(shape);
         }
         let input_shape = input_shape.expect("TAPS > 0");
+        let mut model = model.into_decluttered().map_err(load_err)?;
+        if kernel == GridSampleKernel::Fast {
+            let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
+            log::debug!("{}: fused {fused} deformable sampling chains", path.display());
+        }
         let plan = model
             .into_optimized()
             .map_err(load_err)?
