@@ -15,7 +15,7 @@ use std::time::Instant;
 
 mod common;
 
-use hailo_edge::decode::tract_engine::{GridSampleKernel, TractDecoder};
+use hailo_edge::decode::tract_engine::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
 
 fn fill(maps: &mut FeatureMaps) {
@@ -34,12 +34,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn bench(path: &PathBuf, kernel: GridSampleKernel, runs: usize) -> Result<(), String> {
+fn bench(path: &PathBuf, kernel: TractKernels, runs: usize) -> Result<(), String> {
     let t = Instant::now();
     let mut dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
     let load_s = t.elapsed().as_secs_f64();
     let mut maps = dec.new_maps();
-    let warmup = if kernel == GridSampleKernel::Stock { 1 } else { 3 };
+    let warmup = if kernel == TractKernels::Stock { 1 } else { 3 };
     let mut times = Vec::with_capacity(runs);
     let mut cpu = Vec::with_capacity(runs);
     for i in 0..warmup + runs {
@@ -57,8 +57,8 @@ fn bench(path: &PathBuf, kernel: GridSampleKernel, runs: usize) -> Result<(), St
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     let engine = match kernel {
-        GridSampleKernel::Fast => "tract-fast-gridsample",
-        GridSampleKernel::Stock => "tract-stock",
+        TractKernels::Fast => "tract (hailo-edge ops)",
+        TractKernels::Stock => "tract (stock 0.23)",
     };
     println!(
         "{{\"model\":{:?},\"engine\":\"{engine}\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.2},\"p90_ms\":{:.2},\"cpu_median_ms\":{:.2},\"load_s\":{load_s:.2}}}",
@@ -81,7 +81,10 @@ fn main() {
             "--bench" => {}
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).unwrap_or(runs),
             "--stock-runs" => {
-                stock_runs = args.next().and_then(|v| v.parse().ok()).unwrap_or(stock_runs)
+                stock_runs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(stock_runs)
             }
             "--stock" => stock = true,
             _ if a.starts_with("--") => {}
@@ -94,12 +97,16 @@ fn main() {
     }
     let mut failed = false;
     for m in &models {
-        let mut kernels = vec![GridSampleKernel::Fast];
+        let mut kernels = vec![TractKernels::Fast];
         if stock {
-            kernels.push(GridSampleKernel::Stock);
+            kernels.push(TractKernels::Stock);
         }
         for k in kernels {
-            let n = if k == GridSampleKernel::Stock { stock_runs } else { runs };
+            let n = if k == TractKernels::Stock {
+                stock_runs
+            } else {
+                runs
+            };
             if let Err(e) = bench(m, k, n) {
                 eprintln!("bench_decode: {}: {e}", m.display());
                 failed = true;

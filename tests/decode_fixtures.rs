@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 
 use hailo_edge::decode::keypoints::{top_detections, AffineMapping};
-use hailo_edge::decode::tract_engine::{GridSampleKernel, TractDecoder};
+use hailo_edge::decode::tract_engine::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
 }
 
 fn fill(maps: &mut FeatureMaps, seed: u64) {
@@ -26,9 +28,11 @@ fn fill(maps: &mut FeatureMaps, seed: u64) {
 #[test]
 fn decoder_fixtures_have_the_real_output_shapes() {
     for (side, grid) in [(288, 24), (432, 36)] {
-        let mut dec =
-            TractDecoder::load(&fixture(&format!("decoder_{side}.onnx")), GridSampleKernel::Fast)
-                .unwrap();
+        let mut dec = TractDecoder::load(
+            &fixture(&format!("decoder_{side}.onnx")),
+            TractKernels::Fast,
+        )
+        .unwrap();
         assert_eq!(dec.input_shape(), [1, 384, grid, grid]);
         let mut maps = dec.new_maps();
         fill(&mut maps, 3);
@@ -37,7 +41,13 @@ fn decoder_fixtures_have_the_real_output_shapes() {
         assert_eq!(out.classes, 91);
         assert_eq!(out.keypoints_per_query, 17);
         assert!(out.keypoints.iter().all(|v| v.is_finite()));
-        let top = top_detections(&out, 0, 1, (side as f32, side as f32), &AffineMapping::IDENTITY);
+        let top = top_detections(
+            &out,
+            0,
+            1,
+            (side as f32, side as f32),
+            &AffineMapping::IDENTITY,
+        );
         assert_eq!(top[0].keypoints.len(), 17);
         // The buffers come back to the maps after a run: the next fill writes in place.
         let before = maps.map(0).as_ptr();
@@ -52,8 +62,8 @@ fn decoder_fixtures_have_the_real_output_shapes() {
 #[test]
 fn fast_grid_sample_matches_tracts_own_on_the_decoder() {
     let path = fixture("decoder_288.onnx");
-    let mut fast = TractDecoder::load(&path, GridSampleKernel::Fast).unwrap();
-    let mut stock = TractDecoder::load(&path, GridSampleKernel::Stock).unwrap();
+    let mut fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
+    let mut stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
     let mut maps = fast.new_maps();
     fill(&mut maps, 9);
     let a = fast.run(&mut maps).unwrap();
@@ -77,7 +87,8 @@ fn reference_backbone_fixtures_have_the_hef_shapes() {
             .unwrap()
             .into_runnable()
             .unwrap();
-        let image = Tensor::from_shape(&[1, side, side, 3], &vec![128.0f32; side * side * 3]).unwrap();
+        let image =
+            Tensor::from_shape(&[1, side, side, 3], &vec![128.0f32; side * side * 3]).unwrap();
         let out = model.run(tvec!(image.into_tvalue())).unwrap();
         assert_eq!(out.len(), 4);
         for t in &out {
@@ -88,12 +99,15 @@ fn reference_backbone_fixtures_have_the_hef_shapes() {
 
 #[test]
 fn bad_paths_and_graphs_are_named() {
-    let err = TractDecoder::load(&fixture("no_such.onnx"), GridSampleKernel::Fast).unwrap_err();
+    let err = TractDecoder::load(&fixture("no_such.onnx"), TractKernels::Fast).unwrap_err();
     assert!(err.to_string().contains("no_such.onnx"), "{err}");
     // The backbone is a valid ONNX but not a decoder.
-    let err = TractDecoder::load(&fixture("backbone_288.onnx"), GridSampleKernel::Fast).unwrap_err();
+    let err = TractDecoder::load(&fixture("backbone_288.onnx"), TractKernels::Fast).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("backbone_288.onnx") && msg.contains("dets"), "{msg}");
+    assert!(
+        msg.contains("backbone_288.onnx") && msg.contains("dets"),
+        "{msg}"
+    );
 }
 
 #[cfg(feature = "ort")]
@@ -106,7 +120,7 @@ fn ort_engine_agrees_with_tract_when_the_library_is_there() {
     }
     let path = fixture("decoder_288.onnx");
     let mut ort = OrtDecoder::load(&path, 1).unwrap();
-    let mut tract = TractDecoder::load(&path, GridSampleKernel::Fast).unwrap();
+    let mut tract = TractDecoder::load(&path, TractKernels::Fast).unwrap();
     let mut maps = tract.new_maps();
     fill(&mut maps, 5);
     let a = ort.run(&mut maps).unwrap();

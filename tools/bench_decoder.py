@@ -37,13 +37,15 @@ def ort_time(path, runs, threads):
     feeds = {i.name: rng.uniform(-1, 1, i.shape).astype(np.float32) for i in sess.get_inputs()}
     for _ in range(3):
         sess.run(None, feeds)
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         sess.run(None, feeds)
+        cpu.append((time.thread_time() - c) * 1e3)
         times.append((time.perf_counter() - t) * 1e3)
     times.sort()
-    return times[len(times) // 2], times[round((len(times) - 1) * 0.9)]
+    cpu.sort()
+    return times[len(times) // 2], times[round((len(times) - 1) * 0.9)], cpu[len(cpu) // 2]
 
 
 def main():
@@ -64,16 +66,21 @@ def main():
     out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
+    load = os.getloadavg()[0]
     print(f"onnxruntime {ort.__version__}, 1 thread; tract-onnx 0.23, 1 thread; medians of {args.runs} runs")
-    print(f"{'model':<40} {'engine':<24} {'median ms':>10} {'p90 ms':>8} {'/ ORT':>7}")
+    print(f"load average {load:.1f} on {os.cpu_count()} cores: wall time counts waiting for a core, thread CPU time does not")
+    print(f"{'model':<36} {'engine':<22} {'wall ms':>8} {'p90 ms':>8} {'/ ORT':>6} {'CPU ms':>8} {'/ ORT':>6}")
     for m in models:
-        med, p90 = ort_time(m, args.runs, 1)
+        med, p90, cpu = ort_time(m, args.runs, 1)
         name = os.path.relpath(m, ROOT) if m.startswith(ROOT) else os.path.basename(m)
-        print(f"{name:<40} {'onnxruntime':<24} {med:>10.1f} {p90:>8.1f} {1.0:>7.2f}")
+        print(f"{name:<36} {'onnxruntime':<22} {med:>8.1f} {p90:>8.1f} {1.0:>6.2f} {cpu:>8.1f} {1.0:>6.2f}")
         for r in rows:
             if r["model"] == m:
-                ratio = r["median_ms"] / med
-                print(f"{'':<40} {r['engine']:<24} {r['median_ms']:>10.1f} {r['p90_ms']:>8.1f} {ratio:>7.2f}")
+                wr, cr = r["median_ms"] / med, r["cpu_median_ms"] / cpu
+                print(
+                    f"{'':<36} {r['engine']:<22} {r['median_ms']:>8.1f} {r['p90_ms']:>8.1f} {wr:>6.2f}"
+                    f" {r['cpu_median_ms']:>8.1f} {cr:>6.2f}"
+                )
 
 
 if __name__ == "__main__":

@@ -119,8 +119,16 @@ impl TypedOp for FastDeformSample {
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         let (v, g) = (&inputs[0].shape, &inputs[1].shape);
-        ensure!(v.rank() == 4 && g.rank() == 4, "FastDeformSample needs 4-D value and grid");
-        Ok(tvec!(f32::fact(&[v[0].clone(), v[1].clone(), g[1].clone(), 1.to_dim()])))
+        ensure!(
+            v.rank() == 4 && g.rank() == 4,
+            "FastDeformSample needs 4-D value and grid"
+        );
+        Ok(tvec!(f32::fact(&[
+            v[0].clone(),
+            v[1].clone(),
+            g[1].clone(),
+            1.to_dim()
+        ])))
     }
 }
 
@@ -166,8 +174,16 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         let Some(weights) = mul.inputs.iter().find(|i| i.node != gs.id).copied() else {
             continue;
         };
-        let sampled = gs.outputs[0].fact.shape.as_concrete().map(<[usize]>::to_vec);
-        let wshape = model.outlet_fact(weights)?.shape.as_concrete().map(<[usize]>::to_vec);
+        let sampled = gs.outputs[0]
+            .fact
+            .shape
+            .as_concrete()
+            .map(<[usize]>::to_vec);
+        let wshape = model
+            .outlet_fact(weights)?
+            .shape
+            .as_concrete()
+            .map(<[usize]>::to_vec);
         let (Some(s), Some(ws)) = (sampled, wshape) else {
             continue;
         };
@@ -228,7 +244,10 @@ mod tests {
         let weights = random(n * lq * p, 5, 0.0, 1.0);
         for padding in [FastPadding::Zeros, FastPadding::Border] {
             for align_corners in [false, true] {
-                let gs = FastGridSample { align_corners, padding };
+                let gs = FastGridSample {
+                    align_corners,
+                    padding,
+                };
                 let mut sampled = vec![0.0; n * c * lq * p];
                 gs.sample(&value, [n, c, h, w], &grid, [n, lq, p], &mut sampled);
                 let mut want = vec![0.0f32; n * c * lq];
@@ -247,14 +266,22 @@ mod tests {
                 let fused = FastDeformSample { sample: gs };
                 let mut got = vec![0.0; n * c * lq];
                 fused.sample(&value, [n, c, h, w], &grid, [n, lq, p], &weights, &mut got);
-                let d = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                let d = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f32::max);
                 assert!(d < 1e-5, "{padding:?} {align_corners}: {d}");
                 // Negative control: other weights give another result.
                 let mut w2 = weights.clone();
                 w2[3] += 0.5;
                 let mut got2 = vec![0.0; n * c * lq];
                 fused.sample(&value, [n, c, h, w], &grid, [n, lq, p], &w2, &mut got2);
-                let d2 = got2.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                let d2 = got2
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f32::max);
                 assert!(d2 > 1e-3, "changed weights not detected: {d2}");
             }
         }

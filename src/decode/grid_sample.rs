@@ -183,7 +183,10 @@ impl TypedOp for FastGridSample {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         let x = &inputs[0].shape;
         let g = &inputs[1].shape;
-        ensure!(x.rank() == 4 && g.rank() == 4, "FastGridSample needs 4-D input and grid");
+        ensure!(
+            x.rank() == 4 && g.rank() == 4,
+            "FastGridSample needs 4-D input and grid"
+        );
         let shape: TVec<TDim> = tvec![x[0].clone(), x[1].clone(), g[1].clone(), g[2].clone()];
         Ok(tvec!(f32::fact(&shape)))
     }
@@ -247,9 +250,8 @@ impl Expansion for GridSampleExpansion {
     ) -> TractResult<TVec<OutletId>> {
         let x = model.outlet_fact(inputs[0])?;
         let g = model.outlet_fact(inputs[1])?;
-        let plain = x.rank() == 4
-            && x.datum_type == f32::datum_type()
-            && g.datum_type == f32::datum_type();
+        let plain =
+            x.rank() == 4 && x.datum_type == f32::datum_type() && g.datum_type == f32::datum_type();
         match self.fast().filter(|_| plain) {
             Some(op) => model.wire_node(name, op, inputs),
             None => model.wire_node(
@@ -280,7 +282,10 @@ fn build(
         "zeros" => PaddingMode::Zeros,
         "border" => PaddingMode::Border,
         "reflection" => PaddingMode::Reflection,
-        s => bail!("GridSample node {}: unsupported padding_mode {s:?}", node.name),
+        s => bail!(
+            "GridSample node {}: unsupported padding_mode {s:?}",
+            node.name
+        ),
     };
     let align_corners = node.get_attr_opt::<i64>("align_corners")?.unwrap_or(0) != 0;
     ensure!(
@@ -332,8 +337,14 @@ mod tests {
 
     fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
         assert_eq!(a.shape(), b.shape());
-        let (a, b) = (super::super::f32s(a).unwrap(), super::super::f32s(b).unwrap());
-        a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+        let (a, b) = (
+            super::super::f32s(a).unwrap(),
+            super::super::f32s(b).unwrap(),
+        );
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
     }
 
     #[test]
@@ -349,7 +360,10 @@ mod tests {
             (FastPadding::Border, PaddingMode::Border),
         ] {
             for align_corners in [false, true] {
-                let fast = FastGridSample { align_corners, padding };
+                let fast = FastGridSample {
+                    align_corners,
+                    padding,
+                };
                 let stock = GridSample {
                     mode: InterpolationMode::Bilinear,
                     padding_mode: stock_padding.clone(),
@@ -374,9 +388,21 @@ mod tests {
     fn far_outside_is_zero_with_zero_padding_and_edge_with_border() {
         let x = Tensor::from_shape(&[1, 1, 2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         let grid = Tensor::from_shape(&[1, 1, 2, 2], &[5.0f32, 5.0, -5.0, -5.0]).unwrap();
-        let zeros = FastGridSample { align_corners: false, padding: FastPadding::Zeros };
-        assert_eq!(super::super::f32s(&run(&zeros, &x, &grid)).unwrap(), &[0.0, 0.0]);
-        let border = FastGridSample { align_corners: false, padding: FastPadding::Border };
-        assert_eq!(super::super::f32s(&run(&border, &x, &grid)).unwrap(), &[4.0, 1.0]);
+        let zeros = FastGridSample {
+            align_corners: false,
+            padding: FastPadding::Zeros,
+        };
+        assert_eq!(
+            super::super::f32s(&run(&zeros, &x, &grid)).unwrap(),
+            &[0.0, 0.0]
+        );
+        let border = FastGridSample {
+            align_corners: false,
+            padding: FastPadding::Border,
+        };
+        assert_eq!(
+            super::super::f32s(&run(&border, &x, &grid)).unwrap(),
+            &[4.0, 1.0]
+        );
     }
 }

@@ -204,7 +204,9 @@ mod tests {
         let (c, h, w) = (24, 5, 7);
         let raw = bytes(c * h * w);
         let per_feature = Quantization::PerFeature(
-            (0..c).map(|i| quant(100.0 + i as f32, 0.01 * (i + 1) as f32)).collect(),
+            (0..c)
+                .map(|i| quant(100.0 + i as f32, 0.01 * (i + 1) as f32))
+                .collect(),
         );
         for q in [Quantization::Uniform(quant(128.0, 0.05)), per_feature] {
             let mut maps = FeatureMaps::new(c, h, w);
@@ -217,12 +219,21 @@ mod tests {
             maps.fill_from_device(&[tap; TAPS]).unwrap();
             let want = naive(&raw, c, h, w, &q);
             for i in 0..TAPS {
-                let err = maps.map(i).iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                let err = maps
+                    .map(i)
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f32::max);
                 assert!(err < 1e-5, "map {i}: {err}");
             }
             // Negative control: the naive reference of a transposed-HW reading differs.
             let wrong = naive(&raw, c, w, h, &q);
-            assert!(maps.map(0).iter().zip(&wrong).any(|(a, b)| (a - b).abs() > 1e-3));
+            assert!(maps
+                .map(0)
+                .iter()
+                .zip(&wrong)
+                .any(|(a, b)| (a - b).abs() > 1e-3));
         }
     }
 
@@ -255,13 +266,27 @@ mod tests {
             quant: &q,
         };
         let mut out = vec![0.0; 12];
-        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out).unwrap_err().to_string();
-        assert!(err.contains("backbone/tap2") && err.contains("expected 12"), "{err}");
+        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("backbone/tap2") && err.contains("expected 12"),
+            "{err}"
+        );
         let raw = bytes(12);
         let q = Quantization::PerFeature(vec![quant(0.0, 1.0); 2]);
-        let tap = DeviceMap { bytes: &raw, quant: &q, ..tap };
-        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out).unwrap_err().to_string();
-        assert!(err.contains("2 per-feature") && err.contains("expected 3"), "{err}");
+        let tap = DeviceMap {
+            bytes: &raw,
+            quant: &q,
+            ..tap
+        };
+        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 per-feature") && err.contains("expected 3"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -272,7 +297,11 @@ mod tests {
         assert_eq!(maps.map(0).as_ptr(), before);
         let held = maps.tensors()[0].clone();
         maps.map_mut(0)[0] = 2.0;
-        assert_ne!(maps.map(0).as_ptr(), before, "shared buffer must not be written");
+        assert_ne!(
+            maps.map(0).as_ptr(),
+            before,
+            "shared buffer must not be written"
+        );
         assert_eq!(super::super::f32s(&held).unwrap()[0], 1.0);
     }
 }

@@ -183,7 +183,12 @@ mod tests {
         assert_eq!(kp.precision_cholesky, [0.1, 0.2, 0.3]);
         // Box of query 1: centre (0.25, 0.75), size 0.1 -> x 0.2..0.3, y 0.7..0.8 of 288 px.
         let b = dets[0].bbox;
-        let want = [0.2 * 288.0 * s + 420.0, 0.7 * 288.0 * s, 0.3 * 288.0 * s + 420.0, 0.8 * 288.0 * s];
+        let want = [
+            0.2 * 288.0 * s + 420.0,
+            0.7 * 288.0 * s,
+            0.3 * 288.0 * s + 420.0,
+            0.8 * 288.0 * s,
+        ];
         for (a, w) in b.iter().zip(want) {
             assert!((a - w).abs() < 1e-2, "{b:?} vs {want:?}");
         }

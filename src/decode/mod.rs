@@ -14,6 +14,7 @@
 //! feature `ort`).
 
 pub mod deform_sample;
+pub mod fast_ops;
 pub mod grid_sample;
 pub mod input;
 pub mod keypoints;
@@ -153,8 +154,18 @@ impl RawOutput {
         {
             return None;
         }
-        let a = self.dets.iter().flatten().chain(&self.labels).chain(&self.keypoints);
-        let b = other.dets.iter().flatten().chain(&other.labels).chain(&other.keypoints);
+        let a = self
+            .dets
+            .iter()
+            .flatten()
+            .chain(&self.labels)
+            .chain(&self.keypoints);
+        let b = other
+            .dets
+            .iter()
+            .flatten()
+            .chain(&other.labels)
+            .chain(&other.keypoints);
         Some(a.zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max))
     }
 }
@@ -188,7 +199,7 @@ pub fn load(engine: Engine, path: &Path) -> Result<Box<dyn Decoder>, DecodeError
     match engine {
         Engine::Tract => Ok(Box::new(tract_engine::TractDecoder::load(
             path,
-            tract_engine::GridSampleKernel::Fast,
+            tract_engine::TractKernels::Fast,
         )?)),
         #[cfg(feature = "ort")]
         Engine::Ort => Ok(Box::new(ort_engine::OrtDecoder::load(path, 1)?)),
@@ -207,7 +218,10 @@ mod tests {
         assert_eq!("ort".parse::<Engine>().unwrap(), Engine::Ort);
         assert_eq!(Engine::default(), Engine::Tract);
         let err = "tensorrt".parse::<Engine>().unwrap_err().to_string();
-        assert!(err.contains("\"tensorrt\"") && err.contains("tract"), "{err}");
+        assert!(
+            err.contains("\"tensorrt\"") && err.contains("tract"),
+            "{err}"
+        );
     }
 
     #[test]

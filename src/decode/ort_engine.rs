@@ -34,7 +34,9 @@ fn environment() -> Result<&'static ort::environment::Environment, String> {
                 })?;
             let builder = ort::init_from(&path)
                 .map_err(|e| format!("{DYLIB_ENV}={}: {e}", PathBuf::from(&path).display()))?;
-            builder.build().map_err(|e| format!("ONNX Runtime environment: {e}"))
+            builder
+                .build()
+                .map_err(|e| format!("ONNX Runtime environment: {e}"))
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -85,9 +87,15 @@ impl OrtDecoder {
             path: path.to_path_buf(),
             message,
         };
-        let input_names: Vec<String> = session.inputs().iter().map(|o| o.name().to_string()).collect();
+        let input_names: Vec<String> = session
+            .inputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
         if input_names.len() != TAPS {
-            return Err(graph_err(format!("inputs {input_names:?}, expected {TAPS} feature maps")));
+            return Err(graph_err(format!(
+                "inputs {input_names:?}, expected {TAPS} feature maps"
+            )));
         }
         let shape = session.inputs()[0]
             .dtype()
@@ -99,10 +107,15 @@ impl OrtDecoder {
         let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
         for want in OUTPUT_NAMES {
             if !outputs.contains(&want) {
-                return Err(graph_err(format!("no output named {want:?} (outputs: {outputs:?})")));
+                return Err(graph_err(format!(
+                    "no output named {want:?} (outputs: {outputs:?})"
+                )));
             }
         }
-        log::info!("decoder {}: ONNX Runtime, {threads} thread(s), input {shape:?}", path.display());
+        log::info!(
+            "decoder {}: ONNX Runtime, {threads} thread(s), input {shape:?}",
+            path.display()
+        );
         Ok(Self {
             session,
             input_names,

@@ -9,16 +9,18 @@ use std::path::{Path, PathBuf};
 use tract_onnx::prelude::*;
 
 use super::deform_sample::fuse_deformable_sampling;
+use super::fast_ops::speed_up;
 use super::grid_sample::onnx_fast;
 use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
-/// Which GridSample implementation tract uses.
+/// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GridSampleKernel {
-    /// [`super::grid_sample::FastGridSample`] where it applies (bilinear, zeros/border),
-    /// fused with the attention weighting ([`super::deform_sample`]).
+pub enum TractKernels {
+    /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
+    /// fused with the attention weighting ([`super::deform_sample`]), and the
+    /// broadcasting / short-softmax replacements of [`super::fast_ops`].
     Fast,
-    /// tract's own generic kernel (for comparison benchmarks and tests).
+    /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
 }
 
@@ -49,7 +51,7 @@ impl TractDecoder {
     /// # Errors
     /// [`DecodeError::Load`] when tract cannot read or optimise the file,
     /// [`DecodeError::Graph`] when its inputs or outputs are not the decoder's.
-    pub fn load(path: &Path, kernel: GridSampleKernel) -> Result<Self, DecodeError> {
+    pub fn load(path: &Path, kernel: TractKernels) -> Result<Self, DecodeError> {
         let load_err = |e: TractError| DecodeError::Load {
             path: path.to_path_buf(),
             message: format!("{e:#}"),
@@ -59,8 +61,8 @@ impl TractDecoder {
             message,
         };
         let onnx = match kernel {
-            GridSampleKernel::Fast => onnx_fast(),
-            GridSampleKernel::Stock => tract_onnx::onnx(),
+            TractKernels::Fast => onnx_fast(),
+            TractKernels::Stock => tract_onnx::onnx(),
         };
         let model = onnx.model_for_path(path).map_err(load_err)?;
         let model = model.into_typed().map_err(load_err)?;
@@ -83,7 +85,9 @@ impl TractDecoder {
         }
         let inputs = model.input_outlets().map_err(load_err)?.len();
         if inputs != TAPS {
-            return Err(graph_err(format!("{inputs} inputs, expected {TAPS} feature maps")));
+            return Err(graph_err(format!(
+                "{inputs} inputs, expected {TAPS} feature maps"
+            )));
         }
         let mut input_shape = None;
         for i in 0..TAPS {
@@ -105,18 +109,22 @@ impl TractDecoder {
         }
         let input_shape = input_shape.expect("TAPS > 0");
         let mut model = model.into_decluttered().map_err(load_err)?;
-        if kernel == GridSampleKernel::Fast {
+        if kernel == TractKernels::Fast {
             let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
-            log::debug!("{}: fused {fused} deformable sampling chains", path.display());
+            log::debug!(
+                "{}: fused {fused} deformable sampling chains",
+                path.display()
+            );
         }
-        let plan = model
-            .into_optimized()
-            .map_err(load_err)?
-            .into_runnable()
-            .map_err(load_err)?;
+        let mut model = model.into_optimized().map_err(load_err)?;
+        if kernel == TractKernels::Fast {
+            let swapped = speed_up(&mut model).map_err(load_err)?;
+            log::debug!("{}: {swapped} nodes on fast kernels", path.display());
+        }
+        let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
-            "decoder {}: tract, {kernel:?} GridSample, input {input_shape:?}",
+            "decoder {}: tract, {kernel:?} kernels, input {input_shape:?}",
             path.display()
         );
         Ok(Self {
@@ -146,7 +154,11 @@ impl Decoder for TractDecoder {
         }
         // The maps' Arcs are lent to tract; the state drops them at the end of the
         // turn, so the next frame's dequantisation writes into the same buffers.
-        let inputs: TVec<TValue> = maps.tensors().iter().map(|t| t.clone().into_tvalue()).collect();
+        let inputs: TVec<TValue> = maps
+            .tensors()
+            .iter()
+            .map(|t| t.clone().into_tvalue())
+            .collect();
         let outputs = self
             .state
             .run(inputs)
@@ -177,10 +189,17 @@ pub(crate) fn raw_output(
             super::keypoints::FIELDS
         )));
     }
-    let f = |t: &Tensor| super::f32s(t).map(<[f32]>::to_vec).map_err(|e| run_err(format!("{e:#}")));
+    let f = |t: &Tensor| {
+        super::f32s(t)
+            .map(<[f32]>::to_vec)
+            .map_err(|e| run_err(format!("{e:#}")))
+    };
     let flat = f(dets)?;
     Ok(RawOutput {
-        dets: flat.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect(),
+        dets: flat
+            .chunks_exact(4)
+            .map(|c| [c[0], c[1], c[2], c[3]])
+            .collect(),
         labels: f(labels)?,
         classes: ls[2],
         keypoints: f(keypoints)?,
