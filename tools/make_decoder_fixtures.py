@@ -27,9 +27,11 @@ architecture of the real graph (rf-detr 1.8+ keypoint preview) at reduced width:
   the parent box).
 
 Outputs dets (1, Q, 4), labels (1, Q, 91), keypoints (1, Q, 17, 8), as the real export.
-Reduced sizes (stated in the README): hidden width D = 64 (real 256), 2 decoder layers
-(real 4), 8 attention heads (real 8 self / 16 cross), FFN 256 / keypoint FFN 128 (real
-2048 / 1024), Q = 100 queries and K = 17 keypoints as the real model.
+Reduced sizes of the committed files (stated in the README): hidden width D = 64 (real
+256), 2 decoder layers (real 4), 8 attention heads (real 8 self / 16 cross), FFN 256 /
+keypoint FFN 128 (real 2048 / 1024), C2f with 1 bottleneck at 32 channels (real 3 at
+128); Q = 100 queries and K = 17 keypoints as the real model. `--full` writes
+decoder_full_{288,432}.onnx with the real sizes (about 55 MB each) for benchmarks.
 
 backbone_{288,432}.onnx: a tiny stand-in for the NPU backbone with the fixture HEFs'
 shapes, for the simulator: input `image` float32 (1, side, side, 3) NHWC, outputs
@@ -45,17 +47,18 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
-D = 64  # hidden width
-HEADS = 8
-POINTS = 2
 QUERIES = 100
 KEYPOINTS = 17
 CLASSES = 91
-LAYERS = 2
-FFN = 256
-KP_FFN = 128
 TAP_CH = 384
 PATCH = 12
+
+# Committed fixtures: reduced width. `--full` gives the real keypoint-preview widths
+# (about 55 MB per file, for benchmarks only, never committed).
+SMALL = dict(D=64, LAYERS=2, SA_HEADS=8, CA_HEADS=8, FFN=256, KP_FFN=128, PROJ_C=32, BOTTLENECKS=1)
+FULL = dict(D=256, LAYERS=4, SA_HEADS=8, CA_HEADS=16, FFN=2048, KP_FFN=1024, PROJ_C=128, BOTTLENECKS=3)
+CFG = dict(SMALL)
+POINTS = 2
 
 
 class Graph:
@@ -130,13 +133,18 @@ class Graph:
 
 
 def projector(g, taps, grid):
-    """LW-DETR MultiScaleProjector at P4 (C2f with one bottleneck), then channel LayerNorm."""
+    """LW-DETR MultiScaleProjector at P4: a C2f block (1x1 conv to 2c, split, n 3x3
+    bottlenecks with SiLU and residual, concat of all, 1x1 conv to D), then channel
+    LayerNorm."""
+    D, c, n = CFG["D"], CFG["PROJ_C"], CFG["BOTTLENECKS"]
     x = g.op("Concat", taps, axis=1)
-    a = g.silu(g.conv(x, 4 * TAP_CH, D, 1))
-    b = g.silu(g.conv(a, D, D, 3, pad=1))
-    b = g.silu(g.conv(b, D, D, 3, pad=1))
-    c = g.op("Add", [a, b])
-    y = g.silu(g.conv(g.op("Concat", [a, c], axis=1), 2 * D, D, 1))
+    y0, y1 = g.op("Split", [g.silu(g.conv(x, 4 * TAP_CH, 2 * c, 1)), g.ints([c, c])], n_out=2, axis=1)
+    parts = [y0, y1]
+    for _ in range(n):
+        b = g.silu(g.conv(parts[-1], c, c, 3, pad=1))
+        b = g.silu(g.conv(b, c, c, 3, pad=1))
+        parts.append(g.op("Add", [parts[-1], b]))
+    y = g.silu(g.conv(g.op("Concat", parts, axis=1), (2 + n) * c, D, 1))
     y = g.transpose(y, [0, 2, 3, 1])
     y = g.reshape(y, [1, grid * grid, D])
     return g.layer_norm(y, D)
@@ -155,6 +163,7 @@ def reparam(g, delta, ref):
 
 def attention(g, q_in, k_in, v_in, batch, tokens):
     """Multi-head attention over `tokens` tokens in `batch` independent groups."""
+    D, HEADS = CFG["D"], CFG["SA_HEADS"]
     dh = D // HEADS
 
     def heads(x):
@@ -176,6 +185,7 @@ def deformable(g, query, ref, memory, lq, grid):
 
     query (1, lq, D), ref (1, lq, 4) cxcywh, memory (1, S, D) -> (1, lq, D).
     """
+    D, HEADS = CFG["D"], CFG["CA_HEADS"]
     dh = D // HEADS
     value = g.linear(memory, D, D)
     value = g.transpose(g.reshape(value, [1, grid * grid, HEADS, dh]), [0, 2, 3, 1])
@@ -209,6 +219,7 @@ def sine_embed(g, ref, feats=16):
 
 
 def decoder(side, seed=7):
+    D, LAYERS, FFN, KP_FFN = CFG["D"], CFG["LAYERS"], CFG["FFN"], CFG["KP_FFN"]
     grid = side // PATCH
     tokens = grid * grid
     g = Graph(seed)
@@ -320,10 +331,17 @@ def finish(graph):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "fixtures"))
+    ap.add_argument(
+        "--full", action="store_true", help="real widths (decoder_full_*.onnx, ~55 MB each; benchmarks only)"
+    )
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    kinds = (("decoder", decoder), ("backbone", backbone))
+    if args.full:
+        CFG.update(FULL)
+        kinds = (("decoder_full", decoder),)
     for side in (288, 432):
-        for kind, build in (("decoder", decoder), ("backbone", backbone)):
+        for kind, build in kinds:
             path = os.path.join(args.out, f"{kind}_{side}.onnx")
             onnx.save(build(side), path)
             print(f"{path}: {os.path.getsize(path) / 1e6:.2f} MB")
