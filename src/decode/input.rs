@@ -227,12 +227,23 @@ mod tests {
                     .fold(0.0, f32::max);
                 assert!(err < 1e-5, "map {i}: {err}");
             }
-            // Negative control: the naive reference of a transposed-HW reading differs.
-            let wrong = naive(&raw, c, w, h, &q);
+            // Negative control: reading the buffer as if it were already NCHW (no
+            // transpose) gives other values, so the comparison can fail.
+            let untransposed: Vec<f32> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    let qi = match &q {
+                        Quantization::Uniform(q) => *q,
+                        Quantization::PerFeature(v) => v[i / (h * w)],
+                    };
+                    qi.dequantize(f32::from(b))
+                })
+                .collect();
             assert!(maps
                 .map(0)
                 .iter()
-                .zip(&wrong)
+                .zip(&untransposed)
                 .any(|(a, b)| (a - b).abs() > 1e-3));
         }
     }
