@@ -10,7 +10,7 @@
 //! `run` (1 thread, sequential, after warm-up). `tools/bench_decoder.py` runs this and
 //! ONNX Runtime on the same files in one go and prints the ratio.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod common;
@@ -34,7 +34,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn bench(path: &PathBuf, kernel: TractKernels, runs: usize) -> Result<(), String> {
+fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     let t = Instant::now();
     let mut dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
     let load_s = t.elapsed().as_secs_f64();

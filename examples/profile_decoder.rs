@@ -89,7 +89,7 @@ fn main() -> TractResult<()> {
         println!("{ms:>9.2} ms {:>5.1}%  {n:>4} x {name}", 100.0 * ms / total);
     }
     let mut nodes: Vec<_> = per_node.into_iter().collect();
-    nodes.sort_by(|a, b| b.1.cmp(&a.1));
+    nodes.sort_by_key(|n| std::cmp::Reverse(n.1));
     println!("slowest nodes:");
     for (id, d) in nodes.iter().take(25) {
         let n = model.node(*id);

@@ -278,7 +278,7 @@ mod tests {
 
     fn ramp(shape: &[usize], k: f32) -> Tensor {
         let n: usize = shape.iter().product();
-        let v: Vec<f32> = (0..n).map(|i| ((i as f32 * k).sin() * 3.0)).collect();
+        let v: Vec<f32> = (0..n).map(|i| (i as f32 * k).sin() * 3.0).collect();
         Tensor::from_shape(shape, &v).unwrap()
     }
 
