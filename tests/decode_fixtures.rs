@@ -131,3 +131,95 @@ fn ort_engine_agrees_with_tract_when_the_library_is_there() {
     let c = ort.run(&mut maps).unwrap();
     assert!(a.max_abs_diff(&c).unwrap() > 1e-5, "negative control");
 }
+
+/// The whole decode path on the fixtures: reference backbone -> quantised NHWC device
+/// buffers -> dequantised NCHW maps -> decoder -> top detection in camera pixels.
+#[test]
+fn backbone_to_keypoints_through_quantised_buffers() {
+    use hailo_edge::decode::input::DeviceMap;
+    use hailo_edge::hef::{DataType, QuantInfo, Quantization};
+    use tract_onnx::prelude::*;
+
+    let side = 288usize;
+    let backbone = tract_onnx::onnx()
+        .model_for_path(fixture("backbone_288.onnx"))
+        .unwrap()
+        .into_optimized()
+        .unwrap()
+        .into_runnable()
+        .unwrap();
+    let pixels: Vec<f32> = (0..side * side * 3)
+        .map(|i| ((i * 31) % 256) as f32)
+        .collect();
+    let image = Tensor::from_shape(&[1, side, side, 3], &pixels).unwrap();
+    let taps = backbone.run(tvec!(image.into_tvalue())).unwrap();
+
+    // Quantise each tap to UINT8 as the device would, with its own range.
+    let mut quants = Vec::new();
+    let mut buffers = Vec::new();
+    for t in &taps {
+        let v = t
+            .try_as_plain_ram()
+            .unwrap()
+            .as_slice::<f32>()
+            .unwrap()
+            .to_vec();
+        let (lo, hi) = v
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let scale = (hi - lo) / 255.0;
+        let q = QuantInfo {
+            zp: (-lo / scale).round(),
+            scale,
+            limvals_min: lo,
+            limvals_max: hi,
+        };
+        buffers.push(
+            v.iter()
+                .map(|&x| q.quantize(x).clamp(0.0, 255.0) as u8)
+                .collect::<Vec<u8>>(),
+        );
+        quants.push(Quantization::Uniform(q));
+    }
+    let names = ["tap0", "tap1", "tap2", "tap3"];
+    let device: [DeviceMap<'_>; TAPS] = std::array::from_fn(|i| DeviceMap {
+        stream: names[i],
+        bytes: &buffers[i],
+        data_type: DataType::Uint8,
+        quant: &quants[i],
+    });
+
+    let mut dec = TractDecoder::load(&fixture("decoder_288.onnx"), TractKernels::Fast).unwrap();
+    let mut maps = dec.new_maps();
+    maps.fill_from_device(&device).unwrap();
+    // Dequantised maps are the float taps (NHWC -> NCHW) within half a quantisation step.
+    let float0 = taps[0]
+        .try_as_plain_ram()
+        .unwrap()
+        .as_slice::<f32>()
+        .unwrap()
+        .to_vec();
+    let (g, c) = (24, 384);
+    let step = match &quants[0] {
+        Quantization::Uniform(q) => q.scale,
+        Quantization::PerFeature(_) => unreachable!(),
+    };
+    let worst = (0..g * g * c)
+        .map(|i| (maps.map(0)[(i % c) * g * g + i / c] - float0[i]).abs())
+        .fold(0.0, f32::max);
+    assert!(
+        worst <= 0.51 * step,
+        "dequantisation error {worst} vs step {step}"
+    );
+
+    let out = dec.run(&mut maps).unwrap();
+    // A 1920x1080 camera centre-cropped to 1080x1080 and resized to 288.
+    let s = 1080.0 / 288.0;
+    let to_camera = |x: f32, y: f32| (x * s + 420.0, y * s);
+    let top = top_detections(&out, 0, 1, (288.0, 288.0), &to_camera);
+    let kp = top[0].keypoints[0];
+    let raw = out.keypoint(top[0].query, 0);
+    assert!((kp.x - (raw[0] * 288.0 * s + 420.0)).abs() < 1e-3);
+    assert!((kp.y - raw[1] * 288.0 * s).abs() < 1e-3);
+    assert!((0.0..=1.0).contains(&kp.visibility) && (0.0..=1.0).contains(&kp.score));
+}

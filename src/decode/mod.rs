@@ -76,7 +76,13 @@ pub enum DecodeError {
 }
 
 /// Which inference engine runs the decoder graph (config key `decoder.engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+///
+/// Parsed from its key (`"tract"`, `"ort"`), also when deserialised from a config file,
+/// so an unknown value is an error naming it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, serde::Serialize,
+)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Engine {
     /// tract, pure Rust, with the fast GridSample kernel.
     #[default]
@@ -92,6 +98,20 @@ impl Engine {
             Self::Tract => "tract",
             Self::Ort => "ort",
         }
+    }
+}
+
+impl TryFrom<String> for Engine {
+    type Error = DecodeError;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Engine> for &'static str {
+    fn from(e: Engine) -> Self {
+        e.key()
     }
 }
 
