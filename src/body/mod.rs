@@ -1,1 +1,3 @@
 //! The ANNY body model, forward kinematics and skinning, kusudama joint limits, multi-view triangulation and the pose fit.
+
+pub mod limits;
