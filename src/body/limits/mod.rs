@@ -160,7 +160,7 @@ impl JointLimit {
             _ => swing,
         };
         let twist = UnitQuaternion::from_axis_angle(&self.axis, self.twist.clamp(twist));
-        swing * twist
+        UnitQuaternion::new_normalize((swing * twist).into_inner())
     }
 }
 
