@@ -3,7 +3,8 @@
 //!
 //! With bone `j`'s rest head `h_j`, rest rotation `R_j` and reference orientation `U_j`, and
 //! per-bone delta rotations `D_j` (world-aligned axes), the posed frames are
-//! `E_root = D_root`, `E_c = E_p D_c`, heads `o_root = d`, `o_c = o_p + E_p U_p R_p^T (h_c - h_p)`,
+//! `E_root = D_root`, `E_c = E_p D_c`, heads `o_root = d`, `o_c = o_p + E_p A_p (h_c - h_p)` with
+//! `A_p = U_p R_p^T` (and `A_root = I`),
 //! and the skinning transform is `G_j = E_j U_j R_j^T`, `t_j = o_j - G_j h_j`. A keypoint is
 //! `sum_j G_j a_kj + b_kj t_j` (the regressor folded through the skinning weights), which is
 //! `sum_j E_j l_kj + b_kj o_j` with `l_kj = U_j R_j^T (a_kj - b_kj h_j)` fixed for a given shape.
@@ -135,6 +136,8 @@ impl KeypointRig {
         }
         let offsets = (0..n)
             .map(|c| match parents[c] {
+                // ANNY takes the root's aim A_root as the identity (not U_0 R_0^T).
+                Some(0) => rest_heads[c] - rest_heads[0],
                 Some(p) => {
                     reference[p] * rest_rotations[p].transpose() * (rest_heads[c] - rest_heads[p])
                 }
