@@ -13,11 +13,12 @@ mod fitter;
 pub mod lm;
 mod problem;
 mod rig;
+pub mod synthetic;
 
 pub use calibrate::{Calibration, ShapeModel};
 pub use fitter::{FitOutput, PoseFitter};
 pub use lm::{LevenbergMarquardt, Report, TerminationReason};
-pub use rig::{KeypointRig, KeypointTerm, Pose, Posed};
+pub use rig::{retract, KeypointRig, KeypointTerm, Pose, Posed};
 
 use crate::body::limits::rom::RomError;
 use crate::body::triangulate::{TriangulationConfig, TriangulationError};

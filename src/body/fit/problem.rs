@@ -136,16 +136,14 @@ impl FrameProblem<'_> {
                 None => Matrix3::identity(),
             };
             let d = &pose.rotations[i];
-            let mut terms = Vec::with_capacity(2);
-            if let Some(prior) = self.prior {
-                terms.push((
+            let temporal = self.prior.map(|prior| {
+                (
                     cfg.temporal_weight,
                     log_map(&(d * prior.rotations[i].inverse())),
-                ));
-            }
-            if self.rig.parents()[i].is_some() {
-                terms.push((cfg.rest_weight, log_map(d)));
-            }
+                )
+            });
+            let rest = self.rig.parents()[i].map(|_| (cfg.rest_weight, log_map(d)));
+            let terms = temporal.into_iter().chain(rest);
             for (weight, e) in terms {
                 let e = e * weight;
                 cost += 0.5 * e.norm_squared();

@@ -245,10 +245,11 @@ impl KeypointRig {
         Ok(())
     }
 
-    /// Adds d(keypoint)/d(parameter) into `blocks[k]`: for each keypoint, `(slot, 3x3)` pairs,
-    /// where slot 0 is the root translation and slot `1 + s` the world-frame rotation increment
-    /// of the bone with `slot_of[bone] == Some(s)`.
-    pub(crate) fn keypoint_jacobian(
+    /// The analytic keypoint Jacobian at `posed`: for each keypoint `k`, `blocks[k]` receives
+    /// `(slot, d keypoint / d parameter)` pairs of 3x3 blocks, where slot 0 is the root
+    /// translation and slot `1 + s` the world-frame rotation increment of the bone with
+    /// `slot_of[bone] == Some(s)` (see [`retract`] for how increments apply).
+    pub fn keypoint_jacobian(
         &self,
         posed: &Posed,
         slot_of: &[Option<usize>],
@@ -280,16 +281,10 @@ fn add_block(blocks: &mut Vec<(usize, Matrix3<f64>)>, slot: usize, m: Matrix3<f6
     }
 }
 
-/// Applies world-frame increments at the linearisation point `posed` to `pose`: the root
-/// moves by `dt`; bone `i` (slot `s`) turns by `exp(w_s)` about its head, i.e.
-/// `D_i <- E_p^T exp(w) E_p D_i`.
-pub(crate) fn retract(
-    rig: &KeypointRig,
-    posed: &Posed,
-    pose: &mut Pose,
-    active: &[usize],
-    delta: &[f64],
-) {
+/// Applies world-frame increments at the linearisation point `posed` to `pose`:
+/// `delta = [dt, w_0, w_1, ...]`; the root moves by `dt` and bone `active[s]` turns by
+/// `exp(w_s)` about its head, i.e. `D_i <- E_p^T exp(w_s) E_p D_i`.
+pub fn retract(rig: &KeypointRig, posed: &Posed, pose: &mut Pose, active: &[usize], delta: &[f64]) {
     pose.translation += Vector3::new(delta[0], delta[1], delta[2]);
     for (s, &i) in active.iter().enumerate() {
         let w = Vector3::new(delta[3 + 3 * s], delta[4 + 3 * s], delta[5 + 3 * s]);
