@@ -40,6 +40,11 @@ pub trait Problem {
     /// `state` moved by `delta` from the last linearisation point and projected onto the
     /// feasible set (joint limits).
     fn step(&self, state: &Self::State, delta: &[f64]) -> Self::State;
+
+    /// Parameters whose part of `delta` the projection would mostly undo (a joint pressed
+    /// against its limit); the solver holds them still and re-solves, so that the step it
+    /// takes is the step its model predicts. The default blocks nothing.
+    fn blocked(&self, _state: &Self::State, _delta: &[f64], _out: &mut Vec<usize>) {}
 }
 
 /// Why the solver stopped.
@@ -227,6 +232,7 @@ impl LevenbergMarquardt {
         let mut nu = 2.0;
         let mut a = DMatrix::zeros(n, n);
         let mut delta = DVector::zeros(n);
+        let mut blocked = Vec::new();
         'outer: loop {
             if jtr.amax() <= self.gtol {
                 report.termination = TerminationReason::Converged {
@@ -258,6 +264,26 @@ impl LevenbergMarquardt {
                 delta.copy_from(&jtr);
                 ch.solve_mut(&mut delta);
                 delta.neg_mut();
+                blocked.clear();
+                problem.blocked(&x, delta.as_slice(), &mut blocked);
+                if !blocked.is_empty() {
+                    // Hold the blocked parameters at zero and solve for the rest.
+                    let mut rhs = jtr.clone();
+                    for &i in &blocked {
+                        a.row_mut(i).fill(0.0);
+                        a.column_mut(i).fill(0.0);
+                        a[(i, i)] = 1.0;
+                        rhs[i] = 0.0;
+                    }
+                    let Some(ch) = a.clone().cholesky() else {
+                        report.termination =
+                            TerminationReason::Numerical("singular reduced system");
+                        break 'outer;
+                    };
+                    delta.copy_from(&rhs);
+                    ch.solve_mut(&mut delta);
+                    delta.neg_mut();
+                }
                 // Gain predicted by the quadratic model.
                 let predicted = -(jtr.dot(&delta) + 0.5 * delta.dot(&(&jtj * &delta)));
                 if predicted <= self.ftol * cost * 1e-3 {

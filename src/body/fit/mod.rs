@@ -102,12 +102,12 @@ impl Default for FitConfig {
         Self {
             lm: LevenbergMarquardt::default()
                 .with_max_iterations(10)
-                .and_then(|l| l.with_ftol(2e-2))
+                .and_then(|l| l.with_ftol(3e-2))
                 .unwrap_or_default(),
             cold_iterations: 60,
             huber_px: 4.0,
             min_confidence: 0.2,
-            temporal_weight: 20.0,
+            temporal_weight: 60.0,
             temporal_translation_weight: 100.0,
             rest_weight: 1.0,
             point_weight: 250.0,
@@ -141,7 +141,7 @@ fn non_negative(field: &'static str, v: f64) -> Result<f64, FitError> {
 }
 
 impl FitConfig {
-    /// The solver used for warm-started frames (default: 10 iterations, ftol 2e-2).
+    /// The solver used for warm-started frames (default: 10 iterations, ftol 3e-2).
     ///
     /// # Errors
     /// Never; present for symmetry with the other setters.
@@ -191,7 +191,7 @@ impl FitConfig {
         Ok(self)
     }
 
-    /// Temporal prior weight, in pixels per radian of deviation from the prediction (default 20;
+    /// Temporal prior weight, in pixels per radian of deviation from the prediction (default 60;
     /// 0 disables it).
     ///
     /// # Errors

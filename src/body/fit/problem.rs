@@ -175,6 +175,25 @@ impl FrameProblem<'_> {
     }
 }
 
+/// The local turn `E_p^T exp(w) E_p` of bone `i` for a world-frame increment `w`.
+fn single_step(
+    rig: &KeypointRig,
+    posed: &Posed,
+    i: usize,
+    w: &Vector3<f64>,
+) -> UnitQuaternion<f64> {
+    let turn = UnitQuaternion::from_scaled_axis(*w);
+    match rig.parents()[i] {
+        Some(p) => {
+            let ep = UnitQuaternion::from_rotation_matrix(
+                &nalgebra::Rotation3::from_matrix_unchecked(posed.frames[p]),
+            );
+            ep.inverse() * turn * ep
+        }
+        None => turn,
+    }
+}
+
 /// Adds `w * rows^T rows` (upper triangle) and `w * rows^T e` for one residual.
 fn accumulate<const R: usize>(
     jtj: &mut DMatrix<f64>,
@@ -219,6 +238,21 @@ impl Problem for FrameProblem<'_> {
         let cost = self.evaluate(state, None);
         std::mem::swap(&mut self.posed, &mut self.scratch);
         cost
+    }
+
+    fn blocked(&self, state: &Pose, delta: &[f64], out: &mut Vec<usize>) {
+        for (s, &i) in self.active.iter().enumerate() {
+            let Some(limit) = &self.limits[i] else {
+                continue;
+            };
+            let w = Vector3::new(delta[3 + 3 * s], delta[4 + 3 * s], delta[5 + 3 * s]);
+            let q = state.rotations[i];
+            let moved = single_step(self.rig, &self.posed, i, &w) * q;
+            let wanted = moved.angle_to(&q);
+            if wanted > 1e-12 && limit.clamp(&moved).angle_to(&q) < 0.25 * wanted {
+                out.extend(3 + 3 * s..6 + 3 * s);
+            }
+        }
     }
 
     fn step(&self, state: &Pose, delta: &[f64]) -> Pose {
