@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod hef;
+mod ops;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
@@ -19,6 +20,8 @@ enum Command {
     /// Inspect and verify HEF files.
     #[command(subcommand)]
     Hef(hef::HefCommand),
+    /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
+    Ops(ops::OpsArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -26,6 +29,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
+        Command::Ops(args) => ops::run(args),
     };
     match outcome {
         Ok(code) => code,
