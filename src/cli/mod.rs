@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod hef;
 mod ops;
+mod plan;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
@@ -22,6 +23,8 @@ enum Command {
     Hef(hef::HefCommand),
     /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
     Ops(ops::OpsArgs),
+    /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
+    Plan(plan::PlanArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -30,6 +33,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Ops(args) => ops::run(args),
+        Command::Plan(args) => plan::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -4,8 +4,16 @@
 //! |---|---|
 //! | [`ops`] | MAC counts of ONNX graphs with full shape inference; unresolved nodes are named |
 //! | [`onnx_graph`] | a small builder of ONNX graphs (tests and fixture generators) |
+//! | [`figure`] | figures with units and provenance (measured on a device, or modelled with assumptions) |
+//! | [`utilisation`] | compute share against the INT8 and INT4 peaks, busy share |
+//! | [`report`] | the utilisation report schema (`report.json`) the planner reads |
+//! | [`plan`] | the rig planner and the planning-table check |
 //! | [`vit_graph`] | the RF-DETR keypoint backbone (ViT-S/12 + projectors) as an ONNX graph |
 
+pub mod figure;
 pub mod onnx_graph;
 pub mod ops;
+pub mod plan;
+pub mod report;
+pub mod utilisation;
 pub mod vit_graph;
