@@ -24,8 +24,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::figure::{Figure, Unit};
-use super::utilisation::{ComputeShare, Precision};
+use std::collections::BTreeMap;
+
+use super::figure::{Figure, Provenance, Unit};
+use super::stats::LatencySummary;
+use super::utilisation::{compute_share, ComputeShare, Precision};
 
 /// The schema tag of this version of the report.
 pub const SCHEMA: &str = "hailo-edge.utilisation/1";
@@ -92,6 +95,44 @@ pub struct GraphUtilisation {
     pub compute: ComputeShare,
     /// Busy share of the NN core while this graph ran.
     pub busy: Option<Figure>,
+    /// Latency per stage (`hw` where HailoRT gives it, `host` always).
+    #[serde(default)]
+    pub latency: Option<LatencyReport>,
+}
+
+/// Latency statistics of a graph, per stage, with where they come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyReport {
+    /// Measured (host clock around a real device) or modelled (the simulator's timing model).
+    pub provenance: Provenance,
+    /// Summary per stage.
+    pub stages: BTreeMap<String, LatencySummary>,
+}
+
+impl GraphUtilisation {
+    /// The entry of a graph that ran at `fps` with `ops_per_frame` GOPS on a HEF of
+    /// `hef_precision`; the compute share is derived from them.
+    pub fn new(
+        name: impl Into<String>,
+        side: Option<u32>,
+        hef_precision: Precision,
+        ops_per_frame: Figure,
+        fps: Figure,
+    ) -> Self {
+        let compute = compute_share(&ops_per_frame, &fps, hef_precision);
+        Self {
+            name: name.into(),
+            side,
+            hef_precision,
+            batch: None,
+            ops_per_frame,
+            fps,
+            compute,
+            busy: None,
+            latency: None,
+        }
+    }
 }
 
 /// The utilisation report.
@@ -109,6 +150,22 @@ pub struct UtilisationReport {
 }
 
 impl UtilisationReport {
+    /// A report of `graphs` run on `backend` (and `device`, when real).
+    pub fn new(backend: Backend, device: Option<String>, graphs: Vec<GraphUtilisation>) -> Self {
+        Self {
+            schema: SCHEMA.to_owned(),
+            backend,
+            device,
+            graphs,
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| unreachable!("plain data serialises: {e}"))
+    }
+
     /// Reads and validates a report file.
     pub fn from_path(path: &Path) -> Result<Self, ReportError> {
         let p = path.display().to_string();
@@ -195,5 +252,55 @@ impl UtilisationReport {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::figure::Assumption;
+
+    fn report() -> UtilisationReport {
+        let dev = "0000:01:00.0";
+        let g = GraphUtilisation::new(
+            "backbone_288",
+            Some(288),
+            Precision::Int8,
+            Figure::measured(35.65, Unit::Gops, dev),
+            Figure::measured(150.0, Unit::Fps, dev),
+        );
+        UtilisationReport::new(Backend::Hailort, Some(dev.into()), vec![g])
+    }
+
+    #[test]
+    fn written_report_reads_back() {
+        let r = report();
+        assert!((r.graphs[0].compute.of_int8_peak.value - 0.267375).abs() < 1e-9);
+        assert!(r.graphs[0].compute.of_int8_peak.provenance.is_measured());
+        let back = UtilisationReport::from_json("r.json", &r.to_json()).unwrap();
+        assert_eq!(
+            back.graphs[0].compute.of_own_peak().provenance,
+            r.graphs[0].fps.provenance
+        );
+        assert!((back.graphs[0].compute.of_int4_peak.value - 0.1336875).abs() < 1e-12);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut r = report();
+        r.graphs[0].fps = Figure::modelled(-1.0, Unit::Fps, [Assumption::new("clock", "virtual")]);
+        let err = UtilisationReport::from_json("r.json", &r.to_json())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("r.json") && err.contains("graphs[0].fps"),
+            "{err}"
+        );
+        let mut r = report();
+        r.schema = "other/2".into();
+        assert!(UtilisationReport::from_json("r.json", &r.to_json())
+            .unwrap_err()
+            .to_string()
+            .contains("schema"));
     }
 }

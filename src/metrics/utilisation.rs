@@ -96,9 +96,9 @@ impl ComputeShare {
     }
 }
 
-/// Compute % = `gops_per_frame` x `fps` / peak, against both peaks. The result is measured
-/// only when both inputs are measured on the same device; the peaks are datasheet values and
-/// are listed among the assumptions of the percentages.
+/// Compute % = `gops_per_frame` x `fps` / peak, against both nominal peaks. The result is
+/// measured only when both inputs are measured on the same device (the nominal peak is the
+/// definition of the percentage, not an assumption about the run).
 pub fn compute_share(
     gops_per_frame: &Figure,
     fps: &Figure,
@@ -106,16 +106,10 @@ pub fn compute_share(
 ) -> ComputeShare {
     let achieved_tops = gops_per_frame.value * fps.value / 1e3;
     let provenance = gops_per_frame.provenance.combine(&fps.provenance);
-    let share = |p: Precision| {
-        let pk = peak(p);
-        Figure {
-            value: achieved_tops / pk.value,
-            unit: Unit::Fraction,
-            provenance: provenance.combine(&Provenance::modelled(match pk.provenance {
-                Provenance::Modelled { assumed } => assumed,
-                Provenance::Measured { .. } => vec![],
-            })),
-        }
+    let share = |p: Precision| Figure {
+        value: achieved_tops / p.hailo10h_peak_tops(),
+        unit: Unit::Fraction,
+        provenance: provenance.clone(),
     };
     ComputeShare {
         hef_precision,
