@@ -121,7 +121,14 @@ fn split_pair<'a>(spec: &'a str, flag: &str, form: &str) -> anyhow::Result<(u32,
 
 fn print_plan(rig: &RigPlan, from_report: bool) {
     let u = &rig.utilisation;
-    println!("utilisation: {}", u.default);
+    if from_report {
+        println!(
+            "utilisation: per graph side from the report; other sides use its lowest, {}",
+            u.default
+        );
+    } else {
+        println!("utilisation: {}", u.default);
+    }
     if !from_report {
         println!(
             "  (replace the assumption with a measurement: hailo-edge plan --from report.json)"
@@ -191,12 +198,21 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
         );
     }
     println!();
+    let modelled_cost = rig
+        .cameras
+        .iter()
+        .any(|c| c.cost.source == CostSource::PlanningModel);
     println!(
-        "shares at the planning utilisation are {}",
+        "utilisation: {}; GMAC: {}",
         if measured {
-            "measured figures"
+            "measured (see above)"
         } else {
-            "modelled (see the utilisation line)"
+            "ASSUMED or modelled (see above)"
+        },
+        if modelled_cost {
+            "RF-DETR planning model"
+        } else {
+            "given or counted per side"
         }
     );
 }
