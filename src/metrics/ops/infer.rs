@@ -57,7 +57,13 @@ pub fn count_proto(
             })?;
     }
 
-    let analysis_error = model.analyse(true).err().map(|e| format!("{e:#}"));
+    // Same for the analysis: a rule that panics on a malformed graph becomes a reported error,
+    // and every node it left without shapes is listed as unresolved below.
+    let analysis_error = match catch_unwind(AssertUnwindSafe(|| model.analyse(true))) {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(_) => Some("shape analysis panicked; nodes without shapes are listed".to_owned()),
+    };
     if let Some(e) = &analysis_error {
         log::debug!("shape analysis of {source} stopped short: {e}");
     }
