@@ -35,7 +35,7 @@ pub struct PlanArgs {
     /// Plan with the utilisation measured in a report.json (schema hailo-edge.utilisation/1).
     #[arg(long, value_name = "REPORT")]
     from: Option<PathBuf>,
-    /// Check a planning table (TOML [[row]] side, gmac, fps_int8, fps_int4): flag rows whose
+    /// Check a planning table (TOML [[row]] or CSV: side, gmac, fps_int8, fps_int4, utilisation): flag rows whose
     /// fps does not follow from their GMAC; exit 2 if any is flagged.
     #[arg(long, value_name = "FILE")]
     check: Option<PathBuf>,

@@ -11,9 +11,11 @@ use tract_onnx::tract_hir::infer::InferenceModelExt;
 use super::rules::{self, Cost, Shape};
 use super::{InputShape, NodeCost, OpsError, OpsReport, Unresolved};
 
-/// Counts the MACs of every node of `proto`, after pinning the inputs in `inputs`.
+/// Counts the MACs of every node of `proto`, after pinning the inputs in `inputs`;
+/// `model_dir` is where tensors stored as external data are found.
 pub fn count_proto(
     source: &str,
+    model_dir: Option<&str>,
     proto: &pb::ModelProto,
     inputs: &[InputShape],
 ) -> Result<OpsReport, OpsError> {
@@ -23,15 +25,17 @@ pub fn count_proto(
     })?;
     // tract's tensor loader panics (`unimplemented!`) on a few exotic initializer encodings;
     // turn that into an error naming the file instead of letting it abort the command.
-    let parsed = catch_unwind(AssertUnwindSafe(|| tract_onnx::onnx().parse(proto, None)))
-        .map_err(|_| OpsError::Parse {
-            source_name: source.to_owned(),
-            reason: "tract could not load an initializer of this model".into(),
-        })?
-        .map_err(|e| OpsError::Parse {
-            source_name: source.to_owned(),
-            reason: format!("{e:#}"),
-        })?;
+    let parsed = catch_unwind(AssertUnwindSafe(|| {
+        tract_onnx::onnx().parse(proto, model_dir)
+    }))
+    .map_err(|_| OpsError::Parse {
+        source_name: source.to_owned(),
+        reason: "tract could not load an initializer of this model".into(),
+    })?
+    .map_err(|e| OpsError::Parse {
+        source_name: source.to_owned(),
+        reason: format!("{e:#}"),
+    })?;
     let mut model = parsed.model;
     let outlets = parsed.outlets_by_name;
 

@@ -227,7 +227,9 @@ pub fn count_file(path: &Path, inputs: &[InputShape]) -> Result<OpsReport, OpsEr
         path: path.display().to_string(),
         source,
     })?;
-    count_bytes(&path.display().to_string(), &bytes, inputs)
+    let proto = decode(&path.display().to_string(), &bytes)?;
+    let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
+    count_proto(&path.display().to_string(), dir.as_deref(), &proto, inputs)
 }
 
 /// Counts the MACs of ONNX model bytes; `source` names them in errors and the report.
@@ -236,9 +238,12 @@ pub fn count_bytes(
     bytes: &[u8],
     inputs: &[InputShape],
 ) -> Result<OpsReport, OpsError> {
-    let proto = tract_onnx::pb::ModelProto::decode(bytes).map_err(|e| OpsError::Decode {
+    count_proto(source, None, &decode(source, bytes)?, inputs)
+}
+
+fn decode(source: &str, bytes: &[u8]) -> Result<tract_onnx::pb::ModelProto, OpsError> {
+    tract_onnx::pb::ModelProto::decode(bytes).map_err(|e| OpsError::Decode {
         source_name: source.to_owned(),
         reason: e.to_string(),
-    })?;
-    count_proto(source, &proto, inputs)
+    })
 }

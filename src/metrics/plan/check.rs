@@ -52,17 +52,33 @@ pub struct CheckRow {
 }
 
 impl CheckFile {
-    /// Reads a planning table.
+    /// Reads a planning table: TOML as above, or CSV (`.csv`) with a header naming the row
+    /// fields (`side,gmac,fps_int8,fps_int4,utilisation`; empty cells are absent values).
     pub fn from_path(path: &Path) -> Result<Self, PlanError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError::File {
+        let err = |reason: String| PlanError::File {
             path: p.clone(),
-            reason: e.to_string(),
-        })?;
-        toml::from_str(&text).map_err(|e| PlanError::File {
-            path: p,
-            reason: e.to_string(),
-        })
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            let mut reader = csv::ReaderBuilder::new()
+                .trim(csv::Trim::All)
+                .from_reader(text.as_bytes());
+            let rows = reader
+                .deserialize::<CheckRow>()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| err(e.to_string()))?;
+            return Ok(Self {
+                utilisation: None,
+                tolerance: None,
+                rows,
+            });
+        }
+        toml::from_str(&text).map_err(|e| err(e.to_string()))
     }
 }
 
@@ -162,6 +178,25 @@ mod tests {
         assert!(!out[0].ok, "139 fps is flagged");
         assert_eq!(out[0].computed_fps.round(), 116.0);
         assert!(out[1].ok && out[2].ok, "{out:?}");
+    }
+
+    #[test]
+    fn csv_tables_read_like_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(
+            &path,
+            "side,gmac,fps_int8,fps_int4\n336,25.8,139,\n288,17.8,168,337\n",
+        )
+        .unwrap();
+        let file = CheckFile::from_path(&path).unwrap();
+        assert_eq!(file.rows.len(), 2);
+        assert_eq!(file.rows[0].fps_int4, None);
+        let out = check_rows("t.csv", &file).unwrap();
+        assert_eq!(out.iter().filter(|o| !o.ok).count(), 1);
+        std::fs::write(&path, "side,gmac,fps\n336,25.8,139\n").unwrap();
+        let err = CheckFile::from_path(&path).unwrap_err().to_string();
+        assert!(err.contains("t.csv"), "{err}");
     }
 
     #[test]
