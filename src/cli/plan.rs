@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::metrics::figure::Provenance;
 use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
@@ -166,10 +165,7 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
     if rig.cameras.iter().any(|c| !c.utilisation_exact) {
         println!("  * the report has no graph at this side: its lowest utilisation is used");
     }
-    let measured = rig
-        .cameras
-        .iter()
-        .all(|c| matches!(c.utilisation.provenance, Provenance::Measured { .. }));
+
     println!();
     println!(
         "rig demand: {:.2} TOPS (ops = 2 x MAC)",
@@ -198,23 +194,7 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
         );
     }
     println!();
-    let modelled_cost = rig
-        .cameras
-        .iter()
-        .any(|c| c.cost.source == CostSource::PlanningModel);
-    println!(
-        "utilisation: {}; GMAC: {}",
-        if measured {
-            "measured (see above)"
-        } else {
-            "ASSUMED or modelled (see above)"
-        },
-        if modelled_cost {
-            "RF-DETR planning model"
-        } else {
-            "given or counted per side"
-        }
-    );
+    println!("shares and headroom: {}", rig.provenance);
 }
 
 fn run_check(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {

@@ -17,7 +17,7 @@ use serde::Serialize;
 pub use check::{check_rows, CheckFile, CheckOutcome, CheckRow};
 pub use cost::{CostModel, CostSource, GraphCost, RFDETR_BACKBONE_GMAC};
 
-use super::figure::{Assumption, Figure, Unit};
+use super::figure::{Assumption, Figure, Provenance, Unit};
 use super::report::UtilisationReport;
 use super::utilisation::Precision;
 
@@ -228,6 +228,10 @@ pub struct RigPlan {
     pub precisions: Vec<PrecisionPlan>,
     /// Where the utilisation figures came from.
     pub utilisation: Utilisation,
+    /// Provenance of the shares and headroom: measured only when every camera's utilisation
+    /// was measured on one device and every GMAC figure was counted or given; otherwise
+    /// modelled, with the assumptions listed.
+    pub provenance: Provenance,
 }
 
 /// Plans `cameras` with `costs` and `utilisation`.
@@ -273,7 +277,19 @@ pub fn plan(
             }
         })
         .collect();
+    let mut provenance = plans[0].utilisation.provenance.clone();
+    for c in &plans {
+        provenance = provenance.combine(&c.utilisation.provenance);
+        if c.cost.source == CostSource::PlanningModel {
+            let gmac = format!("{:.2} (RF-DETR planning model)", c.cost.gmac);
+            provenance = provenance.combine(&Provenance::modelled([Assumption::new(
+                format!("GMAC at {}", c.camera.side),
+                gmac,
+            )]));
+        }
+    }
     Ok(RigPlan {
+        provenance,
         cameras: plans,
         precisions,
         utilisation: utilisation.clone(),
@@ -336,6 +352,11 @@ mod tests {
         assert!((rig.precisions[1].share - 0.6126 / 0.3).abs() < 0.01);
         assert!((rig.precisions[0].share - 2.0 * rig.precisions[1].share).abs() < 1e-9);
         assert!(rig.precisions[1].fps_headroom < 1.0);
+        let Provenance::Modelled { assumed } = &rig.provenance else {
+            panic!("assumed 30% is not measured")
+        };
+        assert!(assumed.iter().any(|a| a.name == "utilisation"));
+        assert!(assumed.iter().any(|a| a.name == "GMAC at 432"));
     }
 
     #[test]
