@@ -182,6 +182,7 @@ fn graph_cost_counted_from_onnx() {
         heads: 2,
         mlp: 96,
         projectors: 1,
+        num_windows: 1,
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("small.onnx");

@@ -30,8 +30,48 @@ fn small_vit_counts_its_closed_form() {
         heads: 2,
         mlp: 96,
         projectors: 1,
+        num_windows: 1,
     };
     assert_eq!(counted(&spec), spec.analytic_macs());
+}
+
+#[test]
+fn windowed_small_vit_counts_its_closed_form() {
+    let spec = VitSpec {
+        side: 96,
+        patch: 12,
+        embed: 24,
+        layers: 12,
+        heads: 2,
+        mlp: 96,
+        projectors: 1,
+        num_windows: 2,
+    };
+    assert_eq!(counted(&spec), spec.analytic_macs());
+    // Windowed attention is cheaper than global attention over the same tokens.
+    let global = VitSpec {
+        num_windows: 1,
+        ..spec
+    };
+    assert!(counted(&global) > spec.analytic_macs());
+}
+
+/// The ViT of the keypoint model as trained (num_windows = 2: layers 3, 6, 9 global, the
+/// others within 4 windows of 1 + (grid/2)^2 tokens), from the reference MAC table.
+const WINDOWED: [(usize, f64); 3] = [(288, 13.8), (432, 34.6), (576, 70.9)];
+
+#[test]
+fn windowed_vit_matches_the_reference_table() {
+    for (side, vit) in WINDOWED {
+        let spec = VitSpec {
+            projectors: 0,
+            num_windows: 2,
+            ..VitSpec::rfdetr_keypoint(side)
+        };
+        let n = counted(&spec);
+        assert_eq!(n, spec.analytic_macs());
+        assert!(within(gmac(n), vit, 0.005), "{side}: {} vs {vit}", gmac(n));
+    }
 }
 
 /// Independent counts of the real exported RF-DETR keypoint graphs (shapes from running each

@@ -23,6 +23,9 @@ struct Args {
     /// Number of P4 projectors after the ViT (0 = the ViT alone).
     #[arg(long, default_value_t = 2)]
     projectors: usize,
+    /// Windows per side (1: the graph the Hailo compiler accepts; 2: as trained).
+    #[arg(long, default_value_t = 1)]
+    num_windows: usize,
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
@@ -34,6 +37,7 @@ fn main() -> anyhow::Result<()> {
         side: args.side,
         patch: args.patch,
         projectors: args.projectors,
+        num_windows: args.num_windows,
         ..VitSpec::rfdetr_keypoint(args.side)
     };
     let model = spec

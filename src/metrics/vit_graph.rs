@@ -7,7 +7,9 @@
 //! 1536 -> 256, three bottlenecks of two 3x3 convs at 128 channels, 1x1 conv 640 -> 256), one
 //! for the detection memory and one for the keypoint cross-attention. At `num_windows = 1`
 //! every layer attends globally over `N = (side / patch)^2 + 1` tokens, and the position
-//! embedding (bicubically resized at export) is a constant.
+//! embedding (bicubically resized at export) is a constant. `num_windows = 2` (as trained)
+//! cuts the grid into four windows with a CLS token each, stacked in the batch; layers 3, 6
+//! and 9 (0-based) attend over all windows, the others within each.
 //!
 //! [`VitSpec::analytic_macs`] is the closed form of the same count; the graph built by
 //! [`VitSpec::build`] and counted by [`crate::metrics::ops`] must agree with it exactly.
@@ -33,6 +35,10 @@ pub struct VitSpec {
     pub mlp: usize,
     /// Number of P4 C2f projectors after the ViT (0, 1 or 2).
     pub projectors: usize,
+    /// Windows per side: the patch grid is cut into `num_windows^2` windows, each with its own
+    /// CLS token, stacked in the batch; layers 3, 6 and 9 (0-based) attend over all windows,
+    /// the others within each window. 1 is the graph the Hailo compiler accepts.
+    pub num_windows: usize,
 }
 
 /// Output channels of a projector.
@@ -55,6 +61,7 @@ impl VitSpec {
             heads: 6,
             mlp: 1536,
             projectors: 2,
+            num_windows: 1,
         }
     }
 
@@ -63,9 +70,20 @@ impl VitSpec {
         self.side / self.patch
     }
 
-    /// Tokens per layer: the patch grid plus one CLS token.
+    /// Tokens per window: the window's patches plus its CLS token.
+    pub fn window_tokens(&self) -> usize {
+        let w = self.grid() / self.num_windows.max(1);
+        w * w + 1
+    }
+
+    /// Tokens per layer over all windows (`(side / patch)^2 + 1` at one window).
     pub fn tokens(&self) -> usize {
-        self.grid() * self.grid() + 1
+        self.num_windows * self.num_windows * self.window_tokens()
+    }
+
+    /// Whether layer `l` (0-based) attends over all windows.
+    fn is_global(&self, l: usize) -> bool {
+        self.num_windows == 1 || TAPS[..3].contains(&l)
     }
 
     /// Checks the spec can be built: the side a multiple of the patch, heads dividing the width.
@@ -85,6 +103,13 @@ impl VitSpec {
         if self.layers < TAPS[3] {
             return Err(format!("{} layers, the taps need {}", self.layers, TAPS[3]));
         }
+        if self.num_windows == 0 || self.grid() % self.num_windows != 0 {
+            return Err(format!(
+                "a grid of {} patches cannot be cut into {} windows per side",
+                self.grid(),
+                self.num_windows
+            ));
+        }
         if self.projectors > 2 {
             return Err(format!("{} projectors, at most 2", self.projectors));
         }
@@ -101,13 +126,27 @@ impl VitSpec {
         );
         let p = self.patch as u64;
         let patch = g * g * d * 3 * p * p;
-        // qkv (3 d^2) + output projection (d^2) + MLP (2 d h) per token, plus QK^T and AV.
-        let per_layer = n * (4 * d * d + 2 * d * h) + 2 * n * n * d;
+        // qkv (3 d^2) + output projection (d^2) + MLP (2 d h) per token, plus QK^T and AV
+        // over all tokens (global layers) or within each window.
+        let (windows, wt) = (
+            (self.num_windows * self.num_windows) as u64,
+            self.window_tokens() as u64,
+        );
+        let layers: u64 = (0..self.layers)
+            .map(|l| {
+                let attention = if self.is_global(l) {
+                    2 * n * n * d
+                } else {
+                    windows * 2 * wt * wt * d
+                };
+                n * (4 * d * d + 2 * d * h) + attention
+            })
+            .sum();
         let (c, out, blocks) = (C2F_HIDDEN as u64, PROJ_OUT as u64, C2F_BLOCKS as u64);
         let taps = TAPS.len() as u64;
         let per_position = taps * d * 2 * c + blocks * 2 * 9 * c * c + (2 + blocks) * c * out;
         let projectors = self.projectors as u64 * g * g * per_position;
-        (patch, self.layers as u64 * per_layer, projectors)
+        (patch, layers, projectors)
     }
 
     /// Total MACs in closed form.
@@ -120,8 +159,9 @@ impl VitSpec {
     /// projector outputs when there are projectors). Weights are deterministic random values.
     pub fn build(&self) -> Result<pb::ModelProto, String> {
         self.validate()?;
-        let (d, g, n) = (self.embed, self.grid(), self.tokens());
+        let (d, g, n1) = (self.embed, self.grid(), self.grid() * self.grid() + 1);
         let (heads, hd) = (self.heads, self.embed / self.heads);
+        let (nw, wt) = (self.num_windows, self.window_tokens());
         let mut b = GraphBuilder::new(&format!("vit_p{}_{}", self.patch, self.side), 17);
         let image = b.input(
             "image",
@@ -153,13 +193,27 @@ impl VitSpec {
             &[&cls, &tok],
             &[("axis", Attr::Int(1))],
         );
-        let pos = b.random("pos_embed", &[1, n, d], 0.02);
+        let pos = b.random("pos_embed", &[1, n1, d], 0.02);
         let mut x = b.node("Add", "add_pos", &[&cat, &pos], &[]);
+        if nw > 1 {
+            x = self.cut_windows(&mut b, &x);
+        }
 
         let ln_w = b.filled("ln.w", &[d], 1.0);
         let ln_b = b.filled("ln.b", &[d], 0.0);
-        let qkv_shape = b.ints("shape.qkv", &[1, n as i64, 3, heads as i64, hd as i64]);
-        let merge_shape = b.ints("shape.merge", &[1, n as i64, d as i64]);
+        // Attention batch and length of global and windowed layers.
+        let shapes = |b: &mut GraphBuilder, tag: &str, batch: usize, len: usize| {
+            let (bt, ln) = (batch as i64, len as i64);
+            (
+                b.ints(&format!("shape.{tag}.seq"), &[bt, ln, d as i64]),
+                b.ints(
+                    &format!("shape.{tag}.qkv"),
+                    &[bt, ln, 3, heads as i64, hd as i64],
+                ),
+            )
+        };
+        let global = shapes(&mut b, "global", 1, self.tokens());
+        let windowed = shapes(&mut b, "windowed", nw * nw, wt);
         let scale = b.scalar("attn.scale", 1.0 / (hd as f32).sqrt());
         let (half, one, rsqrt2) = (
             b.scalar("half", 0.5),
@@ -182,6 +236,14 @@ impl VitSpec {
                     &[("axis", Attr::Int(-1))],
                 )
             };
+            let (seq_shape, qkv_shape) = if self.is_global(l) {
+                &global
+            } else {
+                &windowed
+            };
+            if nw > 1 {
+                x = b.node("Reshape", &format!("l{l}.layout"), &[&x, seq_shape], &[]);
+            }
             // Attention.
             let h = ln(&mut b, &x, "norm1");
             let (qkv_w, qkv_b) = (
@@ -190,7 +252,7 @@ impl VitSpec {
             );
             let qkv = b.node("MatMul", &format!("l{l}.qkv"), &[&h, &qkv_w], &[]);
             let qkv = b.node("Add", "", &[&qkv, &qkv_b], &[]);
-            let qkv = b.node("Reshape", "", &[&qkv, &qkv_shape], &[]);
+            let qkv = b.node("Reshape", "", &[&qkv, qkv_shape], &[]);
             let qkv = b.node(
                 "Transpose",
                 "",
@@ -216,7 +278,7 @@ impl VitSpec {
                 &[&ctx],
                 &[("perm", Attr::Ints(vec![0, 2, 1, 3]))],
             );
-            let ctx = b.node("Reshape", "", &[&ctx, &merge_shape], &[]);
+            let ctx = b.node("Reshape", "", &[&ctx, seq_shape], &[]);
             let (pw, pb_) = (w(&mut b, "proj.w", &[d, d]), w(&mut b, "proj.b", &[d]));
             let o = b.node("MatMul", &format!("l{l}.proj"), &[&ctx, &pw], &[]);
             let o = b.node("Add", "", &[&o, &pb_], &[]);
@@ -243,7 +305,17 @@ impl VitSpec {
             let f = b.node("Mul", "", &[&f, &ls2], &[]);
             x = b.node("Add", &format!("l{l}.res2"), &[&x, &f], &[]);
             if TAPS.contains(&(l + 1)) {
-                taps.push(self.tap(&mut b, &x, l + 1, &ln_w, &ln_b));
+                let per_window = if nw > 1 {
+                    b.node(
+                        "Reshape",
+                        &format!("tap{}.windows", l + 1),
+                        &[&x, &windowed.0],
+                        &[],
+                    )
+                } else {
+                    x.clone()
+                };
+                taps.push(self.tap(&mut b, &per_window, l + 1, &ln_w, &ln_b));
             }
         }
         if self.projectors == 0 {
@@ -261,9 +333,13 @@ impl VitSpec {
         Ok(b.finish())
     }
 
-    /// Final LayerNorm, drop CLS, fold tokens back into a `(1, d, g, g)` map.
+    /// Final LayerNorm, drop each window's CLS, fold the windows back into a `(1, d, g, g)` map.
     fn tap(&self, b: &mut GraphBuilder, x: &str, layer: usize, w: &str, bias: &str) -> String {
-        let (d, g, n) = (self.embed as i64, self.grid() as i64, self.tokens() as i64);
+        let (d, g, nw) = (
+            self.embed as i64,
+            self.grid() as i64,
+            self.num_windows as i64,
+        );
         let normed = b.node(
             "LayerNormalization",
             &format!("tap{layer}.norm"),
@@ -272,7 +348,7 @@ impl VitSpec {
         );
         let (st, en, ax) = (
             b.ints(&format!("tap{layer}.starts"), &[1]),
-            b.ints(&format!("tap{layer}.ends"), &[n]),
+            b.ints(&format!("tap{layer}.ends"), &[self.window_tokens() as i64]),
             b.ints(&format!("tap{layer}.axes"), &[1]),
         );
         let body = b.node(
@@ -281,14 +357,55 @@ impl VitSpec {
             &[&normed, &st, &en, &ax],
             &[],
         );
+        // (window row, window col, row in window, col in window, d) -> (d, rows, cols).
+        let win = g / nw;
+        let split = b.ints(&format!("tap{layer}.split"), &[nw, nw, win, win, d]);
+        let t = b.node("Reshape", "", &[&body, &split], &[]);
         let t = b.node(
             "Transpose",
             "",
-            &[&body],
-            &[("perm", Attr::Ints(vec![0, 2, 1]))],
+            &[&t],
+            &[("perm", Attr::Ints(vec![4, 0, 2, 1, 3]))],
         );
         let shape = b.ints(&format!("tap{layer}.shape"), &[1, d, g, g]);
         b.node("Reshape", &format!("tap{layer}"), &[&t, &shape], &[])
+    }
+
+    /// Cuts `(1, 1 + g^2, d)` into `num_windows^2` windows of `(1 + w^2, d)`, stacked in the
+    /// batch, each with a copy of the CLS token.
+    fn cut_windows(&self, b: &mut GraphBuilder, x: &str) -> String {
+        let (d, g, nw) = (
+            self.embed as i64,
+            self.grid() as i64,
+            self.num_windows as i64,
+        );
+        let win = g / nw;
+        let axis = b.ints("win.axis", &[1]);
+        let (zero, one, end) = (
+            b.ints("win.zero", &[0]),
+            b.ints("win.one", &[1]),
+            b.ints("win.end", &[g * g + 1]),
+        );
+        let cls = b.node("Slice", "win.cls", &[x, &zero, &one, &axis], &[]);
+        let patches = b.node("Slice", "win.patches", &[x, &one, &end, &axis], &[]);
+        let grid = b.ints("win.grid", &[nw, win, nw, win, d]);
+        let p = b.node("Reshape", "", &[&patches, &grid], &[]);
+        let p = b.node(
+            "Transpose",
+            "",
+            &[&p],
+            &[("perm", Attr::Ints(vec![0, 2, 1, 3, 4]))],
+        );
+        let stacked = b.ints("win.stacked", &[nw * nw, win * win, d]);
+        let p = b.node("Reshape", "win.stack", &[&p, &stacked], &[]);
+        let cls_shape = b.ints("win.cls_shape", &[nw * nw, 1, d]);
+        let cls = b.node("Expand", "win.cls_copies", &[&cls, &cls_shape], &[]);
+        b.node(
+            "Concat",
+            "win.with_cls",
+            &[&cls, &p],
+            &[("axis", Attr::Int(1))],
+        )
     }
 }
 
