@@ -323,6 +323,57 @@ impl Recorder {
         Ok(())
     }
 
+    /// Declares one more JSON channel in the same file (e.g. the pipeline's
+    /// per-frame results), with a JSON schema; returns its id for
+    /// [`Recorder::write_json`].
+    ///
+    /// # Errors
+    /// [`RecordError::Mcap`] when the channel cannot be added.
+    pub fn add_json_channel(
+        &mut self,
+        topic: &str,
+        schema_name: &str,
+        schema: &str,
+    ) -> Result<u16, RecordError> {
+        let mc = |source| RecordError::Mcap {
+            path: self.path.clone(),
+            source,
+        };
+        let id = self
+            .writer
+            .add_schema(schema_name, "jsonschema", schema.as_bytes())
+            .map_err(mc)?;
+        self.writer
+            .add_channel(id, topic, "json", &BTreeMap::new())
+            .map_err(mc)
+    }
+
+    /// Writes one JSON message, logged at `log_time_ns`, on a channel from
+    /// [`Recorder::add_json_channel`].
+    ///
+    /// # Errors
+    /// [`RecordError::Mcap`] when writing fails.
+    pub fn write_json(
+        &mut self,
+        channel: u16,
+        sequence: u32,
+        log_time_ns: u64,
+        json: &[u8],
+    ) -> Result<(), RecordError> {
+        let header = mcap::records::MessageHeader {
+            channel_id: channel,
+            sequence,
+            log_time: log_time_ns,
+            publish_time: log_time_ns,
+        };
+        self.writer
+            .write_to_known_channel(&header, json)
+            .map_err(|source| RecordError::Mcap {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
     /// Frames written so far.
     pub fn frames(&self) -> u64 {
         self.frames

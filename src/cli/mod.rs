@@ -4,12 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod doctor;
-mod cameras;
 mod body;
+mod cameras;
+mod doctor;
 mod hef;
 mod ops;
 mod plan;
+mod run;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
@@ -36,6 +37,8 @@ enum Command {
     Ops(ops::OpsArgs),
     /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
     Plan(plan::PlanArgs),
+    /// Run the rig: cameras, two graphs on one NPU, decoder, fit (no --config: the demo rig).
+    Run(run::RunArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -48,6 +51,7 @@ pub fn main() -> ExitCode {
         Command::Body(cmd) => body::run(cmd),
         Command::Ops(args) => ops::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Run(args) => run::run_cmd(args),
     };
     match outcome {
         Ok(code) => code,

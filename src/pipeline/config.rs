@@ -315,6 +315,11 @@ impl RigConfig {
             .map_err(|p| bad("device.backend".into(), p))?;
         one_of(&self.device.clock, &["realtime", "virtual"])
             .map_err(|p| bad("device.clock".into(), p))?;
+        one_of(
+            &self.device.profile,
+            &["hailo10h-pcie", "hailo10h-usb", "zero-time"],
+        )
+        .map_err(|p| bad("device.profile".into(), p))?;
         one_of(&self.decoder.engine, &["tract", "ort"])
             .map_err(|p| bad("decoder.engine".into(), p))?;
         one_of(&self.body.keypoints, &["decoder", "ground_truth"])
@@ -439,6 +444,67 @@ impl RigConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The built-in demo rig: three synthetic body cameras at 288x288 and one
+    /// face camera at 432x432, all at 120 fps, on the simulated Hailo-10H with
+    /// its real-time clock, the fixture HEFs and decoders in `fixtures_dir`, and
+    /// the embedded body model; the fit takes the scene's ground-truth 2D
+    /// keypoints with 2 px noise (the fixture decoders' weights are random).
+    pub fn demo(fixtures_dir: &Path) -> RigConfig {
+        let graph = |name: &str, side: u32| GraphConfig {
+            name: name.into(),
+            hef: fixtures_dir.join(format!("backbone_{side}.hef")),
+            reference_onnx: None,
+            decoder_onnx: fixtures_dir.join(format!("decoder_{side}.onnx")),
+            batch: None,
+            priority: default_priority(),
+            threshold: None,
+            timeout_ms: None,
+        };
+        let camera = |name: &str, side: u32, graph: &str| CameraConfig {
+            name: name.into(),
+            source: "synthetic".into(),
+            width: side,
+            height: side,
+            fps: 120.0,
+            graph: graph.into(),
+            format: None,
+            fit: default_fit(),
+            pad: 0,
+            calibration_file: None,
+        };
+        RigConfig {
+            device: DeviceConfig {
+                backend: "sim".into(),
+                ..DeviceConfig::default()
+            },
+            switching: SwitchingConfig::Scheduler,
+            graphs: vec![graph("body", 288), graph("face", 432)],
+            cameras: vec![
+                camera("body0", 288, "body"),
+                camera("body1", 288, "body"),
+                camera("body2", 288, "body"),
+                camera("face", 432, "face"),
+            ],
+            decoder: DecoderConfig {
+                engine: default_engine(),
+                threads: 2,
+            },
+            body: BodyConfig {
+                keypoints: "ground_truth".into(),
+                ..BodyConfig::default()
+            },
+            output: OutputConfig::default(),
+        }
+    }
+
+    /// Where the demo finds its fixtures: `$HAILO_EDGE_FIXTURES`, else this
+    /// crate's `fixtures/` folder.
+    pub fn demo_fixtures_dir() -> PathBuf {
+        std::env::var_os("HAILO_EDGE_FIXTURES")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"))
     }
 
     /// The cameras feeding `graph`.
@@ -586,6 +652,19 @@ format = "mjpeg"
         let text = text.replace("frames_per_switch = 8", "frames_per_switch = 0");
         let err = parse(&text).unwrap_err().to_string();
         assert!(err.contains("switching.frames_per_switch"), "{err}");
+    }
+
+    #[test]
+    fn demo_rig_is_valid_and_has_the_issue_s_shape() {
+        let rig = RigConfig::demo(Path::new("fixtures"));
+        rig.validate(Path::new("demo")).unwrap();
+        let sides: Vec<u32> = rig.cameras.iter().map(|c| c.width).collect();
+        assert_eq!(sides, [288, 288, 288, 432]);
+        assert!(rig.cameras.iter().all(|c| c.fps == 120.0));
+        assert_eq!(rig.threshold(&rig.graphs[0]), 3);
+        assert_eq!(rig.batch(&rig.graphs[1]), 1);
+        assert_eq!(rig.body.keypoints, "ground_truth");
+        assert_eq!(rig.device.backend, "sim");
     }
 
     #[test]

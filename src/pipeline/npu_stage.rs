@@ -1,0 +1,442 @@
+//! The NPU stage: one thread that takes frames from the camera queues,
+//! preprocesses each straight into a job's input buffer, batches per graph,
+//! submits with a bounded number of jobs in flight, switches graphs (by the
+//! HailoRT scheduler, or by hand every K frames) and routes completions to
+//! the decoder pool.
+//!
+//! Backpressure: a graph takes no frame while its batch is full or its jobs in
+//! flight are at the limit, and routing a completion blocks while the decoder's
+//! queue is full; either way the camera queues fill and drop their oldest frame
+//! (counted by the capture threads).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
+
+use crate::camera::preprocess::Preprocessor;
+use crate::camera::Frame;
+use crate::npu::{Bindings, ConfiguredModel, NpuError};
+
+use super::stamp::{thread_cpu_ns, Clock, Stage, Stamps};
+use super::stats::{DropStage, LiveStats};
+use super::work::{DecodeWork, FrameMeta};
+
+/// How the graphs share the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switching {
+    /// HailoRT's model scheduler switches (priority, threshold, timeout per graph).
+    Scheduler,
+    /// Scheduling NONE: the stage activates one graph at a time and switches after
+    /// `frames_per_switch` frames when another graph has frames waiting.
+    Manual { frames_per_switch: u64 },
+}
+
+/// One graph on the device and its batcher.
+pub struct Lane {
+    pub cm: ConfiguredModel,
+    /// The HEF input the preprocessed frame is written into.
+    pub input: String,
+    /// Frames per submission.
+    pub batch: usize,
+    /// Longest a partial batch waits, ns.
+    pub timeout_ns: u64,
+    /// Most frames on the device at once.
+    pub max_in_flight: usize,
+    pending: Vec<(FrameMeta, Bindings)>,
+    first_pending_ns: Option<u64>,
+    last_frame_ns: u64,
+    in_flight: HashMap<u64, FrameMeta>,
+    spare: Vec<Bindings>,
+    since_switch: u64,
+}
+
+impl Lane {
+    pub fn new(
+        cm: ConfiguredModel,
+        input: String,
+        batch: usize,
+        timeout_ns: u64,
+        max_in_flight: usize,
+    ) -> Self {
+        Self {
+            cm,
+            input,
+            batch: batch.max(1),
+            timeout_ns,
+            max_in_flight: max_in_flight.max(batch.max(1)),
+            pending: Vec::new(),
+            first_pending_ns: None,
+            last_frame_ns: 0,
+            in_flight: HashMap::new(),
+            spare: Vec::new(),
+            since_switch: 0,
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        self.pending.len() < self.batch
+            && self.pending.len() + self.in_flight.len() < self.max_in_flight
+    }
+}
+
+/// Everything the stage thread owns.
+pub struct NpuStage {
+    pub lanes: Vec<Lane>,
+    /// Per camera: its preprocessor and its graph.
+    pub preprocessors: Vec<Preprocessor>,
+    pub camera_graph: Vec<usize>,
+    pub cameras: Vec<Receiver<Frame>>,
+    /// One queue per decoder thread; camera `c` goes to `c % len` so each camera's
+    /// frames stay in capture order.
+    pub decode: Vec<Sender<DecodeWork>>,
+    /// Buffers coming back from the decoders, per graph.
+    pub recycle: Receiver<(usize, Bindings)>,
+    pub switching: Switching,
+    pub stats: Arc<LiveStats>,
+    pub clock: Arc<dyn Clock>,
+    /// Skip the decoder: completions go straight back (pipeline-only measurements).
+    pub bypass: Option<Sender<super::work::ViewResult>>,
+    /// Frames to record, after preprocessing.
+    pub record: Option<Sender<super::record::Item>>,
+    active: Option<usize>,
+    closed: Vec<bool>,
+}
+
+impl NpuStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        lanes: Vec<Lane>,
+        preprocessors: Vec<Preprocessor>,
+        camera_graph: Vec<usize>,
+        cameras: Vec<Receiver<Frame>>,
+        decode: Vec<Sender<DecodeWork>>,
+        recycle: Receiver<(usize, Bindings)>,
+        switching: Switching,
+        stats: Arc<LiveStats>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let n = cameras.len();
+        Self {
+            lanes,
+            preprocessors,
+            camera_graph,
+            cameras,
+            decode,
+            recycle,
+            switching,
+            stats,
+            clock,
+            bypass: None,
+            record: None,
+            active: None,
+            closed: vec![false; n],
+        }
+    }
+
+    /// Runs until every camera queue is closed and empty and every frame has left
+    /// the device; returns the error that stopped it early, if any.
+    ///
+    /// # Errors
+    /// A device error on activate/deactivate (manual switching).
+    pub fn run(mut self) -> Result<(), NpuError> {
+        let cpu0 = thread_cpu_ns();
+        let out = self.run_loop();
+        self.stats.cpu.npu_stage.fetch_add(
+            thread_cpu_ns().saturating_sub(cpu0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // A failed run leaves frames behind: count them so the accounting stays whole.
+        for lane in &mut self.lanes {
+            for (meta, _) in lane.pending.drain(..) {
+                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+            }
+            for (_, meta) in lane.in_flight.drain() {
+                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+            }
+        }
+        out
+    }
+
+    fn run_loop(&mut self) -> Result<(), NpuError> {
+        loop {
+            self.take_recycled();
+            self.take_frames();
+            self.take_completions();
+            self.switch()?;
+            let all_closed = self.closed.iter().all(|&c| c);
+            self.submit(all_closed);
+            if all_closed
+                && self
+                    .lanes
+                    .iter()
+                    .all(|l| l.pending.is_empty() && l.in_flight.is_empty())
+            {
+                return Ok(());
+            }
+            self.wait(all_closed);
+        }
+    }
+
+    fn take_recycled(&mut self) {
+        while let Ok((g, b)) = self.recycle.try_recv() {
+            if let Some(lane) = self.lanes.get_mut(g) {
+                lane.spare.push(b);
+            }
+        }
+    }
+
+    /// Takes every frame waiting in a camera queue whose graph has room.
+    fn take_frames(&mut self) {
+        for c in 0..self.cameras.len() {
+            while !self.closed[c] && self.lanes[self.camera_graph[c]].has_room() {
+                match self.cameras[c].try_recv() {
+                    Ok(frame) => self.accept(c, frame),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => self.closed[c] = true,
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, c: usize, frame: Frame) {
+        let now = self.clock.now_ns();
+        self.stats.cameras[c]
+            .taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let g = self.camera_graph[c];
+        let lane = &mut self.lanes[g];
+        let mut stamps = Stamps::new(frame.capture_ns);
+        stamps.leave(Stage::Capture, now.max(frame.capture_ns));
+        let bindings = match lane.spare.pop() {
+            Some(b) => Ok(b),
+            None => lane.cm.bindings(),
+        };
+        let mut bindings = match bindings {
+            Ok(b) => b,
+            Err(e) => {
+                log::warn!("graph {}: no buffers for a frame: {e}", lane.cm.name());
+                self.stats.cameras[c].drop_at(DropStage::Npu);
+                return;
+            }
+        };
+        let transform = match bindings.input_mut(&lane.input) {
+            Ok(buf) => self.preprocessors[c]
+                .run_into(&frame, buf)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let transform = match transform {
+            Ok(t) => t,
+            Err(e) => {
+                log::warn!("camera {c}: frame {} refused: {e}", frame.sequence);
+                self.stats.cameras[c].drop_at(DropStage::Preprocess);
+                lane.spare.push(bindings);
+                return;
+            }
+        };
+        stamps.leave(Stage::Preprocess, self.clock.now_ns());
+        let meta = FrameMeta {
+            camera: c,
+            graph: g,
+            sequence: frame.sequence,
+            stamps,
+            transform,
+            truth: frame.truth.clone(),
+        };
+        if lane.pending.is_empty() {
+            lane.first_pending_ns = Some(now);
+        }
+        lane.last_frame_ns = now;
+        lane.pending.push((meta, bindings));
+        if let Some(r) = &self.record {
+            // Blocks while the recorder is behind: recording is lossless.
+            let _ = r.send(super::record::Item::Frame(frame));
+        }
+    }
+
+    fn take_completions(&mut self) {
+        for g in 0..self.lanes.len() {
+            while let Ok(done) = self.lanes[g].cm.completions().try_recv() {
+                let lane = &mut self.lanes[g];
+                let Some(mut meta) = lane.in_flight.remove(&done.job) else {
+                    log::warn!(
+                        "graph {}: completion of unknown job {}",
+                        lane.cm.name(),
+                        done.job
+                    );
+                    continue;
+                };
+                self.stats.graphs[g]
+                    .completed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Err(e) = done.status {
+                    log::warn!("graph {}: job {} failed: {e}", lane.cm.name(), done.job);
+                    self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+                    lane.spare.push(done.bindings);
+                    continue;
+                }
+                meta.stamps.leave(Stage::Npu, self.clock.now_ns());
+                if let Some(bypass) = &self.bypass {
+                    lane.spare.push(done.bindings);
+                    let _ = bypass.send(super::work::ViewResult {
+                        meta,
+                        detection: None,
+                    });
+                    continue;
+                }
+                let worker = meta.camera % self.decode.len().max(1);
+                let camera = meta.camera;
+                let work = DecodeWork {
+                    meta,
+                    bindings: done.bindings,
+                };
+                // Blocks while the decoder is behind: that is the backpressure.
+                if let Err(failed) = self.decode[worker].send(work) {
+                    self.stats.cameras[camera].drop_at(DropStage::Decode);
+                    lane.spare.push(failed.0.bindings);
+                }
+            }
+        }
+    }
+
+    /// Manual switching: after K frames of the active graph, or when it has had
+    /// no frame for its timeout (or its cameras are closed), hand the device to
+    /// the next graph with frames waiting, once the active one is idle.
+    fn switch(&mut self) -> Result<(), NpuError> {
+        let Switching::Manual { frames_per_switch } = self.switching else {
+            return Ok(());
+        };
+        let now = self.clock.now_ns();
+        let n = self.lanes.len();
+        let Some(a) = self.active else {
+            if let Some(g) = (0..n).find(|&g| !self.lanes[g].pending.is_empty()) {
+                self.activate(None, g)?;
+            }
+            return Ok(());
+        };
+        let Some(next) = (1..n)
+            .map(|i| (a + i) % n)
+            .find(|&g| !self.lanes[g].pending.is_empty())
+        else {
+            if self.lanes[a].since_switch >= frames_per_switch {
+                // Nobody else waits: keep the device, start a new block.
+                self.lanes[a].since_switch = 0;
+            }
+            return Ok(());
+        };
+        let lane = &self.lanes[a];
+        let cameras_closed = (0..self.cameras.len())
+            .filter(|&c| self.camera_graph[c] == a)
+            .all(|c| self.closed[c]);
+        let starved = lane.pending.is_empty()
+            && (cameras_closed || now.saturating_sub(lane.last_frame_ns) >= lane.timeout_ns);
+        if (lane.since_switch >= frames_per_switch || starved) && lane.in_flight.is_empty() {
+            self.activate(Some(a), next)?;
+        }
+        Ok(())
+    }
+
+    fn activate(&mut self, from: Option<usize>, to: usize) -> Result<(), NpuError> {
+        let t0 = Instant::now();
+        if let Some(a) = from {
+            self.lanes[a].cm.deactivate()?;
+        }
+        self.lanes[to].cm.activate()?;
+        self.lanes[to].since_switch = 0;
+        self.active = Some(to);
+        self.stats
+            .app_switches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.stats.app_switch_ns.fetch_add(
+            t0.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
+    /// Submits full batches, and partial ones past their timeout or when flushing.
+    fn submit(&mut self, flush: bool) {
+        let now = self.clock.now_ns();
+        let manual = matches!(self.switching, Switching::Manual { .. });
+        let k = match self.switching {
+            Switching::Manual { frames_per_switch } => frames_per_switch,
+            Switching::Scheduler => u64::MAX,
+        };
+        for g in 0..self.lanes.len() {
+            if manual && self.active != Some(g) {
+                continue;
+            }
+            let lane = &mut self.lanes[g];
+            if lane.pending.is_empty() || (manual && lane.since_switch >= k) {
+                continue;
+            }
+            let due = lane
+                .first_pending_ns
+                .is_some_and(|t| now.saturating_sub(t) >= lane.timeout_ns);
+            if !(lane.pending.len() >= lane.batch || due || flush) {
+                continue;
+            }
+            self.stats.graphs[g]
+                .batches
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let take = if manual {
+                (k - lane.since_switch).min(lane.pending.len() as u64) as usize
+            } else {
+                lane.pending.len()
+            };
+            let rest = lane.pending.split_off(take);
+            let batch = std::mem::replace(&mut lane.pending, rest);
+            lane.first_pending_ns = (!lane.pending.is_empty()).then_some(now);
+            for (mut meta, bindings) in batch {
+                meta.stamps.leave(Stage::Queue, now);
+                match lane.cm.submit(bindings) {
+                    Ok(job) => {
+                        lane.in_flight.insert(job, meta);
+                        lane.since_switch += 1;
+                        self.stats.graphs[g]
+                            .submitted
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        log::warn!("graph {}: submit failed: {e}", lane.cm.name());
+                        self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sleeps until a frame, a completion or a batch deadline can move something.
+    fn wait(&mut self, all_closed: bool) {
+        let now = self.clock.now_ns();
+        let mut timeout = Duration::from_millis(if all_closed { 1 } else { 5 });
+        for lane in &self.lanes {
+            if let Some(t) = lane.first_pending_ns {
+                let left = (t + lane.timeout_ns).saturating_sub(now);
+                timeout = timeout.min(Duration::from_nanos(left.max(50_000)));
+            }
+        }
+        let mut sel = Select::new();
+        let mut any = false;
+        for c in 0..self.cameras.len() {
+            if !self.closed[c] && self.lanes[self.camera_graph[c]].has_room() {
+                sel.recv(&self.cameras[c]);
+                any = true;
+            }
+        }
+        for lane in &self.lanes {
+            if !lane.in_flight.is_empty() {
+                sel.recv(lane.cm.completions());
+                any = true;
+            }
+        }
+        if !any {
+            std::thread::sleep(timeout.min(Duration::from_micros(200)));
+            return;
+        }
+        // Only wakes; the next round takes what is ready.
+        let _ = sel.ready_timeout(timeout);
+    }
+}

@@ -1,0 +1,332 @@
+//! The demo's synthetic subject: the ANNY body walking through a repeatable
+//! sequence of poses, seen by calibrated cameras.
+//!
+//! Ground truth comes from ANNY's own keypoint forward (the 23 keypoints of the
+//! embedded model through the fit's [`KeypointRig`]), so the fit is scored
+//! against the same model it fits. The image is a cheap splat of the projected
+//! keypoints and bones: the decoder's weights are random, so image content
+//! cannot change its keypoints, and rendering the full mesh for four cameras at
+//! 120 fps would take the CPU the decoder and fit need.
+
+use std::sync::Arc;
+
+use nalgebra::{Point3, Rotation3, UnitQuaternion, Vector3};
+use rand::SeedableRng;
+
+use crate::body::fit::synthetic::random_pose;
+use crate::body::fit::{KeypointRig, KeypointTerm, Pose, Posed};
+use crate::body::limits::rom::default_limit;
+use crate::body::limits::JointLimit;
+use crate::body::projection::{Camera, Distortion};
+use crate::body::{Model, Phenotype, KEYPOINT_COUNT};
+use crate::camera::calib::{CameraCalibration, Extrinsics, Intrinsics};
+use crate::camera::synthetic::Scene;
+use crate::camera::GroundTruth;
+
+/// Bones the fit turns (the rest keep their reference rotation): the trunk,
+/// head and limbs the 23 keypoints observe.
+pub const FIT_BONES: [&str; 17] = [
+    "root",
+    "spine03",
+    "spine01",
+    "neck01",
+    "head",
+    "upperarm01.L",
+    "upperarm01.R",
+    "lowerarm01.L",
+    "lowerarm01.R",
+    "wrist.L",
+    "wrist.R",
+    "upperleg01.L",
+    "upperleg01.R",
+    "lowerleg01.L",
+    "lowerleg01.R",
+    "foot.L",
+    "foot.R",
+];
+
+/// The ANNY body as the fit sees it: rig, limits and the bones to fit.
+#[derive(Debug, Clone)]
+pub struct BodyRig {
+    pub rig: KeypointRig,
+    pub limits: Vec<Option<JointLimit>>,
+    pub active: Vec<usize>,
+}
+
+impl BodyRig {
+    /// The rig of `model` at the default phenotype, with its default joint limits
+    /// (when `limits`) and [`FIT_BONES`] active.
+    ///
+    /// # Errors
+    /// A message naming what did not fit together (rig data, a limit).
+    pub fn anny(model: &Model, limits: bool) -> Result<BodyRig, String> {
+        let rest = model.rest(&Phenotype::default());
+        let names: Vec<String> = model.bone_labels().to_vec();
+        let parents: Vec<Option<usize>> = model
+            .parents()
+            .iter()
+            .map(|&p| usize::try_from(p).ok())
+            .collect();
+        let terms: Vec<KeypointTerm> = rest
+            .keypoints
+            .terms
+            .iter()
+            .map(|t| KeypointTerm {
+                keypoint: t.keypoint,
+                bone: t.bone,
+                a: t.a,
+                b: t.b,
+            })
+            .collect();
+        let rig = KeypointRig::new(
+            names.clone(),
+            parents.clone(),
+            rest.heads.iter().map(|h| Point3::from(*h)).collect(),
+            rest.orientations.clone(),
+            rest.reference.clone(),
+            &terms,
+            KEYPOINT_COUNT,
+        )
+        .map_err(|e| format!("ANNY keypoint rig: {e}"))?;
+        let dirs = rig.reference_directions();
+        let limits = if limits {
+            (0..names.len())
+                .map(|j| {
+                    default_limit(&names[j], dirs[j], parents[j].map(|p| dirs[p]))
+                        .map_err(|e| format!("joint limit of `{}`: {e}", names[j]))
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            vec![None; names.len()]
+        };
+        let active = FIT_BONES
+            .iter()
+            .filter_map(|b| model.bone_index(b))
+            .collect();
+        Ok(BodyRig {
+            rig,
+            limits,
+            active,
+        })
+    }
+
+    /// The 3D keypoints of `pose`.
+    pub fn keypoints(&self, pose: &Pose) -> Vec<Point3<f64>> {
+        let mut posed = Posed::default();
+        match self.rig.forward(pose, &mut posed) {
+            Ok(()) => posed.keypoints.clone(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// The subject: a loop through random poses within the limits, interpolated
+/// smoothly, standing near the origin.
+#[derive(Debug)]
+pub struct BodyScene {
+    body: Arc<BodyRig>,
+    keyframes: Vec<Pose>,
+    /// Seconds from one keyframe to the next.
+    pub step_s: f64,
+}
+
+impl BodyScene {
+    /// A scene of `keyframes` random poses (seeded, so repeatable), `step_s` apart.
+    pub fn new(body: Arc<BodyRig>, keyframes: usize, step_s: f64, seed: u64) -> Self {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let keyframes = (0..keyframes.max(1))
+            .map(|_| {
+                let mut p = random_pose(&body.rig, &body.limits, &body.active, 0.5, 0.1, &mut rng);
+                // Stand roughly facing the cameras: a small turn of the whole body.
+                p.rotations[0] = UnitQuaternion::from_axis_angle(
+                    &Vector3::z_axis(),
+                    p.rotations[0].angle().min(0.6) - 0.3,
+                );
+                p
+            })
+            .collect();
+        Self {
+            body,
+            keyframes,
+            step_s,
+        }
+    }
+
+    /// The pose at `t` seconds.
+    pub fn pose(&self, t: f64) -> Pose {
+        let n = self.keyframes.len();
+        let u = (t / self.step_s).max(0.0);
+        let i = u.floor() as usize;
+        let f = u - u.floor();
+        // Smoothstep so the motion has no velocity jumps at keyframes.
+        let s = f * f * (3.0 - 2.0 * f);
+        let (a, b) = (&self.keyframes[i % n], &self.keyframes[(i + 1) % n]);
+        Pose {
+            translation: a.translation.lerp(&b.translation, s),
+            rotations: a
+                .rotations
+                .iter()
+                .zip(&b.rotations)
+                .map(|(ra, rb)| ra.slerp(rb, s))
+                .collect(),
+        }
+    }
+
+    /// The 3D keypoints at `t` seconds.
+    pub fn keypoints(&self, t: f64) -> Vec<Point3<f64>> {
+        self.body.keypoints(&self.pose(t))
+    }
+}
+
+impl Scene for BodyScene {
+    fn name(&self) -> &str {
+        "anny"
+    }
+
+    fn render(&self, t: f64, camera: &CameraCalibration, rgb: &mut [u8]) -> GroundTruth {
+        let (w, h) = (
+            camera.intrinsics.width as i64,
+            camera.intrinsics.height as i64,
+        );
+        rgb.fill(64);
+        let pts = self.keypoints(t);
+        let mut keypoints_2d = Vec::with_capacity(pts.len());
+        for p in &pts {
+            let px = camera
+                .project([p.x, p.y, p.z])
+                .filter(|[x, y]| (0.0..w as f64).contains(x) && (0.0..h as f64).contains(y));
+            if let Some([x, y]) = px {
+                // A 5x5 splat per keypoint.
+                let (cx, cy) = (x as i64, y as i64);
+                for yy in (cy - 2).max(0)..(cy + 3).min(h) {
+                    for xx in (cx - 2).max(0)..(cx + 3).min(w) {
+                        let i = ((yy * w + xx) * 3) as usize;
+                        rgb[i..i + 3].copy_from_slice(&[230, 200, 170]);
+                    }
+                }
+            }
+            keypoints_2d.push(px.map(|[x, y]| [x as f32, y as f32]));
+        }
+        let pose = self.pose(t);
+        GroundTruth {
+            keypoints_2d,
+            keypoints_3d: pts
+                .iter()
+                .map(|p| [p.x as f32, p.y as f32, p.z as f32])
+                .collect(),
+            pose: pose
+                .rotations
+                .iter()
+                .flat_map(|q| {
+                    let v = q.scaled_axis();
+                    [v.x as f32, v.y as f32, v.z as f32]
+                })
+                .chain(pose.translation.iter().map(|&v| v as f32))
+                .collect(),
+        }
+    }
+}
+
+/// A calibration as the fit's camera model.
+///
+/// # Errors
+/// A message naming the bad field.
+pub fn fit_camera(c: &CameraCalibration) -> Result<Camera, String> {
+    let i = &c.intrinsics;
+    let r = c.extrinsics.rotation;
+    let rotation = Rotation3::from_matrix_unchecked(nalgebra::Matrix3::new(
+        r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0], r[2][1], r[2][2],
+    ));
+    Camera::new(
+        [i.fx, i.fy, i.cx, i.cy],
+        (i.width, i.height),
+        Distortion {
+            k1: i.k1,
+            k2: i.k2,
+            p1: i.p1,
+            p2: i.p2,
+            k3: i.k3,
+        },
+        rotation,
+        Vector3::from(c.extrinsics.translation),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// The demo rig's cameras (three body cameras at 288x288, one face camera at
+/// 432x432 around a subject at the origin) as calibrations.
+pub fn demo_calibrations() -> Vec<CameraCalibration> {
+    crate::body::projection::demo_rig()
+        .iter()
+        .map(|cam| {
+            let (w, h) = cam.size();
+            let (fx, fy) = cam.focal();
+            let d = cam.distortion();
+            let r = cam.rotation().matrix();
+            let t = cam.translation();
+            CameraCalibration {
+                intrinsics: Intrinsics {
+                    width: w,
+                    height: h,
+                    fx,
+                    fy,
+                    // `look_at` puts the principal point at the image centre.
+                    cx: f64::from(w) / 2.0,
+                    cy: f64::from(h) / 2.0,
+                    k1: d.k1,
+                    k2: d.k2,
+                    p1: d.p1,
+                    p2: d.p2,
+                    k3: d.k3,
+                },
+                extrinsics: Extrinsics {
+                    rotation: std::array::from_fn(|i| std::array::from_fn(|j| r[(i, j)])),
+                    translation: [t.x, t.y, t.z],
+                },
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_calibrations_project_as_the_fit_cameras() {
+        let body = crate::body::projection::demo_rig();
+        let p = Point3::new(0.1, -0.05, 0.3);
+        for (calib, cam) in demo_calibrations().iter().zip(&body) {
+            let a = calib.project([p.x, p.y, p.z]).unwrap();
+            let b = cam.project(&p).unwrap();
+            assert!(
+                (a[0] - b.x).abs() < 1e-6 && (a[1] - b.y).abs() < 1e-6,
+                "{a:?} {b:?}"
+            );
+            let back = fit_camera(calib).unwrap().project(&p).unwrap();
+            assert!((back - b).norm() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn scene_moves_and_truth_is_in_view() {
+        let model = Model::embedded().unwrap();
+        let body = Arc::new(BodyRig::anny(model, true).unwrap());
+        assert_eq!(body.active.len(), FIT_BONES.len(), "all fit bones exist");
+        let scene = BodyScene::new(body, 4, 1.0, 7);
+        let cams = demo_calibrations();
+        let mut rgb = vec![0; 288 * 288 * 3];
+        let a = scene.render(0.0, &cams[0], &mut rgb);
+        let b = scene.render(0.5, &cams[0], &mut rgb);
+        assert_eq!(a.keypoints_3d.len(), KEYPOINT_COUNT);
+        let seen = a.keypoints_2d.iter().filter(|k| k.is_some()).count();
+        assert!(seen >= KEYPOINT_COUNT / 2, "{seen} keypoints in view");
+        let moved = a
+            .keypoints_3d
+            .iter()
+            .zip(&b.keypoints_3d)
+            .map(|(p, q)| (0..3).map(|i| (p[i] - q[i]).powi(2)).sum::<f32>().sqrt())
+            .fold(0.0, f32::max);
+        assert!(moved > 0.01, "the body moves: {moved} m");
+    }
+}

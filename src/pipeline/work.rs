@@ -1,0 +1,51 @@
+//! What travels between the stages.
+
+use std::sync::Arc;
+
+use crate::camera::preprocess::Transform;
+use crate::camera::sync::Stamped;
+use crate::camera::GroundTruth;
+use crate::decode::Detection;
+use crate::npu::Bindings;
+
+use super::stamp::Stamps;
+
+/// A frame's identity and timing, from the NPU stage to the sinks.
+#[derive(Debug, Clone)]
+pub struct FrameMeta {
+    /// Index of the camera in the rig (dense, from 0).
+    pub camera: usize,
+    /// Index of the graph the camera feeds.
+    pub graph: usize,
+    pub sequence: u64,
+    pub stamps: Stamps,
+    /// Camera pixel <-> graph input pixel.
+    pub transform: Transform,
+    /// Ground truth of synthetic cameras.
+    pub truth: Option<Arc<GroundTruth>>,
+}
+
+/// One NPU completion for the decoder pool.
+#[derive(Debug)]
+pub struct DecodeWork {
+    pub meta: FrameMeta,
+    /// The job's buffers (outputs filled); they go back to the NPU stage after decoding.
+    pub bindings: Bindings,
+}
+
+/// One view after the decoder: what the sync and the fit need.
+#[derive(Debug, Clone)]
+pub struct ViewResult {
+    pub meta: FrameMeta,
+    /// The decoder's top detection in camera pixels (`None`: no detection).
+    pub detection: Option<Detection>,
+}
+
+impl Stamped for ViewResult {
+    fn camera_index(&self) -> usize {
+        self.meta.camera
+    }
+    fn capture_ns(&self) -> u64 {
+        self.meta.stamps.capture_ns()
+    }
+}
