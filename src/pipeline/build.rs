@@ -254,6 +254,13 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<CameraCalibration>, RunError>
                     .map_err(|e| bad(e.to_string()))?;
                 return Ok(calib);
             }
+            if let Some(("v4l2", dev)) = c.source.split_once(':') {
+                if !Path::new(dev).exists() {
+                    return Err(bad(format!(
+                        "device {dev} does not exist (`camera[{i}].source`)"
+                    )));
+                }
+            }
             if c.source != "synthetic" {
                 return Err(bad(format!(
                     "`camera[{i}].calibration_file` is needed: the fit needs every real camera calibrated"

@@ -42,8 +42,6 @@ pub struct DecodeWorker {
     pub recycle: Sender<(usize, Bindings)>,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
-    /// Extra time per frame (a deliberately slow stage, for backpressure tests).
-    pub delay: Option<std::time::Duration>,
 }
 
 fn decode_one(
@@ -104,9 +102,6 @@ impl DecodeWorker {
                     .next()
             });
             in_decoder += thread_cpu_ns().saturating_sub(c0);
-            if let Some(d) = self.delay {
-                std::thread::sleep(d);
-            }
             self.stats
                 .cpu
                 .decoded_frames

@@ -83,6 +83,8 @@ pub struct FitStage {
     pub bone_names: Vec<String>,
     /// The bones the fit turns (reported by name).
     pub active: Vec<usize>,
+    /// Extra time per view (a deliberately slow stage, for backpressure tests).
+    pub delay: Option<std::time::Duration>,
 }
 
 impl FitStage {
@@ -116,6 +118,9 @@ impl FitStage {
             }
         };
         while let Ok(view) = self.input.recv() {
+            if let Some(d) = self.delay {
+                std::thread::sleep(d);
+            }
             let c = view.meta.camera;
             let t = view.meta.stamps.capture_ns();
             if c >= self.cameras || last[c].is_some_and(|l| t <= l) {

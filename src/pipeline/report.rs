@@ -403,9 +403,9 @@ impl Report {
         if f.options.pipeline_only {
             notes.push("pipeline-only run: the decoder and the fit were skipped".into());
         }
-        if let Some(d) = f.options.decode_delay {
+        if let Some(d) = f.options.fit_delay {
             notes.push(format!(
-                "a delay of {d:?} per decoded frame was added on purpose"
+                "a delay of {d:?} per view was added to the fit stage on purpose"
             ));
         }
         if f.device.backend() == BackendKind::Sim {

@@ -49,8 +49,9 @@ pub struct RunOptions {
     pub profile: Option<DeviceProfile>,
     /// Route NPU completions past the decoder and the fit (pipeline-only runs).
     pub pipeline_only: bool,
-    /// Extra time per decoded frame (a deliberately slow stage, for backpressure tests).
-    pub decode_delay: Option<Duration>,
+    /// Extra time per view in the fit stage (a deliberately slow stage, for
+    /// backpressure tests).
+    pub fit_delay: Option<Duration>,
     /// Seed of the ground-truth keypoint noise.
     pub seed: u64,
 }
@@ -64,7 +65,7 @@ impl Default for RunOptions {
             queue_depth: 2,
             profile: None,
             pipeline_only: false,
-            decode_delay: None,
+            fit_delay: None,
             seed: 1,
         }
     }
@@ -217,7 +218,6 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             recycle: recycle_tx.clone(),
             stats: Arc::clone(&stats),
             clock: Arc::clone(&clock),
-            delay: options.decode_delay,
         };
         workers.push(
             std::thread::Builder::new()
@@ -248,6 +248,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         sync: SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>()),
         bone_names: body.rig.names().to_vec(),
         active: body.active.clone(),
+        delay: options.fit_delay,
     };
     let fit_thread = std::thread::Builder::new()
         .name("fit".into())

@@ -126,6 +126,8 @@ impl BodyRig {
 pub struct BodyScene {
     body: Arc<BodyRig>,
     keyframes: Vec<Pose>,
+    /// The last instant's keypoints: every camera of a rig renders the same instants.
+    cache: std::sync::Mutex<Option<(f64, Vec<Point3<f64>>)>>,
     /// Seconds from one keyframe to the next.
     pub step_s: f64,
 }
@@ -148,6 +150,7 @@ impl BodyScene {
         Self {
             body,
             keyframes,
+            cache: std::sync::Mutex::new(None),
             step_s,
         }
     }
@@ -174,7 +177,15 @@ impl BodyScene {
 
     /// The 3D keypoints at `t` seconds.
     pub fn keypoints(&self, t: f64) -> Vec<Point3<f64>> {
-        self.body.keypoints(&self.pose(t))
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((ct, k)) = cache.as_ref() {
+            if *ct == t {
+                return k.clone();
+            }
+        }
+        let k = self.body.keypoints(&self.pose(t));
+        *cache = Some((t, k.clone()));
+        k
     }
 }
 

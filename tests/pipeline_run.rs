@@ -1,0 +1,199 @@
+//! The rig end to end on the simulator: the demo rig with the real decoder and
+//! fit, switching modes, backpressure with a deliberately slow stage.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hailo_edge::npu::sim::DeviceProfile;
+use hailo_edge::pipeline::config::SwitchingConfig;
+use hailo_edge::pipeline::{run, Report, RigConfig, RunOptions};
+
+/// Runs take real time on a 2-core machine: one at a time, so their rates are
+/// not those of four runs sharing the CPU.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn assert_accounting(report: &Report) {
+    for c in &report.cameras {
+        let f = &c.frames;
+        assert!(f.captured > 0, "{}: nothing captured", c.name);
+        assert_eq!(f.in_flight, 0, "{}: frames left in flight", c.name);
+        assert_eq!(
+            f.captured,
+            f.processed + f.dropped_total(),
+            "{}: {:?}",
+            c.name,
+            f
+        );
+        assert!(c.accounting_ok);
+    }
+    assert!(report.accounting_ok);
+}
+
+#[test]
+fn demo_rig_runs_end_to_end_and_frames_add_up() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rig = RigConfig::demo(&fixtures());
+    rig.decoder.threads = 1;
+    rig.output.jsonl = Some(dir.path().join("results.jsonl"));
+    rig.output.report = Some(dir.path().join("report.json"));
+    let options = RunOptions {
+        duration: Some(Duration::from_millis(2500)),
+        ..RunOptions::default()
+    };
+    let report = run(&rig, "demo", &options).unwrap();
+    assert_accounting(&report);
+    assert!(report.fit.fits > 0, "no group was fitted");
+    // The demo fit sees ground truth with 2 px noise: its error is that of a fit, not noise.
+    let mpjpe = report.fit.mpjpe_mm.unwrap();
+    assert!(mpjpe > 0.0 && mpjpe < 150.0, "MPJPE {mpjpe} mm");
+    assert!(report.what_ran.fit_keypoints.contains("2 px"));
+    assert!(report.what_ran.notes.iter().any(|n| n.contains("random")));
+    assert_eq!(report.what_ran.decoder, "tract");
+    // One JSON line per fitted group, each with the views and the pose.
+    let lines = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    let fitted = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["fit"].is_object())
+        .count();
+    assert_eq!(fitted as u64, report.fit.fits);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["accounting_ok"], true);
+    assert!(json["latency_ms"]["end_to_end"]["p99_ms"].as_f64().unwrap() > 0.0);
+}
+
+fn pipeline_only(rig: &mut RigConfig, seconds: f64, fit_delay: Option<Duration>) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline_only_in(rig, seconds, fit_delay, dir.path())
+}
+
+fn pipeline_only_in(
+    rig: &mut RigConfig,
+    seconds: f64,
+    fit_delay: Option<Duration>,
+    dir: &Path,
+) -> Report {
+    rig.output.jsonl = Some(dir.join("results.jsonl"));
+    rig.device.profile = "zero-time".into();
+    let options = RunOptions {
+        duration: Some(Duration::from_secs_f64(seconds)),
+        pipeline_only: true,
+        fit_delay,
+        profile: Some(DeviceProfile::zero_time()),
+        ..RunOptions::default()
+    };
+    run(rig, "test", &options).unwrap()
+}
+
+#[test]
+fn scheduler_switches_twice_per_frame_period() {
+    let _one = serial();
+    // Each 1/120 s the three body frames and the face frame arrive together: the
+    // body graph reaches its threshold (3), then the face graph (1): two switches
+    // per frame period, 240/s, when the host keeps up.
+    let mut rig = RigConfig::demo(&fixtures());
+    let report = pipeline_only(&mut rig, 1.5, None);
+    assert_accounting(&report);
+    let switches = report.switching.switches.unwrap() as f64;
+    let face = report.graphs[1].frames as f64;
+    // Every face frame is one tick in which both graphs ran: two switches.
+    assert!(
+        (1.6 * face..=2.2 * face + 2.0).contains(&switches),
+        "{switches} switches for {face} ticks"
+    );
+    assert!(report.switching.switches_per_s.as_ref().unwrap().value > 0.0);
+    assert_eq!(
+        report.switching.app_switches, 0,
+        "the scheduler switched, not the app"
+    );
+}
+
+#[test]
+fn manual_switching_every_k_frames() {
+    let _one = serial();
+    // K = 60: the body graph (360 frames/s) holds the device for 60 frames, then
+    // the face graph runs until it has nothing queued: about 360/60 = 6 body
+    // blocks per second, each followed by a face block: ~12 switches/s, far fewer
+    // than the scheduler's 240.
+    let mut rig = RigConfig::demo(&fixtures());
+    rig.switching = SwitchingConfig::Manual {
+        frames_per_switch: 60,
+    };
+    let report = pipeline_only(&mut rig, 1.5, None);
+    assert_accounting(&report);
+    let app = report.switching.app_switches;
+    assert_eq!(Some(app), report.switching.switches, "device and app agree");
+    let body_frames = report.graphs[0].frames;
+    let blocks = body_frames.div_ceil(60);
+    assert!(
+        app >= blocks && app <= 2 * blocks + 2,
+        "{app} switches for {body_frames} body frames in blocks of 60"
+    );
+    // Negative control: a smaller K switches more often.
+    let mut rig = RigConfig::demo(&fixtures());
+    rig.switching = SwitchingConfig::Manual {
+        frames_per_switch: 6,
+    };
+    let more = pipeline_only(&mut rig, 1.5, None).switching.app_switches;
+    assert!(more > app, "K=6 gave {more} switches, K=60 gave {app}");
+}
+
+#[test]
+fn a_slow_stage_drops_oldest_frames_at_the_camera_queue() {
+    let _one = serial();
+    let mut rig = RigConfig::demo(&fixtures());
+    // 20 ms per view in the fit stage: 50 views/s against 480 offered.
+    let dir = tempfile::tempdir().unwrap();
+    let report = pipeline_only_in(&mut rig, 2.0, Some(Duration::from_millis(20)), dir.path());
+    assert_accounting(&report);
+    for c in &report.cameras {
+        let queue = c.frames.dropped["camera_queue"];
+        assert!(
+            queue > 0 && queue >= c.frames.captured / 4,
+            "{}: {:?}",
+            c.name,
+            c.frames
+        );
+        let elsewhere = c.frames.dropped_total() - queue - c.frames.dropped["sync"];
+        assert_eq!(elsewhere, 0, "{}: drops only at the queue and sync", c.name);
+    }
+    // Oldest first: the newest frames get through. The last frame fitted from each
+    // camera is among its last captured ones (what the queue, the batch and the
+    // stages hold); dropping the newest instead would fit only the first frames.
+    assert!(report.cameras.iter().any(|c| c.frames.processed > 0));
+    let lines = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    let mut last_seq = vec![0u64; report.cameras.len()];
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        for view in v["views"].as_array().unwrap() {
+            let c = view["camera"].as_u64().unwrap() as usize;
+            last_seq[c] = last_seq[c].max(view["sequence"].as_u64().unwrap());
+        }
+    }
+    for (c, cam) in report.cameras.iter().enumerate() {
+        if cam.frames.processed == 0 {
+            continue;
+        }
+        let captured = cam.frames.captured;
+        assert!(
+            last_seq[c] + 40 >= captured,
+            "{}: last fitted frame {} of {captured}",
+            cam.name,
+            last_seq[c]
+        );
+    }
+    let first = report.host.rss_first_10s_mb.unwrap();
+    let last = report.host.rss_last_mb.unwrap();
+    assert!(last <= first * 1.1, "RSS {first} -> {last} MB");
+}
