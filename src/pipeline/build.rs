@@ -392,7 +392,7 @@ pub fn sources(
         .filter(|(_, c)| c.source == "synthetic")
         .map(|(i, c)| SyntheticCamera {
             camera: CameraId(i as u32),
-            calibration: calibrations[i].clone(),
+            calibration: calibrations[i],
             format: PixelFormat::Rgb24,
             fps: c.fps,
             offset_ns: 0,

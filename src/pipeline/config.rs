@@ -70,18 +70,14 @@ impl Default for DeviceConfig {
 /// How the two graphs share the NPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, tag = "mode", rename_all = "snake_case")]
+#[derive(Default)]
 pub enum SwitchingConfig {
     /// HailoRT's model scheduler decides (priority, threshold, timeout per graph).
+    #[default]
     Scheduler,
     /// The application activates and deactivates graphs itself (scheduler NONE),
     /// switching after `frames_per_switch` frames of the active graph.
     Manual { frames_per_switch: u32 },
-}
-
-impl Default for SwitchingConfig {
-    fn default() -> Self {
-        Self::Scheduler
-    }
 }
 
 /// One compiled graph (HEF) and its decoder.

@@ -126,7 +126,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
                 .zip(&calibrations)
                 .map(|(info, c)| RecordedCamera {
                     info: info.clone(),
-                    calibration: Some(c.clone()),
+                    calibration: Some(*c),
                 })
                 .collect();
             Some(Recorder::create(path, &cams).map_err(|e| RunError::Record(e.to_string()))?)
@@ -182,10 +182,9 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
 
     // Recorder: frames from the NPU stage, results from the fit stage.
     let recording = recorder.map(|r| {
-        let handle = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("recorder".into())
-            .spawn(move || super::record::run(r, record_rx));
-        handle
+            .spawn(move || super::record::run(r, record_rx))
     });
     let record_tx = recording.as_ref().map(|_| record_tx);
 
