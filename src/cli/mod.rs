@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 mod doctor;
 mod hef;
+mod ops;
+mod plan;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
@@ -23,6 +25,10 @@ enum Command {
     /// Check that this box can drive a Hailo part (HailoRT, PCIe, USB,
     /// network, udev, link budget); exit 1 when a check fails.
     Doctor(doctor::DoctorArgs),
+    /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
+    Ops(ops::OpsArgs),
+    /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
+    Plan(plan::PlanArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -31,6 +37,8 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
+        Command::Ops(args) => ops::run(args),
+        Command::Plan(args) => plan::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1,0 +1,236 @@
+//! `hailo-edge plan`: the share of one Hailo-10H a rig of cameras needs, and the fps headroom.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use hailo_edge::metrics::ops;
+use hailo_edge::metrics::plan::{
+    self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
+};
+use hailo_edge::metrics::report::UtilisationReport;
+
+/// Exit status when `--check` flags a row.
+pub const EXIT_FLAGGED: u8 = 2;
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A camera: SIDE@FPS or SIDE@FPS:GRAPH (repeatable), e.g. --camera 288@120.
+    #[arg(long = "camera", value_name = "SIDE@FPS[:GRAPH]")]
+    cameras: Vec<String>,
+    /// A TOML file of cameras: [[camera]] side = 288, fps = 120, graph = "body".
+    #[arg(long = "cameras", value_name = "FILE")]
+    cameras_file: Option<PathBuf>,
+    /// GMAC per frame of the graph at SIDE (repeatable), overriding the RF-DETR planning model.
+    #[arg(long = "gmac", value_name = "SIDE=GMAC")]
+    gmac: Vec<String>,
+    /// Count the graph at SIDE from an ONNX file (repeatable); the count must be complete.
+    #[arg(long = "onnx", value_name = "SIDE=FILE")]
+    onnx: Vec<String>,
+    /// Utilisation of the peak to plan with (assumed).
+    #[arg(long, default_value_t = plan::DEFAULT_UTILISATION, conflicts_with = "from")]
+    utilisation: f64,
+    /// Plan with the utilisation measured in a report.json (schema hailo-edge.utilisation/1).
+    #[arg(long, value_name = "REPORT")]
+    from: Option<PathBuf>,
+    /// Check a planning table (TOML [[row]] or CSV: side, gmac, fps_int8, fps_int4, utilisation): flag rows whose
+    /// fps does not follow from their GMAC; exit 2 if any is flagged.
+    #[arg(long, value_name = "FILE")]
+    check: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CamerasFile {
+    camera: Vec<Camera>,
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.check {
+        return run_check(path, args.json);
+    }
+    let mut costs = CostModel::rfdetr_backbone();
+    for spec in &args.gmac {
+        let (side, gmac) = split_pair(spec, "--gmac", "SIDE=GMAC")?;
+        let gmac: f64 = gmac
+            .parse()
+            .with_context(|| format!("--gmac {spec}: `{gmac}` is not a number"))?;
+        costs.set(side, gmac, CostSource::Given)?;
+    }
+    for spec in &args.onnx {
+        let (side, file) = split_pair(spec, "--onnx", "SIDE=FILE")?;
+        let report = ops::count_file(file.as_ref(), &[])?;
+        if !report.is_complete() {
+            let names: Vec<_> = report
+                .unresolved
+                .iter()
+                .map(|u| format!("{} ({})", u.name, u.op_type))
+                .collect();
+            anyhow::bail!(
+                "--onnx {spec}: the count of {file} is incomplete; unresolved: {}",
+                names.join(", ")
+            );
+        }
+        costs.set(
+            side,
+            report.total_macs() as f64 / 1e9,
+            CostSource::Counted {
+                file: file.to_owned(),
+            },
+        )?;
+    }
+    let mut cameras = args
+        .cameras
+        .iter()
+        .map(|s| s.parse::<Camera>())
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(path) = &args.cameras_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file: CamerasFile =
+            toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+        cameras.extend(file.camera);
+    }
+    let utilisation = match &args.from {
+        Some(path) => Utilisation::from_report(&UtilisationReport::from_path(path)?),
+        None => Utilisation::assumed(args.utilisation)?,
+    };
+    let rig = plan::plan(&cameras, &costs, &utilisation)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rig)?);
+    } else {
+        print_plan(&rig, args.from.is_some());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn split_pair<'a>(spec: &'a str, flag: &str, form: &str) -> anyhow::Result<(u32, &'a str)> {
+    let (side, value) = spec
+        .split_once('=')
+        .with_context(|| format!("{flag} `{spec}`: expected {form}"))?;
+    let side = side
+        .parse()
+        .with_context(|| format!("{flag} `{spec}`: side `{side}` is not a whole number"))?;
+    Ok((side, value))
+}
+
+fn print_plan(rig: &RigPlan, from_report: bool) {
+    let u = &rig.utilisation;
+    if from_report {
+        println!(
+            "utilisation: per graph side from the report; other sides use its lowest, {}",
+            u.default
+        );
+    } else {
+        println!("utilisation: {}", u.default);
+    }
+    if !from_report {
+        println!(
+            "  (replace the assumption with a measurement: hailo-edge plan --from report.json)"
+        );
+    } else if let Some(p) = u.measured_precision {
+        println!("  (measured on {p} HEFs; the other precision's rows assume the same fraction of its peak)");
+    }
+    println!();
+    println!(
+        "{:<18} {:>9}  {:<16} {:>7} {:>14} {:>14}",
+        "camera", "GMAC", "GMAC source", "util", "max fps INT8", "max fps INT4"
+    );
+    for c in &rig.cameras {
+        let source = match &c.cost.source {
+            CostSource::PlanningModel => "planning model".to_owned(),
+            CostSource::Given => "--gmac".to_owned(),
+            CostSource::Counted { file } => format!("counted {file}"),
+            other => format!("{other:?}"),
+        };
+        let util = format!(
+            "{:.1}%{}",
+            100.0 * c.utilisation.value,
+            if c.utilisation_exact { "" } else { "*" }
+        );
+        println!(
+            "{:<18} {:>9.2}  {:<16} {:>7} {:>14.1} {:>14.1}",
+            c.camera.to_string(),
+            c.cost.gmac,
+            source,
+            util,
+            c.max_fps[0].1,
+            c.max_fps[1].1
+        );
+    }
+    if rig.cameras.iter().any(|c| !c.utilisation_exact) {
+        println!("  * the report has no graph at this side: its lowest utilisation is used");
+    }
+
+    println!();
+    println!(
+        "rig demand: {:.2} TOPS (ops = 2 x MAC)",
+        rig.precisions[0].demand_tops
+    );
+    println!(
+        "{:<16} {:>22} {:>18} {:>14}",
+        "precision", "share of one part", "at full peak", "fps headroom"
+    );
+    for p in &rig.precisions {
+        let verdict = if p.share <= 1.0 {
+            "fits"
+        } else {
+            "does not fit"
+        };
+        println!(
+            "{:<16} {:>21.1}% {:>17.1}% {:>13.2}x  {verdict}",
+            format!(
+                "{} ({:.0} TOPS)",
+                p.precision,
+                p.precision.hailo10h_peak_tops()
+            ),
+            100.0 * p.share,
+            100.0 * p.share_at_peak,
+            p.fps_headroom
+        );
+    }
+    println!();
+    println!("shares and headroom: {}", rig.provenance);
+}
+
+fn run_check(path: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let file = CheckFile::from_path(path)?;
+    let outcomes = plan::check_rows(&path.display().to_string(), &file)?;
+    let flagged = outcomes.iter().filter(|o| !o.ok).count();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcomes)?);
+    } else {
+        println!(
+            "{:>4} {:>6} {:>8} {:>5} {:>6} {:>10} {:>10} {:>8}",
+            "row", "side", "GMAC", "prec", "util", "claimed", "follows", "error"
+        );
+        for o in &outcomes {
+            println!(
+                "{:>4} {:>6} {:>8.2} {:>5} {:>5.0}% {:>10.1} {:>10.1} {:>+7.1}%  {}",
+                o.row,
+                o.side,
+                o.gmac,
+                o.precision.to_string(),
+                100.0 * o.utilisation,
+                o.claimed_fps,
+                o.computed_fps,
+                100.0 * o.relative_error,
+                if o.ok {
+                    "ok"
+                } else {
+                    "FLAGGED: fps does not follow from GMAC"
+                }
+            );
+        }
+        println!("{flagged} of {} claims flagged", outcomes.len());
+    }
+    Ok(if flagged == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FLAGGED)
+    })
+}

@@ -1,0 +1,189 @@
+//! Shape inference through tract: parse the ONNX proto, pin the inputs, analyse, and read the
+//! concrete shape of every tensor each ONNX node consumes and produces.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::InferenceModelExt;
+
+use super::rules::{self, Cost, Shape};
+use super::{InputShape, NodeCost, OpsError, OpsReport, Unresolved};
+
+/// Counts the MACs of every node of `proto`, after pinning the inputs in `inputs`;
+/// `model_dir` is where tensors stored as external data are found.
+pub fn count_proto(
+    source: &str,
+    model_dir: Option<&str>,
+    proto: &pb::ModelProto,
+    inputs: &[InputShape],
+) -> Result<OpsReport, OpsError> {
+    let graph = proto.graph.as_ref().ok_or_else(|| OpsError::Parse {
+        source_name: source.to_owned(),
+        reason: "the model has no graph".into(),
+    })?;
+    // tract's tensor loader panics (`unimplemented!`) on a few exotic initializer encodings;
+    // turn that into an error naming the file instead of letting it abort the command.
+    let parsed = catch_unwind(AssertUnwindSafe(|| {
+        tract_onnx::onnx().parse(proto, model_dir)
+    }))
+    .map_err(|_| OpsError::Parse {
+        source_name: source.to_owned(),
+        reason: "tract could not load an initializer of this model".into(),
+    })?
+    .map_err(|e| OpsError::Parse {
+        source_name: source.to_owned(),
+        reason: format!("{e:#}"),
+    })?;
+    let mut model = parsed.model;
+    let outlets = parsed.outlets_by_name;
+
+    for spec in inputs {
+        let declared: Vec<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
+        if !declared.contains(&spec.name.as_str()) {
+            return Err(OpsError::UnknownInput {
+                name: spec.name.clone(),
+                available: declared.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        let outlet = outlets[&spec.name];
+        let fact = model
+            .outlet_fact(outlet)
+            .cloned()
+            .unwrap_or_default()
+            .with_shape(spec.shape.iter().copied().collect::<TVec<usize>>());
+        model
+            .set_outlet_fact(outlet, fact)
+            .map_err(|e| OpsError::Parse {
+                source_name: source.to_owned(),
+                reason: format!("{e:#}"),
+            })?;
+    }
+
+    // Same for the analysis: a rule that panics on a malformed graph becomes a reported error,
+    // and every node it left without shapes is listed as unresolved below.
+    let analysis_error = match catch_unwind(AssertUnwindSafe(|| model.analyse(true))) {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(_) => Some("shape analysis panicked; nodes without shapes are listed".to_owned()),
+    };
+    if let Some(e) = &analysis_error {
+        log::debug!("shape analysis of {source} stopped short: {e}");
+    }
+
+    let shape_of = |tensor: &str| -> Option<Shape> {
+        let outlet = outlets.get(tensor)?;
+        let fact = model.outlet_fact(*outlet).ok()?;
+        fact.shape
+            .as_concrete_finite()
+            .ok()
+            .flatten()
+            .map(|s| s.to_vec())
+    };
+
+    let mut report = OpsReport {
+        source: source.to_owned(),
+        nodes: Vec::with_capacity(graph.node.len()),
+        unresolved: parsed
+            .unresolved_inputs
+            .iter()
+            .map(|name| Unresolved {
+                name: name.clone(),
+                op_type: "(graph tensor)".into(),
+                reason: "consumed but never produced nor declared".into(),
+            })
+            .collect(),
+        analysis_error,
+    };
+    let mut seen_names = HashMap::<String, usize>::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        let name = display_name(node, ix, &mut seen_names);
+        let unresolved = |reason: String| Unresolved {
+            name: name.clone(),
+            op_type: node.op_type.clone(),
+            reason,
+        };
+        if !node.domain.is_empty() && node.domain != "ai.onnx" {
+            report.unresolved.push(unresolved(format!(
+                "op of domain `{}` has no cost rule",
+                node.domain
+            )));
+            continue;
+        }
+        if !rules::has_rule(&node.op_type) {
+            report.unresolved.push(unresolved(format!(
+                "no cost rule for op type `{}`",
+                node.op_type
+            )));
+            continue;
+        }
+        let mut outputs = Vec::new();
+        let mut missing = Vec::new();
+        for out in node.output.iter().filter(|o| !o.is_empty()) {
+            match shape_of(out) {
+                Some(s) => outputs.push(s),
+                None => missing.push(format!("output `{out}`")),
+            }
+        }
+        let inputs: Vec<Option<Shape>> = node
+            .input
+            .iter()
+            .map(|i| if i.is_empty() { None } else { shape_of(i) })
+            .collect();
+        if rules::is_mac_op(&node.op_type) {
+            for (i, tensor) in node.input.iter().enumerate() {
+                if !tensor.is_empty() && inputs[i].is_none() {
+                    missing.push(format!("input `{tensor}`"));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            report.unresolved.push(unresolved(format!(
+                "shape unknown for {}",
+                missing.join(", ")
+            )));
+            continue;
+        }
+        let output_elements = outputs
+            .iter()
+            .map(|s| rules::elements(s).unwrap_or(u64::MAX))
+            .sum();
+        match rules::cost(node, &inputs, &outputs) {
+            Ok(Cost::Macs(macs)) => report.nodes.push(NodeCost {
+                name,
+                op_type: node.op_type.clone(),
+                macs,
+                mac_op: true,
+                output_elements,
+            }),
+            Ok(Cost::Other) => report.nodes.push(NodeCost {
+                name,
+                op_type: node.op_type.clone(),
+                macs: 0,
+                mac_op: false,
+                output_elements,
+            }),
+            Err(reason) => report.unresolved.push(unresolved(reason)),
+        }
+    }
+    Ok(report)
+}
+
+/// The node's name, or its first output's name when it has none, made unique.
+fn display_name(node: &pb::NodeProto, ix: usize, seen: &mut HashMap<String, usize>) -> String {
+    let base = if !node.name.is_empty() {
+        node.name.clone()
+    } else if let Some(out) = node.output.first().filter(|o| !o.is_empty()) {
+        out.clone()
+    } else {
+        format!("#{ix}:{}", node.op_type)
+    };
+    let count = seen.entry(base.clone()).or_insert(0);
+    *count += 1;
+    if *count == 1 {
+        base
+    } else {
+        format!("{base}#{count}")
+    }
+}

@@ -1,0 +1,199 @@
+//! `hailo-edge plan` reproduces the planning figures, reads measured reports, checks tables.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/plan/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn plan_json(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .arg("plan")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn pct(v: &Value) -> i64 {
+    (100.0 * v.as_f64().unwrap()).round() as i64
+}
+
+#[test]
+fn single_camera_fps_at_30_percent() {
+    for (side, int8, int4) in [
+        (288, 168, 337),
+        (384, 84, 167),
+        (432, 62, 123),
+        (576, 28, 56),
+    ] {
+        let v = plan_json(&["--camera", &format!("{side}@1")]);
+        let max = &v["cameras"][0]["max_fps"];
+        assert_eq!(
+            max[0][1].as_f64().unwrap().round() as i64,
+            int8,
+            "{side} INT8"
+        );
+        assert_eq!(
+            max[1][1].as_f64().unwrap().round() as i64,
+            int4,
+            "{side} INT4"
+        );
+        assert_eq!(
+            v["utilisation"]["default"]["provenance"]["kind"],
+            "modelled"
+        );
+    }
+}
+
+#[test]
+fn rig_shares_at_perfect_utilisation() {
+    let four = plan_json(&[
+        "--camera", "432@120", "--camera", "432@120", "--camera", "432@120", "--camera", "432@120",
+    ]);
+    assert_eq!(four["precisions"][1]["precision"], "int4");
+    assert_eq!(pct(&four["precisions"][1]["share_at_peak"]), 117);
+    let rig = plan_json(&[
+        "--camera",
+        "288@120",
+        "--camera",
+        "288@120",
+        "--camera",
+        "288@120",
+        "--camera",
+        "432@120:face",
+    ]);
+    assert_eq!(pct(&rig["precisions"][1]["share_at_peak"]), 61);
+    // Negative control: at 60 fps the same rig needs half as much.
+    let half = plan_json(&[
+        "--camera", "288@60", "--camera", "288@60", "--camera", "288@60", "--camera", "432@60",
+    ]);
+    assert_ne!(pct(&half["precisions"][1]["share_at_peak"]), 61);
+}
+
+#[test]
+fn measured_report_replaces_the_assumption() {
+    let v = plan_json(&[
+        "--from",
+        &fixture("report_measured.json"),
+        "--camera",
+        "288@120",
+        "--camera",
+        "432@120",
+    ]);
+    let cams = v["cameras"].as_array().unwrap();
+    assert_eq!(cams[0]["utilisation"]["provenance"]["kind"], "measured");
+    assert_eq!(
+        cams[0]["utilisation"]["provenance"]["device"],
+        "0000:01:00.0"
+    );
+    // 288 was measured at 150 fps, saturated: that is its max fps on INT8.
+    assert!((cams[0]["max_fps"][0][1].as_f64().unwrap() - 150.0).abs() < 1.0);
+    assert!((cams[1]["utilisation"]["value"].as_f64().unwrap() - 0.19472).abs() < 1e-9);
+}
+
+#[test]
+fn malformed_report_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("report_measured.json")).unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, text.replacen("0.267375", "26.7", 1)).unwrap();
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["plan", "--camera", "288@120", "--from"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.json") && err.contains("graphs[0].compute.of_int8_peak"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_flags_fps_that_does_not_follow() {
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["plan", "--json", "--check", &fixture("planning_table.toml")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let flagged: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["ok"] == false)
+        .collect();
+    assert_eq!(flagged.len(), 1);
+    assert_eq!(flagged[0]["side"], 336);
+    assert_eq!(flagged[0]["computed_fps"].as_f64().unwrap().round(), 116.0);
+
+    // Negative control: the corrected table passes.
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.toml");
+    let text = std::fs::read_to_string(fixture("planning_table.toml")).unwrap();
+    std::fs::write(&fixed, text.replace("fps_int8 = 139", "fps_int8 = 116")).unwrap();
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["plan", "--check"])
+        .arg(&fixed)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn unknown_side_is_a_clear_error() {
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["plan", "--camera", "300@30"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("side 300"));
+    let v = plan_json(&["--camera", "300@30", "--gmac", "300=20"]);
+    assert_eq!(v["cameras"][0]["cost"]["source"]["kind"], "given");
+}
+
+#[test]
+fn graph_cost_counted_from_onnx() {
+    use hailo_edge::metrics::onnx_graph::encode;
+    use hailo_edge::metrics::vit_graph::VitSpec;
+    let spec = VitSpec {
+        side: 48,
+        patch: 12,
+        embed: 24,
+        layers: 12,
+        heads: 2,
+        mlp: 96,
+        projectors: 1,
+        num_windows: 1,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.onnx");
+    std::fs::write(&path, encode(&spec.build().unwrap())).unwrap();
+    let v = plan_json(&[
+        "--onnx",
+        &format!("48={}", path.display()),
+        "--camera",
+        "48@10",
+    ]);
+    assert_eq!(v["cameras"][0]["cost"]["source"]["kind"], "counted");
+    let gmac = v["cameras"][0]["cost"]["gmac"].as_f64().unwrap();
+    assert!((gmac * 1e9 - spec.analytic_macs() as f64).abs() < 1.0);
+}
