@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use hef::{DataType, Quantization, StreamInfo, StreamShape};
 
-use super::core::RawBuf;
+use super::completion::RawBuf;
 use super::reference::ReferenceModel;
 
 /// `hailo_format_type_t` values.
