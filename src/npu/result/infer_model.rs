@@ -69,16 +69,15 @@ pub unsafe fn name(api: &Api, m: NonNull<hes_infer_model>) -> Result<String, Npu
     Ok(from_c_chars(&buf))
 }
 
-/// `infer_model_stream_count` then `infer_model_stream_info` and
-/// `infer_model_stream_quant_infos` for each stream of one direction.
+/// `infer_model_stream_count`: streams of one direction.
 ///
 /// # Safety
 /// `m` is a live infer model of `api`.
-pub unsafe fn streams(
+pub unsafe fn stream_count(
     api: &Api,
     m: NonNull<hes_infer_model>,
     direction: hes_direction,
-) -> Result<Vec<(hes_stream_info, Vec<hes_quant_info>)>, NpuError> {
+) -> Result<usize, NpuError> {
     let mut count = 0usize;
     // SAFETY: `m` is live (caller); `count` is writable.
     unsafe {
@@ -87,35 +86,81 @@ pub unsafe fn streams(
             infer_model_stream_count(m.as_ptr(), direction, &mut count)
         )?
     };
-    let mut out = Vec::with_capacity(count);
-    for index in 0..count {
-        let mut info = hes_stream_info::default();
-        // SAFETY: `m` is live; `info` is writable.
-        unsafe {
-            call!(
-                api,
-                infer_model_stream_info(m.as_ptr(), direction, index, &mut info)
-            )?
-        };
-        let mut quants = vec![hes_quant_info::default(); info.quant_count.max(1) as usize];
-        let mut n = quants.len();
-        // SAFETY: `quants` has `n` writable elements.
-        unsafe {
-            call!(
-                api,
-                infer_model_stream_quant_infos(
-                    m.as_ptr(),
-                    direction,
-                    index,
-                    quants.as_mut_ptr(),
-                    &mut n
-                )
-            )?
-        };
-        quants.truncate(n);
-        out.push((info, quants));
+    Ok(count)
+}
+
+/// `infer_model_stream_info`: one stream's name, shape, format, frame size.
+///
+/// # Safety
+/// `m` is a live infer model of `api`.
+pub unsafe fn stream_info(
+    api: &Api,
+    m: NonNull<hes_infer_model>,
+    direction: hes_direction,
+    index: usize,
+) -> Result<hes_stream_info, NpuError> {
+    let mut info = hes_stream_info::default();
+    // SAFETY: `m` is live (caller); `info` is writable.
+    unsafe {
+        call!(
+            api,
+            infer_model_stream_info(m.as_ptr(), direction, index, &mut info)
+        )?
+    };
+    Ok(info)
+}
+
+/// `infer_model_stream_quant_infos`: one stream's quant infos.
+///
+/// # Safety
+/// `m` is a live infer model of `api`.
+pub unsafe fn stream_quant_infos(
+    api: &Api,
+    m: NonNull<hes_infer_model>,
+    direction: hes_direction,
+    index: usize,
+    capacity: usize,
+) -> Result<Vec<hes_quant_info>, NpuError> {
+    let mut quants = vec![hes_quant_info::default(); capacity.max(1)];
+    let mut n = quants.len();
+    // SAFETY: `m` is live (caller); `quants` has `n` writable elements.
+    unsafe {
+        call!(
+            api,
+            infer_model_stream_quant_infos(
+                m.as_ptr(),
+                direction,
+                index,
+                quants.as_mut_ptr(),
+                &mut n
+            )
+        )?
+    };
+    quants.truncate(n);
+    Ok(quants)
+}
+
+/// Every stream of one direction with its quant infos (the three entries
+/// above in sequence).
+///
+/// # Safety
+/// `m` is a live infer model of `api`.
+pub unsafe fn streams(
+    api: &Api,
+    m: NonNull<hes_infer_model>,
+    direction: hes_direction,
+) -> Result<Vec<(hes_stream_info, Vec<hes_quant_info>)>, NpuError> {
+    // SAFETY: `m` is live (caller) for all three calls.
+    unsafe {
+        (0..stream_count(api, m, direction)?)
+            .map(|index| {
+                let info = stream_info(api, m, direction, index)?;
+                let quants =
+                    stream_quant_infos(api, m, direction, index, info.quant_count as usize)?;
+                Ok((info, quants))
+            })
+            .collect()
     }
-    Ok(out)
 }
 
 /// `infer_model_set_batch_size`.
