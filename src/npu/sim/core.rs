@@ -510,7 +510,9 @@ impl Core {
         drop(st);
         let spin = Instant::now();
         while self.work.load(Ordering::Acquire) == seen && spin.elapsed() < IDLE_SPIN {
-            std::hint::spin_loop();
+            // Yield rather than burn the core: on a loaded host the thread
+            // that will submit next may need it.
+            thread::yield_now();
         }
         let st = lock(&self.state);
         if self.work.load(Ordering::Acquire) != seen || st.stopping {
