@@ -479,10 +479,13 @@ impl Core {
                     for p in batch {
                         let status = match p.fault {
                             Some(Fault::Timeout) => HAILO_TIMEOUT,
-                            _ => {
-                                fill_outputs(&spec, p.index, &p.inputs, &p.outputs);
-                                HAILO_SUCCESS
-                            }
+                            _ => match fill_outputs(&spec, p.index, &p.inputs, &p.outputs) {
+                                Ok(()) => HAILO_SUCCESS,
+                                Err(err) => {
+                                    log::error!("job {}: {err}", p.index);
+                                    HAILO_INTERNAL_FAILURE
+                                }
+                            },
                         };
                         p.job.complete(status);
                     }
