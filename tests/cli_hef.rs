@@ -209,3 +209,24 @@ fn missing_file_is_named() {
         "{out}"
     );
 }
+
+#[test]
+fn a_directory_stands_for_its_hef_files() {
+    let (ok, out, _) = stdout_of(&["hef", "verify", "--chip", "any", "fixtures"]);
+    assert!(!ok, "the corrupted fixtures fail");
+    let hefs = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))
+        .expect("fixtures")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "hef"))
+        })
+        .count();
+    assert_eq!(out.lines().count(), hefs);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("FAIL")).count(),
+        7,
+        "{out}"
+    );
+    let (ok, _, err) = stdout_of(&["hef", "inspect", "src/cli"]);
+    assert!(!ok && err.contains("holds no .hef files"), "{err}");
+}

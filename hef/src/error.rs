@@ -148,7 +148,7 @@ pub enum HefErrorKind {
         actual: Checksum,
     },
     /// The protobuf payload does not decode.
-    #[error("protobuf payload does not decode: {message}")]
+    #[error("protobuf payload is not a valid ProtoHEFHef message: {message}")]
     Protobuf {
         /// prost's message, including the message/field path of the failure.
         message: String,
@@ -235,6 +235,11 @@ impl HefError {
     /// The HailoRT class of the error.
     pub fn class(&self) -> ErrorClass {
         self.kind.class()
+    }
+
+    /// What went wrong, by value.
+    pub fn into_kind(self) -> HefErrorKind {
+        self.kind
     }
 }
 

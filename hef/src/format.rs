@@ -3,7 +3,7 @@
 //! Every HEF starts with a 12-byte common part (magic, version, protobuf size)
 //! followed by a version-specific tail. The structures here only know how to
 //! turn bytes into numbers and back; what the numbers must satisfy is checked
-//! in [`crate::read`].
+//! by the reader (`read` module).
 
 /// `"\x01HEF"` as a big-endian `u32`.
 pub const MAGIC: u32 = 0x0148_4546;

@@ -7,10 +7,11 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`format`] | the raw header structures of every version |
+//! | [`format`](mod@format) | the raw header structures of every version |
 //! | `read` | header checks, checksum, protobuf decode, listing ([`Hef::open`], [`ReaderOptions`]) |
 //! | `write` | [`HefBuilder`] |
-//! | [`proto`] | the protobuf messages, written from `hef.proto` field numbers |
+//! | `proto` | the protobuf messages, written from `hef.proto` field numbers |
+//! | [`samples`] | sample models and the committed fixtures made from them |
 //!
 //! ```no_run
 //! let hef = hef::Hef::open("fixtures/backbone_288.hef")?;
@@ -26,7 +27,7 @@
 mod error;
 pub mod format;
 mod model;
-pub mod proto;
+mod proto;
 mod read;
 pub mod samples;
 mod write;

@@ -127,7 +127,7 @@ impl std::fmt::Display for Chip {
 
 /// The `hw_arch` a HEF was compiled for (`ProtoHEFHeader.hw_arch`).
 ///
-/// Hailo-10H HEFs carry [`HwArch::Hailo1xH`] (103).
+/// Hailo-10H HEFs carry [`HwArch::HAILO1XH`] (103).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct HwArch(pub u64);
 

@@ -8,8 +8,6 @@
 //!
 //! Written by hand rather than generated so the build needs no `protoc`.
 
-#![allow(missing_docs)] // field names are the protobuf's own; see hef.proto
-
 use prost::Message;
 
 /// `ProtoHEFHef`: the root message.
@@ -85,6 +83,8 @@ pub struct ProtoHefNetworkGroup {
     pub network_group_metadata: Option<ProtoHefNetworkGroupMetadata>,
     #[prost(message, repeated, tag = "3")]
     pub contexts: Vec<ProtoHefContext>,
+    #[prost(string, repeated, tag = "4")]
+    pub sorted_outputs_order: Vec<String>,
     #[prost(string, repeated, tag = "6")]
     pub networks_names: Vec<String>,
     #[prost(message, repeated, tag = "7")]
@@ -179,6 +179,9 @@ pub struct ProtoHefContextMetadata {
     pub name: String,
     #[prost(message, repeated, tag = "2")]
     pub edge_layers: Vec<ProtoHefEdgeLayer>,
+    /// Output order of very old HEFs (last context only).
+    #[prost(string, repeated, tag = "5")]
+    pub sorted_outputs_order: Vec<String>,
 }
 
 /// `ProtoHEFEdgeLayerDirection::HOST_TO_DEVICE`.
@@ -210,6 +213,7 @@ pub struct ProtoHefEdgeLayer {
 }
 
 /// The `edge` oneof of `ProtoHEFEdgeLayer`.
+#[allow(clippy::enum_variant_names)] // named after the oneof cases of hef.proto
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Edge {
     #[prost(message, tag = "3")]
@@ -228,6 +232,7 @@ pub struct ProtoHefEdge {
 }
 
 /// The `edge` oneof of `ProtoHefEdge`.
+#[allow(clippy::enum_variant_names)] // named after the oneof cases of hef.proto
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum InnerEdge {
     #[prost(message, tag = "1")]

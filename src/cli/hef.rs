@@ -17,7 +17,7 @@ use serde::Serialize;
 pub enum HefCommand {
     /// Print what a HEF holds, as `hailortcli parse-hef` does.
     Inspect {
-        /// HEF files to list.
+        /// HEF files (or directories of them) to list.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print JSON (an array, one object per file) instead of text.
@@ -27,7 +27,7 @@ pub enum HefCommand {
     /// Check structure and checksum, and that the HEF runs on the chip;
     /// one line per file; exit 0 only when every file is sound.
     Verify {
-        /// HEF files to check.
+        /// HEF files (or directories of them) to check.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The chip the files must run on (e.g. hailo10h, hailo8), or `any`.
@@ -38,15 +38,39 @@ pub enum HefCommand {
 
 pub fn run(cmd: HefCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        HefCommand::Inspect { files, json } => inspect(&files, json),
+        HefCommand::Inspect { files, json } => inspect(&expand(files)?, json),
         HefCommand::Verify { files, chip } => {
             let chip = match chip.as_str() {
                 "any" | "ANY" => None,
                 name => Some(name.parse::<Chip>().map_err(anyhow::Error::msg)?),
             };
-            Ok(verify(&files, chip))
+            Ok(verify(&expand(files)?, chip))
         }
     }
+}
+
+/// Replaces each directory by the `.hef` files in it, sorted by name, as
+/// `hailortcli parse-hef <dir>` does; other paths stay as given.
+fn expand(paths: Vec<PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path);
+            continue;
+        }
+        let entries = std::fs::read_dir(&path)
+            .map_err(|e| anyhow::anyhow!("cannot list directory {}: {e}", path.display()))?;
+        let mut hefs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x.eq_ignore_ascii_case("hef")))
+            .collect();
+        hefs.sort();
+        if hefs.is_empty() {
+            anyhow::bail!("directory {} holds no .hef files", path.display());
+        }
+        out.extend(hefs);
+    }
+    Ok(out)
 }
 
 fn status(all_ok: bool) -> ExitCode {

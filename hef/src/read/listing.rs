@@ -273,6 +273,7 @@ fn network_group(
             }
         }
     }
+    sort_outputs(&mut outputs, output_order(ng, &core, features));
     let metadata = core.metadata;
     Ok(NetworkGroup {
         name,
@@ -287,6 +288,46 @@ fn network_group(
         inputs,
         outputs,
     })
+}
+
+/// The list HailoRT orders output vstreams by: the network group's
+/// `sorted_outputs_order` (the first partial group's for legacy multi-layout
+/// files), or, for very old files, the last context's.
+fn output_order<'a>(
+    ng: &'a proto::ProtoHefNetworkGroup,
+    core: &CoreOpView<'a>,
+    features: &Features,
+) -> &'a [String] {
+    let partial = ng
+        .partial_network_groups
+        .first()
+        .and_then(|p| p.network_group.as_deref())
+        .map(|g| g.sorted_outputs_order.as_slice())
+        .filter(|list| !features.net_flow && !list.is_empty());
+    if let Some(list) = partial {
+        return list;
+    }
+    if !ng.sorted_outputs_order.is_empty() {
+        return &ng.sorted_outputs_order;
+    }
+    core.contexts
+        .last()
+        .and_then(|c| c.metadata.as_ref())
+        .map_or(&[], |m| m.sorted_outputs_order.as_slice())
+}
+
+/// Orders outputs by their place in `order`; outputs missing from it keep
+/// their file order after the listed ones (HailoRT refuses such files).
+fn sort_outputs(outputs: &mut [StreamInfo], order: &[String]) {
+    if order.is_empty() {
+        return;
+    }
+    outputs.sort_by_key(|s| {
+        order
+            .iter()
+            .position(|n| *n == s.name)
+            .unwrap_or(usize::MAX)
+    });
 }
 
 /// What every stream of one edge layer shares.

@@ -4,7 +4,13 @@
 //! else: the code-word section (the weights, most of a real HEF) is only
 //! streamed through the hash when the checksum is verified, in fixed-size
 //! chunks. No size read from the file is trusted: every section must fit in
-//! the file before a byte of it is allocated.
+//! the file before a byte of it is allocated, and the decoded protobuf only
+//! allocates for elements actually present in its bytes (a decoded
+//! message takes at most a constant factor more memory than its encoding;
+//! an empty two-byte element becomes a struct of up to 208 bytes, so the
+//! worst case is about 100 times the protobuf size; unknown and opaque fields
+//! are skipped without copying). [`ReaderOptions::max_proto_size`]
+//! caps the protobuf read into memory.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -16,6 +22,8 @@ use crate::model::Hef;
 
 mod header;
 mod listing;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use header::{ChecksumPlan, Hasher};
 

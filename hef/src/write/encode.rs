@@ -153,6 +153,7 @@ fn network_group(
             metadata: Some(proto::ProtoHefContextMetadata {
                 name: format!("context_{ci}"),
                 edge_layers: Vec::new(),
+                sorted_outputs_order: Vec::new(),
             }),
         })
         .collect();
@@ -335,7 +336,17 @@ fn network_group(
     let layout = Some(proto::ProtoHefPhysicalLayout {
         partial_clusters_layout_bitmap: 1,
     });
+    // The output order HailoRT lists by; only meaningful for unique names.
+    let mut names: Vec<&str> = g.outputs.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let sorted_outputs_order: Vec<String> = if names.len() == g.outputs.len() {
+        g.outputs.iter().map(|s| s.name.clone()).collect()
+    } else {
+        Vec::new()
+    };
     let mut out = proto::ProtoHefNetworkGroup {
+        sorted_outputs_order: sorted_outputs_order.clone(),
         network_group_metadata: Some(name_only),
         network_group_name: g.name.clone(),
         network_group_index: index as u32,
@@ -369,6 +380,7 @@ fn network_group(
             network_group_metadata: Some(metadata),
             contexts,
             networks_names,
+            sorted_outputs_order,
             ..Default::default()
         };
         if multi_layout {

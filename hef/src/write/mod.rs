@@ -139,7 +139,12 @@ impl<'a> HefBuilder<'a> {
     /// # Errors
     /// [`WriteError::InvalidModel`] when the model holds something a HEF cannot express.
     pub fn proto_bytes(&self) -> Result<Vec<u8>, WriteError> {
-        Ok(encode::message(self.hef, self)?.encode_to_vec())
+        Ok(self.message()?.encode_to_vec())
+    }
+
+    /// The protobuf message before encoding (for tests that tamper with it).
+    pub(crate) fn message(&self) -> Result<crate::proto::ProtoHefHef, WriteError> {
+        encode::message(self.hef, self)
     }
 
     /// The whole file.
