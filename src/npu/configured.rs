@@ -300,7 +300,7 @@ impl ConfiguredModel {
 
     /// Starts one frame; the returned job owns the bindings until it completes.
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0382
     /// # fn f(cm: &hailo_edge::npu::ConfiguredModel) -> Result<(), hailo_edge::npu::NpuError> {
     /// let mut bindings = cm.bindings()?;
     /// let job = cm.run_async(bindings)?;
