@@ -184,6 +184,14 @@ impl Core {
     }
 
     /// Adds a configured model; checks the limits HailoRT enforces.
+    ///
+    /// Two checks go beyond what HailoRT 5.2's source shows and are the
+    /// simulator's reading of its documentation: HailoRT compares batch sizes
+    /// between the networks of one configure call (`INVALID_OPERATION`), the
+    /// simulator across all models on the device; and a ninth network group
+    /// is refused with `INVALID_OPERATION`, a code chosen here (HailoRT
+    /// refuses a HEF with more than 8 groups with `INVALID_HEF`, which
+    /// `vdevice::SimInferModel::new` does too).
     pub(crate) fn configure(&self, spec: Arc<ModelSpec>) -> Result<u64, Fail> {
         let mut st = lock(&self.state);
         if st.models.len() >= MAX_NETWORK_GROUPS {
