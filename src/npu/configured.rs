@@ -53,6 +53,10 @@ impl Drop for CmShared {
 /// (the hRPC client of a Hailo-10H reports lost communication otherwise).
 /// Dropping it aborts jobs still in flight; their completions arrive with
 /// `StreamAbort`.
+///
+/// It is `Send + Sync`: share it between threads with an `Arc` (or scoped
+/// borrows); calls into the backend are serialised per handle, and
+/// completions may be taken on any thread.
 pub struct ConfiguredModel {
     shared: Arc<CmShared>,
 }
@@ -204,6 +208,19 @@ impl ConfiguredModel {
         self.with(|api, c| unsafe { result::configured_model::deactivate(api, c) })
     }
 
+    /// Waits until the backend accepts `frames` more jobs.
+    ///
+    /// # Errors
+    /// `Timeout`; the table's status.
+    #[doc(alias = "ConfiguredInferModel::wait_for_async_ready")]
+    pub fn wait_for_async_ready(&self, timeout: Duration, frames: u32) -> Result<(), NpuError> {
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe {
+            result::configured_model::wait_for_async_ready(api, c, ms, frames)
+        })
+    }
+
     /// Page-aligned buffers for one frame, from this model's pool.
     ///
     /// # Errors
@@ -287,7 +304,7 @@ impl ConfiguredModel {
 
     /// Starts one frame; the returned job owns the bindings until it completes.
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0382
     /// # fn f(cm: &hailo_edge::npu::ConfiguredModel) -> Result<(), hailo_edge::npu::NpuError> {
     /// let mut bindings = cm.bindings()?;
     /// let job = cm.run_async(bindings)?;
