@@ -12,7 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, Criterion};
+use criterion::Criterion;
+use std::hint::black_box;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Bindings, ConfiguredModel, Device};
