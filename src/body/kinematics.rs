@@ -130,14 +130,13 @@ pub fn forward(
     out.heads.resize(b, Vector3::zeros());
     out.frames.resize(b, Matrix3::identity());
     out.skinning.resize(b, Rigid::identity());
-    let u = &rest.reference;
-    for c in 0..b {
-        let d = pose.rotations[c].matrix();
+    let u0t = rest.reference[0].transpose();
+    for (c, (&parent, rotation)) in parents.iter().zip(&pose.rotations).enumerate() {
+        let d = rotation.matrix();
         let (e, head) = if c == 0 {
-            let u0t = u[0].transpose();
             (u0t * d, u0t * pose.root_translation)
         } else {
-            let p = parents[c] as usize;
+            let p = parent as usize;
             let ep = &out.frames[p];
             (ep * d, out.heads[p] + ep * rest.reference_offsets[c])
         };
