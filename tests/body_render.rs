@@ -68,3 +68,15 @@ fn invalid_cameras_are_refused() {
     let err = render(model, &rest, &short, &cam).unwrap_err();
     assert!(err.to_string().contains("3 bone rotations"), "{err}");
 }
+
+#[test]
+fn non_finite_sliders_are_refused() {
+    let model = Model::embedded().unwrap();
+    let bad = Phenotype {
+        age: f64::NAN,
+        ..Phenotype::default()
+    };
+    let err = model.try_rest(&bad).unwrap_err();
+    assert!(err.to_string().contains("age"), "{err}");
+    assert!(model.try_rest(&Phenotype::default()).is_ok());
+}

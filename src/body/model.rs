@@ -269,7 +269,8 @@ impl Model {
 
     /// The rest state for a phenotype: rest mesh, bone heads and orientations, reference
     /// offsets and the folded keypoint terms. Costs a few milliseconds (one sweep of the sparse
-    /// phenotype targets); compute it once per subject, not per frame.
+    /// phenotype targets); compute it once per subject, not per frame. Sliders must be finite
+    /// ([`Model::try_rest`] checks).
     pub fn rest(&self, phenotype: &Phenotype) -> Rest {
         let c = self.coefficients(phenotype);
         let b = self.bone_count();
@@ -374,6 +375,27 @@ impl Model {
             reference_offsets,
             keypoints,
         }
+    }
+
+    /// Like [`Model::rest`], refusing non-finite sliders (which would make every output NaN).
+    pub fn try_rest(&self, phenotype: &Phenotype) -> Result<Rest, BodyError> {
+        if let Some((name, value)) = phenotype.named().into_iter().find(|(_, v)| !v.is_finite()) {
+            return Err(BodyError::Phenotype(format!(
+                "{name} is {value}, expected a finite value in [0, 1]"
+            )));
+        }
+        Ok(self.rest(phenotype))
+    }
+
+    /// Keypoints without allocation: `skeleton` is reused (the fit's per-frame path).
+    pub fn keypoints_into(
+        &self,
+        rest: &Rest,
+        pose: &Pose,
+        skeleton: &mut Skeleton,
+    ) -> Result<[Point3<f64>; KEYPOINT_COUNT], BodyError> {
+        kinematics::forward(rest, &self.parents, pose, skeleton)?;
+        Ok(rest.keypoints.evaluate(skeleton))
     }
 
     /// Posed bones for a rest state and a pose.
