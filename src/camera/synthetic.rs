@@ -187,6 +187,8 @@ pub struct SyntheticSource {
     start: Instant,
     real_time: bool,
     next: u64,
+    /// Frames skipped because rendering fell behind real time.
+    dropped: u64,
     rgb: Vec<u8>,
     pool: BufferPool,
 }
@@ -251,6 +253,7 @@ impl SyntheticSource {
                     start,
                     real_time,
                     next: 0,
+                    dropped: 0,
                     rgb: vec![0; w as usize * h as usize * 3],
                     pool: BufferPool::new(8),
                 })
@@ -270,6 +273,16 @@ impl Source for SyntheticSource {
     }
 
     fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        if self.real_time {
+            // A camera whose host falls behind loses frames: skip to the one
+            // due now and count the gap, as a driver's sequence would show.
+            let elapsed = self.start.elapsed().as_nanos() as f64 - self.cam.offset_ns as f64;
+            let due = (elapsed * self.cam.fps / 1e9).floor();
+            if due > self.next as f64 {
+                self.dropped += due as u64 - self.next;
+                self.next = due as u64;
+            }
+        }
         let seq = self.next;
         self.next += 1;
         let rel_ns = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
@@ -307,6 +320,10 @@ impl Source for SyntheticSource {
             data,
             truth: Some(Arc::new(truth)),
         })
+    }
+
+    fn driver_drops(&self) -> u64 {
+        self.dropped
     }
 }
 
