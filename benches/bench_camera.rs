@@ -9,8 +9,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hailo_edge::camera::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+use hailo_edge::camera::preprocess::{
+    Filter, Fit, InputLayout, InputSpec, PreprocessConfig, Preprocessor,
+};
 use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
+
+/// Name, input format and bytes, tensor side, fit, filter, tensor layout.
+type Case<'a> = (String, PixelFormat, &'a [u8], u32, Fit, Filter, InputLayout);
 
 const W: u32 = 1280;
 const H: u32 = 720;
@@ -35,8 +40,7 @@ fn main() {
         ),
         None => generated(),
     };
-    use hailo_edge::camera::preprocess::{Filter, InputLayout};
-    let mut cases: Vec<(String, PixelFormat, &[u8], u32, Fit, Filter, InputLayout)> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     for (filter, suffix) in [(Filter::Linear, ""), (Filter::Bilinear, "_aa")] {
         for (name, format, data, side) in [
             ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, &yuyv, 288),

@@ -300,7 +300,7 @@ impl Recorder {
                 PixelFormat::Rgb24 => frame.width * 3,
                 _ => frame.width,
             }),
-            format: compressed.then(|| Cow::Borrowed("jpeg")),
+            format: compressed.then_some(Cow::Borrowed("jpeg")),
             data: Cow::Borrowed(&self.b64),
             sequence: frame.sequence,
             timestamp_source: Cow::Borrowed(frame.timestamp_source.name()),

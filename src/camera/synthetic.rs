@@ -340,8 +340,8 @@ fn encode(rgb: &[u8], w: usize, h: usize, format: PixelFormat, out: &mut [u8]) {
         PixelFormat::Yuyv => {
             for (j, o) in out.chunks_exact_mut(4).enumerate() {
                 let (a, b) = (rgb_to_yuv(px(2 * j)), rgb_to_yuv(px(2 * j + 1)));
-                let u = ((u16::from(a[1]) + u16::from(b[1]) + 1) / 2) as u8;
-                let v = ((u16::from(a[2]) + u16::from(b[2]) + 1) / 2) as u8;
+                let u = (u16::from(a[1]) + u16::from(b[1])).div_ceil(2) as u8;
+                let v = (u16::from(a[2]) + u16::from(b[2])).div_ceil(2) as u8;
                 o.copy_from_slice(&[a[0], u, b[0], v]);
             }
         }

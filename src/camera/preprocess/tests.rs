@@ -30,10 +30,7 @@ fn spot(w: u32, h: u32, c: [f64; 2], sigma: f64) -> Vec<u8> {
 }
 
 fn yuyv_from_luma(luma: &[u8]) -> Vec<u8> {
-    luma.iter()
-        .enumerate()
-        .flat_map(|(i, &y)| [y, if i % 2 == 0 { 128 } else { 128 }])
-        .collect()
+    luma.iter().flat_map(|&y| [y, 128]).collect()
 }
 
 fn nv12_from_luma(luma: &[u8]) -> Vec<u8> {
