@@ -82,23 +82,38 @@ pub struct PoseJson {
     pub phenotype: super::Phenotype,
 }
 
-/// Posed bones: world poses `W_c` (rotation and head position) and the skinning transforms
-/// `T_c = W_c P_c^-1` (`G_c`, `t_c`) that move rest points of bone c to the posed body.
-#[derive(Debug, Clone, PartialEq)]
+/// Posed bones: for each bone its posed head, its rotation away from its reference
+/// orientation `E_c = W_c.rot U_cᵀ`, and its skinning transform `T_c = W_c P_c^-1`
+/// (`G_c`, `t_c`) that moves rest points of bone c to the posed body. The world pose
+/// `W_c = [E_c U_c | head_c]` is [`Skeleton::world_pose`].
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skeleton {
-    pub poses: Vec<Rigid>,
+    pub heads: Vec<Vector3<f64>>,
+    pub frames: Vec<Matrix3<f64>>,
     pub skinning: Vec<Rigid>,
 }
 
 impl Skeleton {
     /// Posed head of a bone.
     pub fn head(&self, bone: usize) -> Point3<f64> {
-        Point3::from(self.poses[bone].translation)
+        Point3::from(self.heads[bone])
+    }
+
+    /// World pose `W_c` of a bone (the package's `bone_poses`).
+    pub fn world_pose(&self, rest: &Rest, bone: usize) -> Rigid {
+        Rigid {
+            rotation: self.frames[bone] * rest.reference[bone],
+            translation: self.heads[bone],
+        }
     }
 }
 
-/// Forward kinematics: `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d_0]`, `W_c = W_p [U_pᵀ D_c U_c | U_pᵀ (q_c − q_p)]`,
-/// then `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
+/// Forward kinematics of the `local-ref` parameterisation:
+/// `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d_0]`, `W_c = W_p [U_pᵀ D_c U_c | U_pᵀ o_c]`, then
+/// `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
+///
+/// Evaluated through `E_c = W_c.rot U_cᵀ = E_p D_c` (U orthonormal): `W_c.rot = E_c U_c`,
+/// `W_c.pos = W_p.pos + E_p o_c`, `G_c = E_c (U_c R_cᵀ)`: two 3x3 products per bone.
 pub fn forward(
     rest: &Rest,
     parents: &[i32],
@@ -112,32 +127,26 @@ pub fn forward(
             expected: b,
         });
     }
-    out.poses.resize(b, Rigid::identity());
+    out.heads.resize(b, Vector3::zeros());
+    out.frames.resize(b, Matrix3::identity());
     out.skinning.resize(b, Rigid::identity());
-    let u = &rest.reference;
-    for c in 0..b {
-        let d = pose.rotations[c].matrix();
-        let w = if c == 0 {
-            let u0t = u[0].transpose();
-            Rigid {
-                rotation: u0t * d * u[0],
-                translation: u0t * pose.root_translation,
-            }
+    let u0t = rest.reference[0].transpose();
+    for (c, (&parent, rotation)) in parents.iter().zip(&pose.rotations).enumerate() {
+        let d = rotation.matrix();
+        let (e, head) = if c == 0 {
+            (u0t * d, u0t * pose.root_translation)
         } else {
-            let p = parents[c] as usize;
-            let upt = u[p].transpose();
-            let k = Rigid {
-                rotation: upt * (d * u[c]),
-                translation: upt * rest.reference_offsets[c],
-            };
-            out.poses[p].compose(&k)
+            let p = parent as usize;
+            let ep = &out.frames[p];
+            (ep * d, out.heads[p] + ep * rest.reference_offsets[c])
         };
-        let g = w.rotation * rest.orientations[c].transpose();
+        let g = e * rest.skin_frames[c];
         out.skinning[c] = Rigid {
             rotation: g,
-            translation: w.translation - g * rest.heads[c],
+            translation: head - g * rest.heads[c],
         };
-        out.poses[c] = w;
+        out.heads[c] = head;
+        out.frames[c] = e;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::calib::CameraCalibration;
+use super::calib::Camera;
 use super::frame::{Frame, PixelFormat};
 use super::source::SourceInfo;
 
@@ -93,7 +93,7 @@ const CALIBRATION_SCHEMA: &str = r#"{"title":"foxglove.CameraCalibration","type"
 #[derive(Debug, Clone)]
 pub struct RecordedCamera {
     pub info: SourceInfo,
-    pub calibration: Option<CameraCalibration>,
+    pub calibration: Option<Camera>,
 }
 
 /// Why recording failed.
@@ -131,7 +131,7 @@ pub struct Recorder {
     path: PathBuf,
     writer: mcap::Writer<BufWriter<File>>,
     channels: BTreeMap<u32, Channel>,
-    calibrations: BTreeMap<u32, CameraCalibration>,
+    calibrations: BTreeMap<u32, Camera>,
     b64: String,
     json: Vec<u8>,
     frames: u64,
@@ -393,19 +393,19 @@ impl Recorder {
 }
 
 /// `foxglove.CameraCalibration` (ROS `plumb_bob`) of a calibration.
-fn calibration_message(c: &CameraCalibration, frame_id: &str, ns: u64) -> serde_json::Value {
-    let i = &c.intrinsics;
-    let k = [i.fx, 0.0, i.cx, 0.0, i.fy, i.cy, 0.0, 0.0, 1.0];
-    let p = [
-        i.fx, 0.0, i.cx, 0.0, 0.0, i.fy, i.cy, 0.0, 0.0, 0.0, 1.0, 0.0,
-    ];
+fn calibration_message(c: &Camera, frame_id: &str, ns: u64) -> serde_json::Value {
+    // ROS/Foxglove put pixel centres on integers; ours are at +0.5.
+    let (cx, cy) = (c.cx - 0.5, c.cy - 0.5);
+    let d = c.distortion;
+    let k = [c.fx, 0.0, cx, 0.0, c.fy, cy, 0.0, 0.0, 1.0];
+    let p = [c.fx, 0.0, cx, 0.0, 0.0, c.fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0];
     serde_json::json!({
         "timestamp": Time::from_ns(ns),
         "frame_id": frame_id,
-        "width": i.width,
-        "height": i.height,
+        "width": c.width,
+        "height": c.height,
         "distortion_model": "plumb_bob",
-        "D": i.distortion(),
+        "D": [d.k1, d.k2, d.p1, d.p2, d.k3],
         "K": k,
         "R": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
         "P": p,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 
-use super::calib::CameraCalibration;
+use super::calib::Camera;
 use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::record::ImageMessage;
@@ -64,7 +64,7 @@ enum Payload {
 
 struct CameraTrack {
     info: SourceInfo,
-    calibration: Option<CameraCalibration>,
+    calibration: Option<Camera>,
     entries: Vec<Entry>,
 }
 
@@ -138,7 +138,7 @@ impl Recording {
     }
 
     /// A camera's recorded calibration.
-    pub fn calibration(&self, camera: CameraId) -> Option<CameraCalibration> {
+    pub fn calibration(&self, camera: CameraId) -> Option<Camera> {
         self.tracks
             .iter()
             .find(|t| t.info.camera == camera)?
@@ -173,7 +173,7 @@ fn track_info(
     path: &Path,
     topic: &str,
     meta: &std::collections::BTreeMap<String, String>,
-) -> Result<(SourceInfo, Option<CameraCalibration>), ReplayError> {
+) -> Result<(SourceInfo, Option<Camera>), ReplayError> {
     let bad = |what: String| ReplayError::Channel {
         path: path.to_path_buf(),
         topic: topic.to_string(),

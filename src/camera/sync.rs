@@ -345,9 +345,8 @@ mod tests {
         for g in &groups {
             let tick = g.members[0].unwrap().tick.unwrap();
             let mut complete = true;
-            #[allow(clippy::needless_range_loop)]
-            for cam in 1..4 {
-                let was_dropped = dropped[cam][tick as usize];
+            for (cam, drops) in dropped.iter().enumerate().skip(1) {
+                let was_dropped = drops[tick as usize];
                 match g.members[cam] {
                     Some(f) => {
                         assert!(!was_dropped);

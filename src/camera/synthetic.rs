@@ -9,28 +9,44 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::calib::CameraCalibration;
+use nalgebra::{Point3, Vector3};
+
+use super::calib::Camera;
 use super::frame::{CameraId, Frame, GroundTruth, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::preprocess::rgb_to_yuv;
 use super::source::{Source, SourceError, SourceInfo};
 
+mod anny;
+
+pub use anny::AnnyScene;
+
 /// Something that can be rendered into a calibrated camera at a time.
 ///
-/// The ANNY body (from the `body` module's renderer) is meant to be one
-/// implementation; [`MarkerScene`] is a light stand-in that needs no model.
+/// [`AnnyScene`] renders the ANNY body through the body model's renderer;
+/// [`MarkerScene`] is a light test pattern that needs no model.
 pub trait Scene: Send + Sync {
     /// Short name for logs and recordings.
     fn name(&self) -> &str;
 
     /// Renders the scene at `t` seconds into `rgb` (`width * height * 3`,
-    /// the calibration's size) and returns the ground truth for this camera.
-    fn render(&self, t: f64, camera: &CameraCalibration, rgb: &mut [u8]) -> GroundTruth;
+    /// the camera's size) and returns the ground truth for this camera.
+    ///
+    /// # Errors
+    /// A [`SceneError`] when the scene cannot be rendered into this camera.
+    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError>;
+}
+
+/// Why a scene could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("scene {scene}: {what}")]
+pub struct SceneError {
+    pub scene: String,
+    pub what: String,
 }
 
 /// A repeatable test scene: coloured spheres swinging on smooth periodic
-/// paths around a point 1 m above the floor (a calibration and sync target,
-/// not a body model).
+/// paths around the origin (a calibration and sync target, not a body model).
 #[derive(Debug, Clone)]
 pub struct MarkerScene {
     /// Marker centres at rest (world metres, z up).
@@ -43,14 +59,15 @@ pub struct MarkerScene {
 
 impl Default for MarkerScene {
     fn default() -> Self {
-        // 17 points: a vertical chain and two arms, roughly person-sized.
+        // 17 points around a pelvis at the origin: a vertical chain from the
+        // feet to the head and two arms, roughly person-sized.
         let mut rest = Vec::new();
         for i in 0..7 {
-            rest.push([0.0, 0.0, 0.3 + 0.2 * f64::from(i)]);
+            rest.push([0.0, 0.0, -0.8 + 0.25 * f64::from(i)]);
         }
         for side in [-1.0, 1.0] {
             for i in 1..=5 {
-                rest.push([0.0, side * 0.13 * f64::from(i), 1.4 - 0.05 * f64::from(i)]);
+                rest.push([side * 0.13 * f64::from(i), 0.0, 0.45 - 0.05 * f64::from(i)]);
             }
         }
         Self {
@@ -87,11 +104,8 @@ impl Scene for MarkerScene {
         "markers"
     }
 
-    fn render(&self, t: f64, camera: &CameraCalibration, rgb: &mut [u8]) -> GroundTruth {
-        let (w, h) = (
-            camera.intrinsics.width as usize,
-            camera.intrinsics.height as usize,
-        );
+    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError> {
+        let (w, h) = (camera.width as usize, camera.height as usize);
         rgb.fill(96);
         let (pts, pose) = self.state(t);
         let mut keypoints_2d = Vec::with_capacity(pts.len());
@@ -99,17 +113,16 @@ impl Scene for MarkerScene {
         let mut order: Vec<(usize, f64)> = pts
             .iter()
             .enumerate()
-            .map(|(i, p)| (i, camera.extrinsics.to_camera(*p)[2]))
+            .map(|(i, p)| (i, camera.to_camera(&Point3::from(*p)).z))
             .collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1));
         for &(i, z) in &order {
-            let Some(px) = camera.project(pts[i]) else {
+            let Some(px) = camera.project(&Point3::from(pts[i])) else {
                 continue;
             };
-            let r = (self.radius * camera.intrinsics.fx / z).max(1.5);
+            let r = (self.radius * camera.fx / z).max(1.5);
             let colour = palette(i);
-            // OpenCV pixel centres are integers; our continuous coordinates add 0.5.
-            let (cx, cy) = (px[0] + 0.5, px[1] + 0.5);
+            let (cx, cy) = (px.x, px.y);
             let (x0, x1) = (
                 (cx - r).floor().max(0.0) as usize,
                 ((cx + r).ceil().max(0.0) as usize).min(w),
@@ -130,15 +143,15 @@ impl Scene for MarkerScene {
         for p in &pts {
             keypoints_2d.push(
                 camera
-                    .project(*p)
-                    .map(|q| [(q[0] + 0.5) as f32, (q[1] + 0.5) as f32]),
+                    .project(&Point3::from(*p))
+                    .map(|q| [q.x as f32, q.y as f32]),
             );
         }
-        GroundTruth {
+        Ok(GroundTruth {
             keypoints_2d,
             keypoints_3d: pts.iter().map(|p| p.map(|v| v as f32)).collect(),
             pose: pose.iter().map(|&v| v as f32).collect(),
-        }
+        })
     }
 }
 
@@ -158,7 +171,7 @@ fn palette(i: usize) -> [u8; 3] {
 #[derive(Debug, Clone)]
 pub struct SyntheticCamera {
     pub camera: CameraId,
-    pub calibration: CameraCalibration,
+    pub calibration: Camera,
     pub format: PixelFormat,
     pub fps: f64,
     /// Capture-time offset from the rig's start (unsynchronised cameras).
@@ -174,6 +187,8 @@ pub struct SyntheticSource {
     start: Instant,
     real_time: bool,
     next: u64,
+    /// Frames skipped because rendering fell behind real time.
+    dropped: u64,
     rgb: Vec<u8>,
     pool: BufferPool,
 }
@@ -205,10 +220,7 @@ impl SyntheticSource {
         cameras
             .iter()
             .map(|c| {
-                let (w, h) = (
-                    c.calibration.intrinsics.width,
-                    c.calibration.intrinsics.height,
-                );
+                let (w, h) = (c.calibration.width, c.calibration.height);
                 let unsupported = |what: String| SourceError::Unsupported {
                     device: format!("synthetic {}", c.camera),
                     what,
@@ -241,6 +253,7 @@ impl SyntheticSource {
                     start,
                     real_time,
                     next: 0,
+                    dropped: 0,
                     rgb: vec![0; w as usize * h as usize * 3],
                     pool: BufferPool::new(8),
                 })
@@ -260,6 +273,16 @@ impl Source for SyntheticSource {
     }
 
     fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        if self.real_time {
+            // A camera whose host falls behind loses frames: skip to the one
+            // due now and count the gap, as a driver's sequence would show.
+            let elapsed = self.start.elapsed().as_nanos() as f64 - self.cam.offset_ns as f64;
+            let due = (elapsed * self.cam.fps / 1e9).floor();
+            if due > self.next as f64 {
+                self.dropped += due as u64 - self.next;
+                self.next = due as u64;
+            }
+        }
         let seq = self.next;
         self.next += 1;
         let rel_ns = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
@@ -271,7 +294,13 @@ impl Source for SyntheticSource {
             }
         }
         let t = rel_ns as f64 * 1e-9;
-        let truth = self.scene.render(t, &self.cam.calibration, &mut self.rgb);
+        let truth = self
+            .scene
+            .render(t, &self.cam.calibration, &mut self.rgb)
+            .map_err(|e| SourceError::Unsupported {
+                device: self.info.name.clone(),
+                what: e.to_string(),
+            })?;
         let (w, h) = (self.info.width as usize, self.info.height as usize);
         let len = self
             .info
@@ -291,6 +320,10 @@ impl Source for SyntheticSource {
             data,
             truth: Some(Arc::new(truth)),
         })
+    }
+
+    fn driver_drops(&self) -> u64 {
+        self.dropped
     }
 }
 
@@ -334,28 +367,74 @@ fn encode(rgb: &[u8], w: usize, h: usize, format: PixelFormat, out: &mut [u8]) {
     }
 }
 
-/// The demo rig: four cameras around the scene at mixed resolutions and
-/// rates (three body cameras and a closer face camera).
-pub fn demo_rig() -> Vec<SyntheticCamera> {
-    use super::calib::{Extrinsics, Intrinsics};
-    let target = [0.0, 0.0, 1.0];
+/// The demo rig: four cameras at mixed resolutions and rates around a
+/// subject whose root (pelvis) is at the origin, facing -y: three body
+/// cameras 3 m away (in front and 70 degrees to each side) and a face camera
+/// 0.9 m in front of the head, placed as the body module's demo rig.
+///
+/// # Errors
+/// [`SourceError::Unsupported`] if a camera cannot be placed (never for these constants).
+pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
+    let target = Point3::new(0.0, 0.0, 0.05);
+    let head = Point3::new(0.0, 0.0, 0.62);
+    let body_eye = |deg: f64| {
+        let a = deg.to_radians();
+        target + Vector3::new(3.0 * a.cos(), 3.0 * a.sin(), 0.35)
+    };
     let cams = [
-        (640, 480, 60.0, PixelFormat::Yuyv, [3.0, 0.0, 1.4], 70.0),
-        (1280, 720, 30.0, PixelFormat::Yuyv, [-1.5, 2.6, 1.6], 70.0),
-        (800, 600, 60.0, PixelFormat::Nv12, [-1.5, -2.6, 1.2], 70.0),
-        (1280, 720, 30.0, PixelFormat::Yuyv, [1.2, 0.4, 1.5], 50.0),
+        (
+            640,
+            480,
+            60.0,
+            PixelFormat::Yuyv,
+            body_eye(-90.0),
+            target,
+            50.0,
+        ),
+        (
+            800,
+            600,
+            30.0,
+            PixelFormat::Nv12,
+            body_eye(-20.0),
+            target,
+            50.0,
+        ),
+        (
+            640,
+            480,
+            30.0,
+            PixelFormat::Yuyv,
+            body_eye(-160.0),
+            target,
+            50.0,
+        ),
+        (
+            1280,
+            720,
+            30.0,
+            PixelFormat::Yuyv,
+            head + Vector3::new(0.0, -0.9, 0.05),
+            head,
+            40.0,
+        ),
     ];
     cams.iter()
         .enumerate()
-        .map(|(i, &(w, h, fps, format, eye, fov))| SyntheticCamera {
-            camera: CameraId(i as u32),
-            calibration: CameraCalibration {
-                intrinsics: Intrinsics::ideal(w, h, fov),
-                extrinsics: Extrinsics::look_at(eye, if i == 3 { [0.0, 0.0, 1.3] } else { target }),
-            },
-            format,
-            fps,
-            offset_ns: 0,
+        .map(|(i, &(w, h, fps, format, eye, at, fov))| {
+            let calibration = Camera::look_at(eye, at, Vector3::z(), w, h, fov).map_err(|e| {
+                SourceError::Unsupported {
+                    device: format!("synthetic cam{i}"),
+                    what: e.to_string(),
+                }
+            })?;
+            Ok(SyntheticCamera {
+                camera: CameraId(i as u32),
+                calibration,
+                format,
+                fps,
+                offset_ns: 0,
+            })
         })
         .collect()
 }
@@ -368,7 +447,7 @@ mod tests {
     #[test]
     fn frames_carry_truth_and_repeat_exactly() {
         let scene: Arc<dyn Scene> = Arc::new(MarkerScene::default());
-        let rig = demo_rig();
+        let rig = demo_rig().unwrap();
         let mut a = SyntheticSource::rig(Arc::clone(&scene), &rig, false).unwrap();
         let mut b = SyntheticSource::rig(scene, &rig, false).unwrap();
         for _ in 0..3 {
@@ -397,7 +476,7 @@ mod tests {
         // Through the preprocessing transform: the tensor pixel at a truth
         // keypoint has the marker's colour.
         let scene = MarkerScene::default();
-        let cam = demo_rig()[0].clone();
+        let cam = demo_rig().unwrap()[0].clone();
         let mut src = SyntheticSource::rig(Arc::new(scene), &[cam], false)
             .unwrap()
             .remove(0);
@@ -425,10 +504,13 @@ mod tests {
 
     #[test]
     fn steady_state_synthesis_does_not_allocate_frame_buffers() {
-        let mut src =
-            SyntheticSource::rig(Arc::new(MarkerScene::default()), &demo_rig()[..1], false)
-                .unwrap()
-                .remove(0);
+        let mut src = SyntheticSource::rig(
+            Arc::new(MarkerScene::default()),
+            &demo_rig().unwrap()[..1],
+            false,
+        )
+        .unwrap()
+        .remove(0);
         for _ in 0..3 {
             drop(src.next_frame().unwrap());
         }

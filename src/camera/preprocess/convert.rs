@@ -48,7 +48,8 @@ pub type ChannelLut = Option<Box<[[u8; 256]; 3]>>;
 /// Writes one RGB row from a luma row and a chroma row of the same width.
 ///
 /// `luma` holds `width` samples at stride `ls` (offset 0), `chroma` holds U at
-/// `cu` and V at `cv` in pixels of stride `cs`.
+/// `cu` and V at `cv` in pixels of stride `cs`. Works in blocks of 64 pixels
+/// gathered on the stack so the conversion itself runs vectorised.
 #[inline]
 pub fn row_yuv_to_rgb(
     out: &mut [u8],
@@ -59,16 +60,26 @@ pub fn row_yuv_to_rgb(
     (cu, cv): (usize, usize),
     lut: &ChannelLut,
 ) {
+    const B: usize = 64;
     let width = out.len() / 3;
-    for x in 0..width {
-        let rgb = yuv_to_rgb(luma[x * ls], chroma[x * cs + cu], chroma[x * cs + cv]);
-        let o = &mut out[x * 3..x * 3 + 3];
-        match lut {
-            None => o.copy_from_slice(&rgb),
-            Some(t) => {
-                o[0] = t[0][rgb[0] as usize];
-                o[1] = t[1][rgb[1] as usize];
-                o[2] = t[2][rgb[2] as usize];
+    let (mut y, mut u, mut v) = ([0u8; B], [0u8; B], [0u8; B]);
+    for start in (0..width).step_by(B) {
+        let n = B.min(width - start);
+        for i in 0..n {
+            let x = start + i;
+            y[i] = luma[x * ls];
+            u[i] = chroma[x * cs + cu];
+            v[i] = chroma[x * cs + cv];
+        }
+        let o = &mut out[start * 3..(start + n) * 3];
+        super::sample::convert_row(o, &y[..n], &u[..n], &v[..n]);
+        if let Some(t) = lut {
+            for px in o.chunks_exact_mut(3) {
+                px.copy_from_slice(&[
+                    t[0][px[0] as usize],
+                    t[1][px[1] as usize],
+                    t[2][px[2] as usize],
+                ]);
             }
         }
     }

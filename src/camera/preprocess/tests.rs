@@ -109,6 +109,7 @@ fn keypoints_map_back_to_camera_pixels_within_half_a_pixel() {
     }
     round_trip(PixelFormat::Grey, Fit::Crop, 288);
     round_trip(PixelFormat::Mjpeg, Fit::Crop, 288);
+    round_trip(PixelFormat::Nv12, Fit::Letterbox { pad: [0, 0, 0] }, 432);
 }
 
 #[test]
@@ -144,24 +145,26 @@ fn flat_colours_convert_to_reference_values() {
         let yuyv: Vec<u8> = (0..64 * 48 / 2).flat_map(|_| [y, u, y, v]).collect();
         let mut nv12 = vec![y; 64 * 48];
         nv12.extend((0..64 * 24 / 2).flat_map(|_| [u, v]));
-        for f in [
+        let frames = [
             frame(PixelFormat::Yuyv, 64, 48, yuyv),
             frame(PixelFormat::Nv12, 64, 48, nv12),
-        ] {
-            let mut pre = Preprocessor::new(
-                InputSpec::rgb(16, 16),
-                PreprocessConfig {
-                    fit: Fit::Crop,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-            let t = pre.run(&f).unwrap();
+        ];
+        for (f, filter) in frames
+            .iter()
+            .flat_map(|f| [(f, Filter::Linear), (f, Filter::Bilinear)])
+        {
+            let config = PreprocessConfig {
+                fit: Fit::Crop,
+                filter,
+                ..Default::default()
+            };
+            let mut pre = Preprocessor::new(InputSpec::rgb(16, 16), config).unwrap();
+            let t = pre.run(f).unwrap();
             for px in t.data.chunks_exact(3) {
                 for c in 0..3 {
                     assert!(
                         px[c].abs_diff(want[c]) <= 1,
-                        "{} {:?} -> {px:?}, want {want:?}",
+                        "{} {filter:?} {:?} -> {px:?}, want {want:?}",
                         f.format,
                         [y, u, v]
                     );

@@ -1,7 +1,7 @@
 use super::*;
-use crate::camera::calib::{Extrinsics, Intrinsics};
 use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordedCamera, Recorder};
+use nalgebra::{Point3, Vector3};
 
 struct Expect {
     camera: u32,
@@ -77,14 +77,18 @@ fn frames() -> Vec<Frame> {
     out
 }
 
-fn calibration() -> CameraCalibration {
-    CameraCalibration {
-        intrinsics: Intrinsics {
-            k1: -0.1,
-            ..Intrinsics::ideal(64, 48, 70.0)
-        },
-        extrinsics: Extrinsics::look_at([2.0, 1.0, 1.5], [0.0, 0.0, 1.0]),
-    }
+fn calibration() -> Camera {
+    let mut c = Camera::look_at(
+        Point3::new(2.0, 1.0, 1.5),
+        Point3::new(0.0, 0.0, 1.0),
+        Vector3::z(),
+        64,
+        48,
+        70.0,
+    )
+    .unwrap();
+    c.distortion.k1 = -0.1;
+    c
 }
 
 fn record(path: &Path) -> Vec<Frame> {

@@ -1,18 +1,24 @@
 use super::*;
-use crate::camera::calib::{CameraCalibration, Extrinsics, Intrinsics};
+use crate::camera::calib::Camera;
 use crate::camera::fault::{Fault, FaultySource};
 use crate::camera::frame::PixelFormat;
 use crate::camera::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use crate::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
+use nalgebra::{Point3, Vector3};
 
 fn small_rig(n: u32) -> Vec<SyntheticSource> {
     let cams: Vec<SyntheticCamera> = (0..n)
         .map(|i| SyntheticCamera {
             camera: CameraId(i),
-            calibration: CameraCalibration {
-                intrinsics: Intrinsics::ideal(64, 48, 60.0),
-                extrinsics: Extrinsics::look_at([3.0, 0.0, 1.0], [0.0, 0.0, 1.0]),
-            },
+            calibration: Camera::look_at(
+                Point3::new(3.0, 0.0, 0.0),
+                Point3::origin(),
+                Vector3::z(),
+                64,
+                48,
+                60.0,
+            )
+            .unwrap(),
             format: PixelFormat::Yuyv,
             fps: 200.0,
             offset_ns: 0,
