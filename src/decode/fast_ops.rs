@@ -209,7 +209,17 @@ impl TypedOp for FastSoftmax {
 /// When tract rejects a patch (a bug; such a node is left unchanged is not possible,
 /// the error is returned).
 pub fn speed_up(model: &mut TypedModel) -> TractResult<usize> {
-    let mut patches = Vec::new();
+    // One patch at a time: a patch renumbers the nodes, so patches prepared against the
+    // same model would not compose when two replaced nodes are neighbours.
+    let mut replaced = 0;
+    while let Some(patch) = next_patch(model)? {
+        patch.apply(model)?;
+        replaced += 1;
+    }
+    Ok(replaced)
+}
+
+fn next_patch(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
     for node in model.nodes() {
         let facts: TVec<&TypedFact> = model.node_input_facts(node.id)?;
         if facts.iter().any(|f| f.datum_type != f32::datum_type()) {
@@ -239,12 +249,7 @@ pub fn speed_up(model: &mut TypedModel) -> TractResult<usize> {
                 kind,
                 shape: out.into(),
             };
-            patches.push(TypedModelPatch::replace_single_op(
-                model,
-                node,
-                &node.inputs,
-                op,
-            )?);
+            return TypedModelPatch::replace_single_op(model, node, &node.inputs, op).map(Some);
         } else if let Some(sm) = node.op_as::<Softmax>() {
             let Some(shape) = facts[0].shape.as_concrete() else {
                 continue;
@@ -255,20 +260,12 @@ pub fn speed_up(model: &mut TypedModel) -> TractResult<usize> {
                 && sm.axes[..] == [last]
                 && shape[last] <= SHORT_ROW
             {
-                patches.push(TypedModelPatch::replace_single_op(
-                    model,
-                    node,
-                    &node.inputs,
-                    FastSoftmax,
-                )?);
+                return TypedModelPatch::replace_single_op(model, node, &node.inputs, FastSoftmax)
+                    .map(Some);
             }
         }
     }
-    let n = patches.len();
-    for p in patches {
-        p.apply(model)?;
-    }
-    Ok(n)
+    Ok(None)
 }
 
 #[cfg(test)]
