@@ -70,6 +70,41 @@ fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Time of dequantising four UINT8 NHWC device buffers into the NCHW maps (the host
+/// work per frame before the decoder runs).
+fn bench_dequantise(grid: usize, runs: usize) {
+    use hailo_edge::hef::{DataType, QuantInfo, Quantization};
+    let bytes: Vec<u8> = (0..grid * grid * 384)
+        .map(|i| (i * 37 % 251) as u8)
+        .collect();
+    let q = Quantization::Uniform(QuantInfo {
+        zp: 128.0,
+        scale: 0.02,
+        limvals_min: -2.56,
+        limvals_max: 2.54,
+    });
+    let tap = hailo_edge::decode::input::DeviceMap {
+        stream: "tap",
+        bytes: &bytes,
+        data_type: DataType::Uint8,
+        quant: &q,
+    };
+    let mut maps = FeatureMaps::new(384, grid, grid);
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        maps.fill_from_device(&[tap; TAPS])
+            .expect("matching buffers");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{{\"model\":\"dequantise 4 x ({grid},{grid},384) u8\",\"engine\":\"input\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.3},\"p90_ms\":{:.3}}}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.9)
+    );
+}
+
 fn main() {
     let mut runs = 20;
     let mut stock = false;
@@ -94,6 +129,9 @@ fn main() {
     if models.is_empty() {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         models = vec![root.join("decoder_288.onnx"), root.join("decoder_432.onnx")];
+    }
+    for grid in [24, 36] {
+        bench_dequantise(grid, 50);
     }
     let mut failed = false;
     for m in &models {

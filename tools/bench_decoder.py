@@ -81,6 +81,9 @@ def main():
                     f"{'':<36} {r['engine']:<22} {r['median_ms']:>8.1f} {r['p90_ms']:>8.1f} {wr:>6.2f}"
                     f" {r['cpu_median_ms']:>8.1f} {cr:>6.2f}"
                 )
+    for r in rows:
+        if r["engine"] == "input":
+            print(f"{r['model']:<36} {'hailo-edge':<22} {r['median_ms']:>8.2f} {r['p90_ms']:>8.2f}")
 
 
 if __name__ == "__main__":

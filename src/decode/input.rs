@@ -113,7 +113,7 @@ pub fn dequantize_nhwc_to_nchw(
         )));
     }
     debug_assert_eq!(out.len(), pixels * channels);
-    // Per-channel affine (a, b) with real = q * a + b, so the inner loop is one FMA.
+    // Per-channel affine (a, b) with real = q * a + b: one multiply-add per element.
     let affine: Vec<(f32, f32)> = match tap.quant {
         Quantization::Uniform(q) => vec![affine_of(q); channels],
         Quantization::PerFeature(qs) => {
@@ -157,7 +157,7 @@ fn transpose<T: Into<f32> + Copy>(
             let dst = &mut out[c * pixels + p0..c * pixels + p1];
             for (k, o) in dst.iter_mut().enumerate() {
                 let q: f32 = read(bytes, (p0 + k) * channels + c).into();
-                *o = q.mul_add(a, b);
+                *o = q * a + b;
             }
         }
         p0 = p1;
