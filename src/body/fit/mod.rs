@@ -8,6 +8,7 @@
 //! frame n:  constant-velocity prediction -> LM on 2D views with a temporal prior (2-3 steps)
 //! ```
 
+pub mod anny;
 mod calibrate;
 mod fitter;
 pub mod lm;
