@@ -15,6 +15,7 @@ Run:
         tests/data/anny_golden.safetensors
 """
 
+import hashlib
 import json
 import sys
 
@@ -83,6 +84,10 @@ def main(path):
         "vertex_stride": str(VERTEX_STRIDE),
         "keypoint_labels": json.dumps(list(regressor.labels)),
         "bone_labels": json.dumps(list(model.bone_labels)),
+        "bone_parents": json.dumps([int(p) for p in model.bone_parents]),
+        # Triangles as little-endian u32 rows, hashed: the topology must match exactly.
+        "faces_sha256": hashlib.sha256(model.faces.numpy().astype("<u4").tobytes()).hexdigest(),
+        "face_count": str(int(model.faces.shape[0])),
     }
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path}", file=sys.stderr)

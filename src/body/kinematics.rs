@@ -82,11 +82,13 @@ pub struct PoseJson {
     pub phenotype: super::Phenotype,
 }
 
-/// Posed bones: world poses `W_c` (rotation and head position) and the skinning transforms
+/// Posed bones: world poses `W_c` (rotation and head position), the rotations away from the
+/// reference orientations `E_c = W_c.rot U_cᵀ`, and the skinning transforms
 /// `T_c = W_c P_c^-1` (`G_c`, `t_c`) that move rest points of bone c to the posed body.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skeleton {
     pub poses: Vec<Rigid>,
+    pub frames: Vec<Matrix3<f64>>,
     pub skinning: Vec<Rigid>,
 }
 
@@ -97,8 +99,12 @@ impl Skeleton {
     }
 }
 
-/// Forward kinematics: `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d_0]`, `W_c = W_p [U_pᵀ D_c U_c | U_pᵀ (q_c − q_p)]`,
-/// then `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
+/// Forward kinematics of the `local-ref` parameterisation:
+/// `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d_0]`, `W_c = W_p [U_pᵀ D_c U_c | U_pᵀ o_c]`, then
+/// `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
+///
+/// Evaluated through `E_c = W_c.rot U_cᵀ = E_p D_c` (U orthonormal): `W_c.rot = E_c U_c`,
+/// `W_c.pos = W_p.pos + E_p o_c`, `G_c = E_c (U_c R_cᵀ)`: three 3x3 products per bone.
 pub fn forward(
     rest: &Rest,
     parents: &[i32],
@@ -113,31 +119,32 @@ pub fn forward(
         });
     }
     out.poses.resize(b, Rigid::identity());
+    out.frames.resize(b, Matrix3::identity());
     out.skinning.resize(b, Rigid::identity());
     let u = &rest.reference;
     for c in 0..b {
         let d = pose.rotations[c].matrix();
-        let w = if c == 0 {
+        let (e, head) = if c == 0 {
             let u0t = u[0].transpose();
-            Rigid {
-                rotation: u0t * d * u[0],
-                translation: u0t * pose.root_translation,
-            }
+            (u0t * d, u0t * pose.root_translation)
         } else {
             let p = parents[c] as usize;
-            let upt = u[p].transpose();
-            let k = Rigid {
-                rotation: upt * (d * u[c]),
-                translation: upt * rest.reference_offsets[c],
-            };
-            out.poses[p].compose(&k)
+            let ep = &out.frames[p];
+            (
+                ep * d,
+                out.poses[p].translation + ep * rest.reference_offsets[c],
+            )
         };
-        let g = w.rotation * rest.orientations[c].transpose();
+        let g = e * rest.skin_frames[c];
         out.skinning[c] = Rigid {
             rotation: g,
-            translation: w.translation - g * rest.heads[c],
+            translation: head - g * rest.heads[c],
         };
-        out.poses[c] = w;
+        out.poses[c] = Rigid {
+            rotation: e * u[c],
+            translation: head,
+        };
+        out.frames[c] = e;
     }
     Ok(())
 }

@@ -54,6 +54,8 @@ pub struct Rest {
     pub reference: Vec<Matrix3<f64>>,
     /// `q_c - q_p = U_p R_pᵀ (h_c - h_p)` (identity for a root parent), zero for the root.
     pub reference_offsets: Vec<Vector3<f64>>,
+    /// `U_j R_jᵀ`: maps a bone's frame rotation `E_j` to its skinning rotation `G_j`.
+    pub skin_frames: Vec<Matrix3<f64>>,
     /// The keypoint regressors folded into per-bone terms.
     pub keypoints: KeypointTerms,
 }
@@ -255,9 +257,13 @@ impl Model {
         let b = self.bone_count();
         let d = &self.data;
 
-        // Mesh: template + sum of coefficient-weighted targets (newborn rows scaled).
+        // Mesh: template + sum of coefficient-weighted targets. The targets are integers in
+        // the MakeHuman frame, so they are summed there (one accumulator for plain rows, one
+        // for newborn rows, whose per-axis scale applies in world axes) and mapped to metres
+        // once per vertex: the world transform is linear.
         let targets = d.target_offsets.len() - 1;
-        let mut target_coef = vec![Vector3::<f64>::zeros(); targets];
+        let mut plain_coef = vec![0.0f64; targets];
+        let mut newborn_coef = vec![0.0f64; targets];
         let mut template_coef = Vector3::<f64>::zeros();
         for (i, &ci) in c.iter().enumerate() {
             if ci == 0.0 {
@@ -265,37 +271,46 @@ impl Model {
             }
             let t = usize::from(d.blendshape_target[i]);
             if d.blendshape_newborn[i] != 0 {
+                newborn_coef[t] += ci;
                 for a in 0..3 {
-                    target_coef[t][a] += ci * NEWBORN_SCALE[a];
                     template_coef[a] += ci * ((NEWBORN_SCALE[a] - 1.0) / NEWBORN_NORMALISER);
                 }
             } else {
-                target_coef[t] += Vector3::repeat(ci);
+                plain_coef[t] += ci;
             }
         }
-        let mut vertices: Vec<Vector3<f64>> = self
-            .template
-            .iter()
-            .map(|t| t + t.component_mul(&template_coef))
-            .collect();
-        for (t, coef) in target_coef.iter().enumerate() {
-            if *coef == Vector3::zeros() {
-                continue;
-            }
+        let v = self.template.len();
+        let mut plain = vec![[0.0f64; 3]; v];
+        let mut newborn = vec![[0.0f64; 3]; v];
+        for t in 0..targets {
             let (lo, hi) = (
                 d.target_offsets[t] as usize,
                 d.target_offsets[t + 1] as usize,
             );
-            for n in lo..hi {
-                let raw = [
-                    f64::from(d.target_values[3 * n]) / 1000.0,
-                    f64::from(d.target_values[3 * n + 1]) / 1000.0,
-                    f64::from(d.target_values[3 * n + 2]) / 1000.0,
-                ];
-                let offset = Vector3::from(super::convert::mesh::world_transform(raw));
-                vertices[usize::from(d.target_vertices[n])] += offset.component_mul(coef);
+            for (coef, acc) in [(plain_coef[t], &mut plain), (newborn_coef[t], &mut newborn)] {
+                if coef == 0.0 {
+                    continue;
+                }
+                let values = &d.target_values[3 * lo..3 * hi];
+                for (&vertex, k) in d.target_vertices[lo..hi].iter().zip(values.chunks_exact(3)) {
+                    let a = &mut acc[usize::from(vertex)];
+                    a[0] += coef * f64::from(k[0]);
+                    a[1] += coef * f64::from(k[1]);
+                    a[2] += coef * f64::from(k[2]);
+                }
             }
         }
+        let scale = Vector3::from(NEWBORN_SCALE);
+        let vertices: Vec<Vector3<f64>> = self
+            .template
+            .iter()
+            .zip(plain.iter().zip(&newborn))
+            .map(|(t, (p, n))| {
+                let p = Vector3::from(super::convert::mesh::world_transform(p.map(|x| x / 1000.0)));
+                let n = Vector3::from(super::convert::mesh::world_transform(n.map(|x| x / 1000.0)));
+                t + t.component_mul(&template_coef) + p + n.component_mul(&scale)
+            })
+            .collect();
 
         // Skeleton: heads and covariances linear in the coefficients.
         let mut heads = self.heads.clone();
@@ -327,7 +342,11 @@ impl Model {
             })
             .collect();
         let keypoints = KeypointTerms::fold(self, &vertices);
+        let skin_frames = (0..b)
+            .map(|j| self.reference[j] * orientations[j].transpose())
+            .collect();
         Rest {
+            skin_frames,
             phenotype: *phenotype,
             coefficients: c,
             vertices,
@@ -341,10 +360,7 @@ impl Model {
 
     /// Posed bones for a rest state and a pose.
     pub fn skeleton(&self, rest: &Rest, pose: &Pose) -> Result<Skeleton, BodyError> {
-        let mut out = Skeleton {
-            poses: Vec::with_capacity(self.bone_count()),
-            skinning: Vec::with_capacity(self.bone_count()),
-        };
+        let mut out = Skeleton::default();
         kinematics::forward(rest, &self.parents, pose, &mut out)?;
         Ok(out)
     }
