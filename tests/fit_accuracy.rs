@@ -22,6 +22,7 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
     let active = anny::active_bones(&truth).unwrap();
     let mut fitter =
         anny::fitter(model, &phenotype, cameras.clone(), FitConfig::default()).unwrap();
+    anny::enable_vertices(&mut fitter, model, &phenotype);
     let detections = synthetic::Detections {
         noise_px: 2.0,
         drop_rate: 0.05,
@@ -38,6 +39,11 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
             let obs = synthetic::observe(&cameras, &kp, detections, &mut rng);
             let out = fitter.fit(&obs).unwrap();
             assert_eq!(out.cold_start, i == 0);
+            assert_eq!(
+                out.vertices.as_ref().map(Vec::len),
+                Some(model.vertex_count())
+            );
+            assert_eq!(out.residuals.len(), cameras.len());
             if i > 0 {
                 max_warm_iterations = max_warm_iterations.max(out.report.iterations);
             }

@@ -136,8 +136,8 @@ pub fn active_bones(rig: &KeypointRig) -> Result<Vec<usize>, FitError> {
         .collect()
 }
 
-/// A fitter of the ANNY `model` at `phenotype`, with the default limits and active bones; it
-/// also returns mesh vertices.
+/// A fitter of the ANNY `model` at `phenotype`, with the default limits and active bones.
+/// Mesh vertices are off; turn them on with [`enable_vertices`].
 ///
 /// # Errors
 /// As [`rig_from_rest`], [`default_limits`] and [`PoseFitter::new`].
@@ -147,15 +147,18 @@ pub fn fitter(
     cameras: Vec<Camera>,
     config: FitConfig,
 ) -> Result<PoseFitter, FitError> {
-    let rest = model.rest(phenotype);
-    let rig = rig_from_rest(model, &rest)?;
+    let rig = rig_from_rest(model, &model.rest(phenotype))?;
     let limits = default_limits(&rig)?;
     let active = active_bones(&rig)?;
-    let mut fitter = PoseFitter::new(rig, limits, active, cameras, config)?;
-    fitter.set_vertex_fn(Box::new(move |pose| {
+    PoseFitter::new(rig, limits, active, cameras, config)
+}
+
+/// Makes every fitted frame carry the posed ANNY mesh (13718 vertices) of `phenotype`.
+pub fn enable_vertices(fitter: &mut PoseFitter, model: &'static Model, phenotype: &Phenotype) {
+    let rest = model.rest(phenotype);
+    fitter.set_vertex_fn(Some(Box::new(move |pose| {
         model.vertices(&rest, &to_model_pose(pose)).ok()
-    }));
-    Ok(fitter)
+    })));
 }
 
 /// The model's pose type from the fit's.
@@ -182,8 +185,8 @@ pub fn from_model_pose(pose: &ModelPose) -> Pose {
     }
 }
 
-/// Calibrates the subject's phenotype over `frames` with [`PoseFitter::calibrate_shape`] and
-/// points the fitter's vertex output at the calibrated body.
+/// Calibrates the subject's phenotype over `frames` with [`PoseFitter::calibrate_shape`] and,
+/// when vertices are on, points them at the calibrated body.
 ///
 /// # Errors
 /// As [`PoseFitter::calibrate_shape`].
@@ -194,10 +197,9 @@ pub fn calibrate(
     rounds: usize,
 ) -> Result<super::Calibration, FitError> {
     let calibration = fitter.calibrate_shape(&AnnyShape::new(model), frames, rounds)?;
-    let rest = model.rest(&phenotype(&calibration.shape));
-    fitter.set_vertex_fn(Box::new(move |pose| {
-        model.vertices(&rest, &to_model_pose(pose)).ok()
-    }));
+    if fitter.has_vertex_fn() {
+        enable_vertices(fitter, model, &phenotype(&calibration.shape));
+    }
     Ok(calibration)
 }
 
