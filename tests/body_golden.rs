@@ -84,7 +84,7 @@ fn forward_matches_the_package_within_1e_9_m() {
         let skeleton = model.skeleton(&rest, &s.pose).unwrap();
         let mut pose_error = 0.0f64;
         for (j, g) in s.bone_poses.chunks_exact(16).enumerate() {
-            let w = &skeleton.poses[j];
+            let w = skeleton.world_pose(&rest, j);
             for r in 0..3 {
                 for c in 0..3 {
                     pose_error = pose_error.max((w.rotation[(r, c)] - g[4 * r + c]).abs());

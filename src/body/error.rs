@@ -24,6 +24,9 @@ pub enum BodyError {
     /// A pose does not fit the model.
     #[error("pose has {got} bone rotations, the model has {expected} bones")]
     PoseSize { got: usize, expected: usize },
+    /// A phenotype slider is invalid.
+    #[error("phenotype: {0}")]
+    Phenotype(String),
     /// A camera or render request is invalid.
     #[error("render: {0}")]
     Render(String),

@@ -82,12 +82,13 @@ pub struct PoseJson {
     pub phenotype: super::Phenotype,
 }
 
-/// Posed bones: world poses `W_c` (rotation and head position), the rotations away from the
-/// reference orientations `E_c = W_c.rot U_cᵀ`, and the skinning transforms
-/// `T_c = W_c P_c^-1` (`G_c`, `t_c`) that move rest points of bone c to the posed body.
+/// Posed bones: for each bone its posed head, its rotation away from its reference
+/// orientation `E_c = W_c.rot U_cᵀ`, and its skinning transform `T_c = W_c P_c^-1`
+/// (`G_c`, `t_c`) that moves rest points of bone c to the posed body. The world pose
+/// `W_c = [E_c U_c | head_c]` is [`Skeleton::world_pose`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skeleton {
-    pub poses: Vec<Rigid>,
+    pub heads: Vec<Vector3<f64>>,
     pub frames: Vec<Matrix3<f64>>,
     pub skinning: Vec<Rigid>,
 }
@@ -95,7 +96,15 @@ pub struct Skeleton {
 impl Skeleton {
     /// Posed head of a bone.
     pub fn head(&self, bone: usize) -> Point3<f64> {
-        Point3::from(self.poses[bone].translation)
+        Point3::from(self.heads[bone])
+    }
+
+    /// World pose `W_c` of a bone (the package's `bone_poses`).
+    pub fn world_pose(&self, rest: &Rest, bone: usize) -> Rigid {
+        Rigid {
+            rotation: self.frames[bone] * rest.reference[bone],
+            translation: self.heads[bone],
+        }
     }
 }
 
@@ -104,7 +113,7 @@ impl Skeleton {
 /// `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`.
 ///
 /// Evaluated through `E_c = W_c.rot U_cᵀ = E_p D_c` (U orthonormal): `W_c.rot = E_c U_c`,
-/// `W_c.pos = W_p.pos + E_p o_c`, `G_c = E_c (U_c R_cᵀ)`: three 3x3 products per bone.
+/// `W_c.pos = W_p.pos + E_p o_c`, `G_c = E_c (U_c R_cᵀ)`: two 3x3 products per bone.
 pub fn forward(
     rest: &Rest,
     parents: &[i32],
@@ -118,32 +127,25 @@ pub fn forward(
             expected: b,
         });
     }
-    out.poses.resize(b, Rigid::identity());
+    out.heads.resize(b, Vector3::zeros());
     out.frames.resize(b, Matrix3::identity());
     out.skinning.resize(b, Rigid::identity());
-    let u = &rest.reference;
-    for c in 0..b {
-        let d = pose.rotations[c].matrix();
+    let u0t = rest.reference[0].transpose();
+    for (c, (&parent, rotation)) in parents.iter().zip(&pose.rotations).enumerate() {
+        let d = rotation.matrix();
         let (e, head) = if c == 0 {
-            let u0t = u[0].transpose();
             (u0t * d, u0t * pose.root_translation)
         } else {
-            let p = parents[c] as usize;
+            let p = parent as usize;
             let ep = &out.frames[p];
-            (
-                ep * d,
-                out.poses[p].translation + ep * rest.reference_offsets[c],
-            )
+            (ep * d, out.heads[p] + ep * rest.reference_offsets[c])
         };
         let g = e * rest.skin_frames[c];
         out.skinning[c] = Rigid {
             rotation: g,
             translation: head - g * rest.heads[c],
         };
-        out.poses[c] = Rigid {
-            rotation: e * u[c],
-            translation: head,
-        };
+        out.heads[c] = head;
         out.frames[c] = e;
     }
     Ok(())

@@ -29,7 +29,8 @@
 //! the reference orientation) and the root translation `d`. [`Model::skeleton`] computes
 //!
 //! - `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d]`, `W_c = W_p · [U_pᵀ D_c U_c | U_pᵀ o_c]` (world pose of bone
-//!   c, its translation being the posed head), in [`Skeleton::poses`];
+//!   c, its translation being the posed head): [`Skeleton::heads`], [`Skeleton::frames`]
+//!   (`E_c = W_c.rot U_cᵀ = E_p D_c`) and [`Skeleton::world_pose`];
 //! - `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`, in [`Skeleton::skinning`].
 //!
 //! Vertices are `v' = Σ_i w_vi (G_{b_vi} X_v + t_{b_vi})` (9 influences per vertex), and the 23

@@ -31,10 +31,11 @@ pub struct Model {
     heads: Vec<Vector3<f64>>,
     orientations: Vec<Matrix3<f64>>,
     reference: Vec<Matrix3<f64>>,
-    /// Per skinning slot: bone and weight, `slots` per vertex.
+    /// Non-zero skinning influences, compressed by vertex: vertex v uses entries
+    /// `skin_offsets[v]..skin_offsets[v + 1]` of `skin_bones` / `skin_weights`.
+    skin_offsets: Vec<u32>,
     skin_bones: Vec<u8>,
     skin_weights: Vec<f64>,
-    slots: usize,
     faces: Vec<[u32; 3]>,
 }
 
@@ -161,6 +162,22 @@ impl Model {
                 ),
             });
         }
+        let (mut skin_offsets, mut skin_bones, mut skin_weights) =
+            (vec![0u32], Vec::new(), Vec::new());
+        let slots = data.skin_slots.max(1);
+        for (bones, weights) in data
+            .vertex_bone_indices
+            .chunks_exact(slots)
+            .zip(data.vertex_bone_weights.chunks_exact(slots))
+        {
+            for (&b, &w) in bones.iter().zip(weights) {
+                if w != 0.0 {
+                    skin_bones.push(b);
+                    skin_weights.push(w);
+                }
+            }
+            skin_offsets.push(skin_bones.len() as u32);
+        }
         let v3 = |v: &[f64]| {
             v.chunks_exact(3)
                 .map(Vector3::from_column_slice)
@@ -173,9 +190,9 @@ impl Model {
             heads: v3(&data.template_bone_heads),
             orientations: m3(&data.bone_template_orientation_matrices),
             reference: m3(&data.reference_bone_orientations),
-            skin_bones: data.vertex_bone_indices.clone(),
-            skin_weights: data.vertex_bone_weights.clone(),
-            slots: data.skin_slots,
+            skin_offsets,
+            skin_bones,
+            skin_weights,
             faces: data
                 .faces
                 .chunks_exact(3)
@@ -227,10 +244,11 @@ impl Model {
 
     /// Skinning influences of a vertex: (bone, weight) pairs with non-zero weight.
     pub fn influences(&self, vertex: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        let s = self.slots;
-        (vertex * s..(vertex + 1) * s)
-            .map(|i| (usize::from(self.skin_bones[i]), self.skin_weights[i]))
-            .filter(|&(_, w)| w != 0.0)
+        let (lo, hi) = (
+            self.skin_offsets[vertex] as usize,
+            self.skin_offsets[vertex + 1] as usize,
+        );
+        (lo..hi).map(|i| (usize::from(self.skin_bones[i]), self.skin_weights[i]))
     }
 
     /// Blendshape coefficients of a phenotype: each row's product of its variation weights.
@@ -251,7 +269,8 @@ impl Model {
 
     /// The rest state for a phenotype: rest mesh, bone heads and orientations, reference
     /// offsets and the folded keypoint terms. Costs a few milliseconds (one sweep of the sparse
-    /// phenotype targets); compute it once per subject, not per frame.
+    /// phenotype targets); compute it once per subject, not per frame. Sliders must be finite
+    /// ([`Model::try_rest`] checks).
     pub fn rest(&self, phenotype: &Phenotype) -> Rest {
         let c = self.coefficients(phenotype);
         let b = self.bone_count();
@@ -358,6 +377,27 @@ impl Model {
         }
     }
 
+    /// Like [`Model::rest`], refusing non-finite sliders (which would make every output NaN).
+    pub fn try_rest(&self, phenotype: &Phenotype) -> Result<Rest, BodyError> {
+        if let Some((name, value)) = phenotype.named().into_iter().find(|(_, v)| !v.is_finite()) {
+            return Err(BodyError::Phenotype(format!(
+                "{name} is {value}, expected a finite value in [0, 1]"
+            )));
+        }
+        Ok(self.rest(phenotype))
+    }
+
+    /// Keypoints without allocation: `skeleton` is reused (the fit's per-frame path).
+    pub fn keypoints_into(
+        &self,
+        rest: &Rest,
+        pose: &Pose,
+        skeleton: &mut Skeleton,
+    ) -> Result<[Point3<f64>; KEYPOINT_COUNT], BodyError> {
+        kinematics::forward(rest, &self.parents, pose, skeleton)?;
+        Ok(rest.keypoints.evaluate(skeleton))
+    }
+
     /// Posed bones for a rest state and a pose.
     pub fn skeleton(&self, rest: &Rest, pose: &Pose) -> Result<Skeleton, BodyError> {
         let mut out = Skeleton::default();
@@ -402,22 +442,27 @@ impl Model {
         Ok(out)
     }
 
-    /// Linear blend skinning of the rest mesh into `out` (length = vertex count).
+    /// Linear blend skinning of the rest mesh into `out` (length = vertex count):
+    /// `v' = Σ_i w_i (G_i X + t_i)` over the vertex's non-zero influences.
     pub fn skin_into(&self, rest: &Rest, skeleton: &Skeleton, out: &mut [Point3<f64>]) {
-        let s = self.slots;
-        for (v, (x, o)) in rest.vertices.iter().zip(out.iter_mut()).enumerate() {
-            let mut rot = Matrix3::zeros();
-            let mut tr = Vector3::zeros();
-            for i in v * s..(v + 1) * s {
-                let w = self.skin_weights[i];
-                if w == 0.0 {
-                    continue;
-                }
-                let t = &skeleton.skinning[usize::from(self.skin_bones[i])];
-                rot += t.rotation * w;
-                tr += t.translation * w;
+        let mut lo = 0usize;
+        for ((x, o), &hi) in rest
+            .vertices
+            .iter()
+            .zip(out.iter_mut())
+            .zip(&self.skin_offsets[1..])
+        {
+            let hi = hi as usize;
+            let mut acc = Vector3::zeros();
+            for (&b, &w) in self.skin_bones[lo..hi]
+                .iter()
+                .zip(&self.skin_weights[lo..hi])
+            {
+                let t = &skeleton.skinning[usize::from(b)];
+                acc += (t.rotation * x + t.translation) * w;
             }
-            *o = Point3::from(rot * x + tr);
+            *o = Point3::from(acc);
+            lo = hi;
         }
     }
 

@@ -99,6 +99,18 @@ impl Phenotype {
         ]
     }
 
+    /// The sliders with their names.
+    pub fn named(&self) -> [(&'static str, f64); 6] {
+        [
+            ("gender", self.gender),
+            ("age", self.age),
+            ("muscle", self.muscle),
+            ("weight", self.weight),
+            ("height", self.height),
+            ("proportions", self.proportions),
+        ]
+    }
+
     /// Builds a phenotype from [`Phenotype::to_array`] order.
     pub fn from_array(v: [f64; 6]) -> Self {
         Self {

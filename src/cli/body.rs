@@ -81,7 +81,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
         } => {
             let model = load_model(model.as_deref())?;
             let (pose_json, pose) = read_pose(model, &input)?;
-            let rest = model.rest(&pose_json.phenotype);
+            let rest = model.try_rest(&pose_json.phenotype)?;
             let keypoints = model.keypoints(&rest, &pose)?;
             let mut out = serde_json::json!({
                 "keypoint_labels": model.keypoint_labels(),
@@ -103,7 +103,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
         } => {
             let model = load_model(model.as_deref())?;
             let (pose_json, pose_value) = read_pose(model, &pose)?;
-            let rest = model.rest(&pose_json.phenotype);
+            let rest = model.try_rest(&pose_json.phenotype)?;
             let cameras = match cameras {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
