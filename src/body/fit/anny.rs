@@ -66,6 +66,13 @@ pub fn rig_from_rest(model: &Model, rest: &Rest) -> Result<KeypointRig, FitError
     )
 }
 
+/// The model's rest state, refusing non-finite sliders.
+fn rest(model: &Model, phenotype: &Phenotype) -> Result<Rest, FitError> {
+    model
+        .try_rest(phenotype)
+        .map_err(|e| FitError::Model(e.to_string()))
+}
+
 /// The phenotype of a shape vector in [`Phenotype::to_array`] order.
 pub fn phenotype(shape: &[f64]) -> Phenotype {
     let mut v = [0.5; 6];
@@ -102,7 +109,7 @@ impl ShapeModel for AnnyShape<'_> {
     }
 
     fn rig(&self, shape: &[f64]) -> Result<KeypointRig, FitError> {
-        rig_from_rest(self.model, &self.model.rest(&phenotype(shape)))
+        rig_from_rest(self.model, &rest(self.model, &phenotype(shape))?)
     }
 }
 
@@ -140,14 +147,15 @@ pub fn active_bones(rig: &KeypointRig) -> Result<Vec<usize>, FitError> {
 /// Mesh vertices are off; turn them on with [`enable_vertices`].
 ///
 /// # Errors
-/// As [`rig_from_rest`], [`default_limits`] and [`PoseFitter::new`].
+/// [`FitError::Model`] for a non-finite phenotype, and as [`rig_from_rest`],
+/// [`default_limits`] and [`PoseFitter::new`].
 pub fn fitter(
     model: &'static Model,
     phenotype: &Phenotype,
     cameras: Vec<Camera>,
     config: FitConfig,
 ) -> Result<PoseFitter, FitError> {
-    let rig = rig_from_rest(model, &model.rest(phenotype))?;
+    let rig = rig_from_rest(model, &rest(model, phenotype)?)?;
     let limits = default_limits(&rig)?;
     let active = active_bones(&rig)?;
     PoseFitter::new(rig, limits, active, cameras, config)
@@ -293,5 +301,12 @@ mod tests {
                 != l.contains(&UnitQuaternion::from_axis_angle(&axis, -1.2))
         );
         assert_eq!(active_bones(&rig).unwrap().len(), ACTIVE_BONES.len());
+        // A non-finite phenotype is refused with the slider's name.
+        let bad = phenotype(&[f64::NAN, 0.5, 0.5, 0.5, 0.5, 0.5]);
+        let err = fitter(model, &bad, Vec::new(), FitConfig::default()).unwrap_err();
+        assert!(
+            matches!(&err, FitError::Model(m) if m.contains("gender")),
+            "{err}"
+        );
     }
 }

@@ -73,6 +73,9 @@ pub enum FitError {
         /// Keypoints triangulated.
         points: usize,
     },
+    /// The body model refused a request (for example a non-finite phenotype slider).
+    #[error("body model: {0}")]
+    Model(String),
     /// Shape calibration was given no frames.
     #[error("shape calibration needs at least one frame")]
     NoFrames,
