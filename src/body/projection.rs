@@ -1,8 +1,9 @@
 //! Calibrated pinhole cameras with Brown-Conrady lens distortion (k1, k2, p1, p2, k3), as
 //! OpenCV defines it: projection with its Jacobian, and iterative undistortion.
 //!
-//! This is the triangulation and fit's own camera model; a camera type shared with rendering
-//! may replace it.
+//! This is the triangulation and fit's camera: the same model as the renderer's
+//! [`crate::body::camera_model::Camera`] (which converts into it with `try_from`), plus the
+//! projection Jacobian and validated construction the solvers need.
 
 use nalgebra::{Matrix2, Matrix2x3, Point2, Point3, Rotation3, Vector2, Vector3};
 
@@ -278,6 +279,39 @@ impl Camera {
     }
 }
 
+impl TryFrom<&crate::body::camera_model::Camera> for Camera {
+    type Error = CameraError;
+
+    /// The same camera, for triangulation and fitting.
+    fn try_from(c: &crate::body::camera_model::Camera) -> Result<Self, CameraError> {
+        let d = c.distortion;
+        let rotation = Rotation3::from_matrix_unchecked(c.rotation);
+        let orthonormal =
+            (c.rotation * c.rotation.transpose() - nalgebra::Matrix3::identity()).amax() < 1e-6
+                && c.rotation.determinant() > 0.0;
+        if !orthonormal {
+            return Err(CameraError::BadField {
+                field: "rotation",
+                value: c.rotation.determinant(),
+                expected: "a rotation matrix (orthonormal, determinant +1)",
+            });
+        }
+        Self::new(
+            [c.fx, c.fy, c.cx, c.cy],
+            (c.width, c.height),
+            Distortion {
+                k1: d.k1,
+                k2: d.k2,
+                p1: d.p1,
+                p2: d.p2,
+                k3: d.k3,
+            },
+            rotation,
+            c.translation,
+        )
+    }
+}
+
 /// Four cameras placed like the demo rig around a subject standing at the origin (Z up, facing
 /// -Y): three body cameras at 288x288, 2.6 m away and 120 degrees apart at chest height, and
 /// one face camera at 432x432, 1.1 m in front of the head; all with mild barrel distortion.
@@ -362,6 +396,42 @@ mod tests {
             let c = cam.to_camera(&p);
             assert!((n - Vector2::new(c.x / c.z, c.y / c.z)).norm() < 1e-12);
         }
+    }
+
+    #[test]
+    fn the_renderer_camera_converts_to_the_same_projection() {
+        use crate::body::camera_model as cm;
+        let ours = demo_rig()[2];
+        let d = ours.distortion();
+        let (fx, fy) = ours.focal();
+        let theirs = cm::Camera {
+            width: 288,
+            height: 288,
+            fx,
+            fy,
+            cx: ours.cx,
+            cy: ours.cy,
+            distortion: cm::Distortion {
+                k1: d.k1,
+                k2: d.k2,
+                p1: d.p1,
+                p2: d.p2,
+                k3: d.k3,
+            },
+            rotation: *ours.rotation().matrix(),
+            translation: *ours.translation(),
+        };
+        let back = Camera::try_from(&theirs).unwrap();
+        let p = Point3::new(0.2, -0.1, 0.4);
+        let (a, b) = (back.project(&p).unwrap(), theirs.project(&p).unwrap());
+        assert!((a - b).norm() < 1e-9, "{a} vs {b}");
+        // A non-rotation is refused, naming the field.
+        let mut bad = theirs;
+        bad.rotation *= 2.0;
+        assert!(Camera::try_from(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("rotation"));
     }
 
     #[test]

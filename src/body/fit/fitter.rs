@@ -103,9 +103,15 @@ impl PoseFitter {
         })
     }
 
-    /// Sets the function that turns a fitted pose into mesh vertices.
-    pub fn set_vertex_fn(&mut self, f: Box<VertexFn>) {
-        self.vertices = Some(f);
+    /// Sets (or, with `None`, clears) the function that turns a fitted pose into mesh
+    /// vertices; without one, [`FitOutput::vertices`] is `None` and costs nothing.
+    pub fn set_vertex_fn(&mut self, f: Option<Box<VertexFn>>) {
+        self.vertices = f;
+    }
+
+    /// Whether fitted frames carry mesh vertices.
+    pub fn has_vertex_fn(&self) -> bool {
+        self.vertices.is_some()
     }
 
     /// Forgets the previous frames: the next frame is a cold start.

@@ -8,6 +8,7 @@
 //! frame n:  constant-velocity prediction -> LM on 2D views with a temporal prior (2-3 steps)
 //! ```
 
+pub mod anny;
 mod calibrate;
 mod fitter;
 pub mod lm;
@@ -72,6 +73,9 @@ pub enum FitError {
         /// Keypoints triangulated.
         points: usize,
     },
+    /// The body model refused a request (for example a non-finite phenotype slider).
+    #[error("body model: {0}")]
+    Model(String),
     /// Shape calibration was given no frames.
     #[error("shape calibration needs at least one frame")]
     NoFrames,
