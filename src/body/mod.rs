@@ -53,10 +53,12 @@ pub mod kinematics;
 pub mod model;
 pub mod phenotype;
 pub mod render;
+pub mod rest;
 
 pub use camera_model::Camera;
 pub use error::BodyError;
 pub use keypoints::{KeypointTerm, KeypointTerms};
 pub use kinematics::{Pose, PoseJson, Rigid, Skeleton};
-pub use model::{Model, Rest, KEYPOINT_COUNT};
+pub use model::{Model, KEYPOINT_COUNT};
 pub use phenotype::Phenotype;
+pub use rest::Rest;
