@@ -64,10 +64,12 @@ pub mod phenotype;
 pub mod projection;
 pub mod render;
 pub mod triangulate;
+pub mod rest;
 
 pub use camera_model::Camera;
 pub use error::BodyError;
 pub use keypoints::{KeypointTerm, KeypointTerms};
 pub use kinematics::{Pose, PoseJson, Rigid, Skeleton};
-pub use model::{Model, Rest, KEYPOINT_COUNT};
+pub use model::{Model, KEYPOINT_COUNT};
 pub use phenotype::Phenotype;
+pub use rest::Rest;
