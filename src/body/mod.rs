@@ -63,8 +63,8 @@ pub mod model;
 pub mod phenotype;
 pub mod projection;
 pub mod render;
-pub mod triangulate;
 pub mod rest;
+pub mod triangulate;
 
 pub use camera_model::Camera;
 pub use error::BodyError;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::body::fit::{FitConfig, PoseFitter};
 use crate::body::Model;
-use crate::camera::calib::CameraCalibration;
+use crate::camera::calib::Camera;
 use crate::camera::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
@@ -236,9 +236,8 @@ pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
 ///
 /// # Errors
 /// [`RunError::Camera`] naming the camera whose calibration is missing or bad.
-pub fn calibrations(rig: &RigConfig) -> Result<Vec<CameraCalibration>, RunError> {
-    let mut demo: Vec<Option<CameraCalibration>> =
-        demo_calibrations().into_iter().map(Some).collect();
+pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
+    let mut demo: Vec<Option<Camera>> = demo_calibrations().into_iter().map(Some).collect();
     let n = rig.cameras.len();
     rig.cameras
         .iter()
@@ -250,7 +249,7 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<CameraCalibration>, RunError>
             };
             if let Some(path) = &c.calibration_file {
                 need_file(format!("camera[{i}].calibration_file"), path)?;
-                let calib = CameraCalibration::from_opencv_file(path, Some((c.width, c.height)))
+                let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
                     .map_err(|e| bad(e.to_string()))?;
                 return Ok(calib);
             }
@@ -268,35 +267,21 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<CameraCalibration>, RunError>
             }
             let same = demo.iter_mut().find(|d| {
                 d.as_ref()
-                    .is_some_and(|d| d.intrinsics.width == c.width && d.intrinsics.height == c.height)
+                    .is_some_and(|d| d.width == c.width && d.height == c.height)
             });
             if let Some(d) = same.and_then(Option::take) {
                 return Ok(d);
             }
             let a = std::f64::consts::TAU * i as f64 / n as f64;
-            let cam = crate::body::projection::Camera::look_at(
+            Camera::look_at(
                 nalgebra::Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4),
                 nalgebra::Point3::origin(),
                 nalgebra::Vector3::z(),
+                c.width,
+                c.height,
                 62.0,
-                (c.width, c.height),
-                crate::body::projection::Distortion::default(),
             )
-            .map_err(|e| bad(e.to_string()))?;
-            let (fx, fy) = cam.focal();
-            let r = cam.rotation().matrix();
-            let t = cam.translation();
-            Ok(CameraCalibration {
-                intrinsics: crate::camera::calib::Intrinsics {
-                    fx,
-                    fy,
-                    ..crate::camera::calib::Intrinsics::ideal(c.width, c.height, 62.0)
-                },
-                extrinsics: crate::camera::calib::Extrinsics {
-                    rotation: std::array::from_fn(|i| std::array::from_fn(|j| r[(i, j)])),
-                    translation: [t.x, t.y, t.z],
-                },
-            })
+            .map_err(|e| bad(e.to_string()))
         })
         .collect()
 }
@@ -327,7 +312,7 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
 ///
 /// # Errors
 /// [`RunError::Body`] when a camera or the rig is refused.
-pub fn fitter(body: &BodyRig, calibrations: &[CameraCalibration]) -> Result<PoseFitter, RunError> {
+pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, RunError> {
     let cameras = calibrations
         .iter()
         .map(fit_camera)
@@ -381,7 +366,7 @@ pub fn preprocessors(
 /// [`RunError::Camera`] naming the camera that cannot be opened.
 pub fn sources(
     rig: &RigConfig,
-    calibrations: &[CameraCalibration],
+    calibrations: &[Camera],
     scene: Arc<BodyScene>,
     real_time: bool,
 ) -> Result<Vec<Box<dyn Source>>, RunError> {

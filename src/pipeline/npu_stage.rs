@@ -76,8 +76,12 @@ impl Lane {
     }
 
     fn has_room(&self) -> bool {
-        self.pending.len() < self.batch
-            && self.pending.len() + self.in_flight.len() < self.max_in_flight
+        self.has_room_for(1)
+    }
+
+    fn has_room_for(&self, frames: usize) -> bool {
+        self.pending.len() + frames <= self.batch
+            && self.pending.len() + self.in_flight.len() + frames <= self.max_in_flight
     }
 }
 
@@ -100,6 +104,10 @@ pub struct NpuStage {
     pub bypass: Option<Sender<super::work::ViewResult>>,
     /// Frames to record, after preprocessing.
     pub record: Option<Sender<super::record::Item>>,
+    /// Take one frame per camera at a time (cameras of one rate), waiting at
+    /// most this long, ns, for a silent camera.
+    pub instant_sets: Option<u64>,
+    last_set_ns: u64,
     active: Option<usize>,
     closed: Vec<bool>,
 }
@@ -130,6 +138,8 @@ impl NpuStage {
             clock,
             bypass: None,
             record: None,
+            instant_sets: None,
+            last_set_ns: 0,
             active: None,
             closed: vec![false; n],
         }
@@ -189,6 +199,9 @@ impl NpuStage {
 
     /// Takes every frame waiting in a camera queue whose graph has room.
     fn take_frames(&mut self) {
+        if let Some(stall_ns) = self.instant_sets {
+            return self.take_sets(stall_ns);
+        }
         for c in 0..self.cameras.len() {
             while !self.closed[c] && self.lanes[self.camera_graph[c]].has_room() {
                 match self.cameras[c].try_recv() {
@@ -197,6 +210,53 @@ impl NpuStage {
                     Err(TryRecvError::Disconnected) => self.closed[c] = true,
                 }
             }
+        }
+    }
+
+    /// Takes one frame from every camera at once, when every open camera has
+    /// one queued (or one has been silent for `stall_ns`) and every graph has
+    /// room for its cameras' frames. With equal frame rates the queues' heads
+    /// are frames of one instant, so when the host falls behind, whole
+    /// instants are dropped at the camera queues instead of each camera
+    /// losing different ones, and the sync still finds complete groups.
+    fn take_sets(&mut self, stall_ns: u64) {
+        loop {
+            let open: Vec<usize> = (0..self.cameras.len())
+                .filter(|&c| !self.closed[c])
+                .collect();
+            if open.is_empty() {
+                return;
+            }
+            let now = self.clock.now_ns();
+            let ready = open.iter().all(|&c| !self.cameras[c].is_empty());
+            let stalled = now.saturating_sub(self.last_set_ns) >= stall_ns
+                && open.iter().any(|&c| !self.cameras[c].is_empty());
+            if !(ready || stalled) {
+                // A closed camera shows up only on a receive.
+                for &c in &open {
+                    if self.cameras[c].is_empty()
+                        && matches!(self.cameras[c].try_recv(), Err(TryRecvError::Disconnected))
+                    {
+                        self.closed[c] = true;
+                    }
+                }
+                return;
+            }
+            let room = (0..self.lanes.len()).all(|g| {
+                let n = open.iter().filter(|&&c| self.camera_graph[c] == g).count();
+                self.lanes[g].has_room_for(n)
+            });
+            if !room {
+                return;
+            }
+            for &c in &open {
+                match self.cameras[c].try_recv() {
+                    Ok(frame) => self.accept(c, frame),
+                    Err(TryRecvError::Empty) => {}
+                    Err(TryRecvError::Disconnected) => self.closed[c] = true,
+                }
+            }
+            self.last_set_ns = now;
         }
     }
 
@@ -421,7 +481,9 @@ impl NpuStage {
         let mut sel = Select::new();
         let mut any = false;
         for c in 0..self.cameras.len() {
-            if !self.closed[c] && self.lanes[self.camera_graph[c]].has_room() {
+            // Taking sets, a camera with a frame queued waits for the others.
+            let waits = self.instant_sets.is_some() && !self.cameras[c].is_empty();
+            if !self.closed[c] && !waits && self.lanes[self.camera_graph[c]].has_room() {
                 sel.recv(&self.cameras[c]);
                 any = true;
             }

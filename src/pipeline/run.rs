@@ -200,6 +200,11 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         Arc::clone(&clock),
     );
     npu.record = record_tx.clone();
+    // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
+    let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
+    if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
+        npu.instant_sets = Some((2e9 / rates[0]) as u64);
+    }
     if options.pipeline_only {
         npu.bypass = Some(view_tx.clone());
     }

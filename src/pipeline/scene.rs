@@ -17,10 +17,10 @@ use crate::body::fit::synthetic::random_pose;
 use crate::body::fit::{KeypointRig, KeypointTerm, Pose, Posed};
 use crate::body::limits::rom::default_limit;
 use crate::body::limits::JointLimit;
-use crate::body::projection::{Camera, Distortion};
+use crate::body::projection::{Camera as FitCamera, Distortion as FitDistortion};
 use crate::body::{Model, Phenotype, KEYPOINT_COUNT};
-use crate::camera::calib::{CameraCalibration, Extrinsics, Intrinsics};
-use crate::camera::synthetic::Scene;
+use crate::camera::calib::{Camera, Distortion};
+use crate::camera::synthetic::{Scene, SceneError};
 use crate::camera::GroundTruth;
 
 /// Bones the fit turns (the rest keep their reference rotation): the trunk,
@@ -194,19 +194,17 @@ impl Scene for BodyScene {
         "anny"
     }
 
-    fn render(&self, t: f64, camera: &CameraCalibration, rgb: &mut [u8]) -> GroundTruth {
-        let (w, h) = (
-            camera.intrinsics.width as i64,
-            camera.intrinsics.height as i64,
-        );
+    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError> {
+        let (w, h) = (i64::from(camera.width), i64::from(camera.height));
         rgb.fill(64);
         let pts = self.keypoints(t);
         let mut keypoints_2d = Vec::with_capacity(pts.len());
         for p in &pts {
             let px = camera
-                .project([p.x, p.y, p.z])
-                .filter(|[x, y]| (0.0..w as f64).contains(x) && (0.0..h as f64).contains(y));
-            if let Some([x, y]) = px {
+                .project(p)
+                .filter(|q| (0.0..w as f64).contains(&q.x) && (0.0..h as f64).contains(&q.y));
+            if let Some(q) = px {
+                let (x, y) = (q.x, q.y);
                 // A 5x5 splat per keypoint.
                 let (cx, cy) = (x as i64, y as i64);
                 for yy in (cy - 2).max(0)..(cy + 3).min(h) {
@@ -216,10 +214,10 @@ impl Scene for BodyScene {
                     }
                 }
             }
-            keypoints_2d.push(px.map(|[x, y]| [x as f32, y as f32]));
+            keypoints_2d.push(px.map(|q| [q.x as f32, q.y as f32]));
         }
         let pose = self.pose(t);
-        GroundTruth {
+        Ok(GroundTruth {
             keypoints_2d,
             keypoints_3d: pts
                 .iter()
@@ -234,66 +232,59 @@ impl Scene for BodyScene {
                 })
                 .chain(pose.translation.iter().map(|&v| v as f32))
                 .collect(),
-        }
+        })
     }
 }
 
-/// A calibration as the fit's camera model.
+/// A calibrated camera as the fit's camera model (the same pinhole and
+/// distortion model, with the fit's Jacobians).
 ///
 /// # Errors
 /// A message naming the bad field.
-pub fn fit_camera(c: &CameraCalibration) -> Result<Camera, String> {
-    let i = &c.intrinsics;
-    let r = c.extrinsics.rotation;
-    let rotation = Rotation3::from_matrix_unchecked(nalgebra::Matrix3::new(
-        r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0], r[2][1], r[2][2],
-    ));
-    Camera::new(
-        [i.fx, i.fy, i.cx, i.cy],
-        (i.width, i.height),
-        Distortion {
-            k1: i.k1,
-            k2: i.k2,
-            p1: i.p1,
-            p2: i.p2,
-            k3: i.k3,
+pub fn fit_camera(c: &Camera) -> Result<FitCamera, String> {
+    let d = c.distortion;
+    FitCamera::new(
+        [c.fx, c.fy, c.cx, c.cy],
+        (c.width, c.height),
+        FitDistortion {
+            k1: d.k1,
+            k2: d.k2,
+            p1: d.p1,
+            p2: d.p2,
+            k3: d.k3,
         },
-        rotation,
-        Vector3::from(c.extrinsics.translation),
+        Rotation3::from_matrix_unchecked(c.rotation),
+        c.translation,
     )
     .map_err(|e| e.to_string())
 }
 
 /// The demo rig's cameras (three body cameras at 288x288, one face camera at
-/// 432x432 around a subject at the origin) as calibrations.
-pub fn demo_calibrations() -> Vec<CameraCalibration> {
+/// 432x432 around a subject at the origin), placed as the fit's demo rig.
+pub fn demo_calibrations() -> Vec<Camera> {
     crate::body::projection::demo_rig()
         .iter()
         .map(|cam| {
-            let (w, h) = cam.size();
+            let (width, height) = cam.size();
             let (fx, fy) = cam.focal();
             let d = cam.distortion();
-            let r = cam.rotation().matrix();
-            let t = cam.translation();
-            CameraCalibration {
-                intrinsics: Intrinsics {
-                    width: w,
-                    height: h,
-                    fx,
-                    fy,
-                    // `look_at` puts the principal point at the image centre.
-                    cx: f64::from(w) / 2.0,
-                    cy: f64::from(h) / 2.0,
+            Camera {
+                width,
+                height,
+                fx,
+                fy,
+                // `look_at` puts the principal point at the image centre.
+                cx: f64::from(width) / 2.0,
+                cy: f64::from(height) / 2.0,
+                distortion: Distortion {
                     k1: d.k1,
                     k2: d.k2,
                     p1: d.p1,
                     p2: d.p2,
                     k3: d.k3,
                 },
-                extrinsics: Extrinsics {
-                    rotation: std::array::from_fn(|i| std::array::from_fn(|j| r[(i, j)])),
-                    translation: [t.x, t.y, t.z],
-                },
+                rotation: *cam.rotation().matrix(),
+                translation: *cam.translation(),
             }
         })
         .collect()
@@ -308,12 +299,9 @@ mod tests {
         let body = crate::body::projection::demo_rig();
         let p = Point3::new(0.1, -0.05, 0.3);
         for (calib, cam) in demo_calibrations().iter().zip(&body) {
-            let a = calib.project([p.x, p.y, p.z]).unwrap();
+            let a = calib.project(&p).unwrap();
             let b = cam.project(&p).unwrap();
-            assert!(
-                (a[0] - b.x).abs() < 1e-6 && (a[1] - b.y).abs() < 1e-6,
-                "{a:?} {b:?}"
-            );
+            assert!((a - b).norm() < 1e-6, "{a:?} {b:?}");
             let back = fit_camera(calib).unwrap().project(&p).unwrap();
             assert!((back - b).norm() < 1e-9);
         }
@@ -327,8 +315,8 @@ mod tests {
         let scene = BodyScene::new(body, 4, 1.0, 7);
         let cams = demo_calibrations();
         let mut rgb = vec![0; 288 * 288 * 3];
-        let a = scene.render(0.0, &cams[0], &mut rgb);
-        let b = scene.render(0.5, &cams[0], &mut rgb);
+        let a = scene.render(0.0, &cams[0], &mut rgb).unwrap();
+        let b = scene.render(0.5, &cams[0], &mut rgb).unwrap();
         assert_eq!(a.keypoints_3d.len(), KEYPOINT_COUNT);
         let seen = a.keypoints_2d.iter().filter(|k| k.is_some()).count();
         assert!(seen >= KEYPOINT_COUNT / 2, "{seen} keypoints in view");

@@ -1,0 +1,177 @@
+//! The pipeline's targets, measured and printed (a bench binary, not criterion:
+//! each figure is one timed run of the whole rig).
+//!
+//! ```sh
+//! cargo bench --bench bench_pipeline                 # all four, ~90 s
+//! cargo bench --bench bench_pipeline -- demo host    # a subset: demo, host, soak
+//! HAILO_EDGE_DEMO_SECS=20 HAILO_EDGE_SOAK_SECS=60 cargo bench --bench bench_pipeline
+//! ```
+//!
+//! - demo: the demo rig on the real-time simulator (decoder and fit for real):
+//!   (a) does it sustain 120 fps per camera with no drops, or which stage is the
+//!   bottleneck and by how much; (b) capture-to-fitted-body latency p99 against
+//!   two frame periods.
+//! - host: (c) CPU of the pipeline itself (NPU stage, decoder-thread overhead,
+//!   sync, sinks; excluding decode and fit) per frame on the zero-time device,
+//!   against 100 us.
+//! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
+//!   the offered rate), RSS against the first 10 s, and the frame accounting.
+
+use std::time::Duration;
+
+use hailo_edge::npu::sim::DeviceProfile;
+use hailo_edge::pipeline::{run, Report, RigConfig, RunOptions};
+
+fn secs(var: &str, default: f64) -> f64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn accounting(report: &Report) -> String {
+    let parts: Vec<String> = report
+        .cameras
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}={}+{}",
+                c.name,
+                c.frames.captured,
+                c.frames.processed,
+                c.frames.dropped_total()
+            )
+        })
+        .collect();
+    format!(
+        "{} [{}]",
+        if report.accounting_ok {
+            "adds up"
+        } else {
+            "DOES NOT ADD UP"
+        },
+        parts.join(", ")
+    )
+}
+
+fn demo() {
+    let rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let d = secs("HAILO_EDGE_DEMO_SECS", 15.0);
+    let report = run(
+        &rig,
+        "demo",
+        &RunOptions {
+            duration: Some(Duration::from_secs_f64(d)),
+            ..RunOptions::default()
+        },
+    )
+    .expect("demo rig");
+    println!("== (a) demo rig, {d} s on {}", report.what_ran.device);
+    for c in &report.cameras {
+        println!(
+            "   {:<6} {:.1} fps captured, {:.1} fps fitted, dropped {:?}",
+            c.name, c.captured_fps, c.processed_fps, c.frames.dropped
+        );
+    }
+    let h = &report.host;
+    println!(
+        "   CPU: decode {:.2} ms/frame ({} x{}), fit {:.2} ms/group, pipeline {:.1} us/frame, other {:.1} us/frame, {} cores",
+        h.decode_ms_per_frame.unwrap_or(f64::NAN),
+        report.what_ran.decoder,
+        report.what_ran.decoder_threads,
+        h.fit_ms_per_group.unwrap_or(f64::NAN),
+        h.pipeline_us_per_frame.unwrap_or(f64::NAN),
+        h.other_us_per_frame.unwrap_or(f64::NAN),
+        h.cores
+    );
+    println!("   {}", report.verdict.text);
+    println!("   accounting: {}", accounting(&report));
+    let period_ms = 1e3 / 120.0;
+    match report.end_to_end() {
+        Some(e) => println!(
+            "== (b) capture -> fitted body: p50 {:.1} ms, p99 {:.1} ms; target p99 <= {:.1} ms (2 frame periods): {}",
+            e.p50_ms,
+            e.p99_ms,
+            2.0 * period_ms,
+            if e.p99_ms <= 2.0 * period_ms { "met" } else { "NOT met" }
+        ),
+        None => println!("== (b) no frame was fitted"),
+    }
+    if let Some(m) = report.fit.mpjpe_mm {
+        println!(
+            "   fit: {} groups, MPJPE {m:.1} mm against ground truth",
+            report.fit.fits
+        );
+    }
+}
+
+fn host() {
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    rig.device.profile = "zero-time".into();
+    let d = secs("HAILO_EDGE_HOST_SECS", 10.0);
+    let report = run(
+        &rig,
+        "demo (pipeline only, zero-time device)",
+        &RunOptions {
+            duration: Some(Duration::from_secs_f64(d)),
+            pipeline_only: true,
+            profile: Some(DeviceProfile::zero_time()),
+            ..RunOptions::default()
+        },
+    )
+    .expect("pipeline-only run");
+    let us = report.host.pipeline_us_per_frame.unwrap_or(f64::NAN);
+    let fps: f64 = report.cameras.iter().map(|c| c.processed_fps).sum();
+    println!(
+        "== (c) pipeline host CPU (thread CPU time: NPU stage + sync + sinks; decode and fit skipped), zero-time device, {d} s: {us:.1} us/frame at {fps:.0} frames/s; target <= 100 us: {}",
+        if us <= 100.0 { "met" } else { "NOT met" }
+    );
+    println!("   accounting: {}", accounting(&report));
+}
+
+fn soak() {
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    rig.device.profile = "zero-time".into();
+    let d = secs("HAILO_EDGE_SOAK_SECS", 60.0);
+    // 480 views/s offered; a fit stage held to 240 views/s: twice the sustainable load.
+    let delay = Duration::from_secs_f64(1.0 / 240.0);
+    let report = run(
+        &rig,
+        "demo (soak at twice the sustainable load)",
+        &RunOptions {
+            duration: Some(Duration::from_secs_f64(d)),
+            pipeline_only: true,
+            fit_delay: Some(delay),
+            profile: Some(DeviceProfile::zero_time()),
+            ..RunOptions::default()
+        },
+    )
+    .expect("soak run");
+    let first = report.host.rss_first_10s_mb.unwrap_or(f64::NAN);
+    let last = report.host.rss_last_mb.unwrap_or(f64::NAN);
+    let offered: f64 = report.cameras.iter().map(|c| c.captured_fps).sum();
+    let done: f64 = report.cameras.iter().map(|c| c.processed_fps).sum();
+    println!(
+        "== (d) {d} s at {offered:.0} frames/s offered, {done:.0} processed (sustainable 240): RSS first 10 s {first:.1} MB, last {last:.1} MB ({:+.1}%); target within 10%: {}",
+        100.0 * (last / first - 1.0),
+        if last <= first * 1.1 { "met" } else { "NOT met" }
+    );
+    println!("   accounting: {}", accounting(&report));
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |name: &str| args.is_empty() || args.iter().any(|a| a == name);
+    if want("demo") {
+        demo();
+    }
+    if want("host") {
+        host();
+    }
+    if want("soak") {
+        soak();
+    }
+}
