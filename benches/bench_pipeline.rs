@@ -35,11 +35,13 @@ fn accounting(report: &Report) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{} {}={}+{}",
+                "{} {}={}+{}+{}{}",
                 c.name,
                 c.frames.captured,
                 c.frames.processed,
-                c.frames.dropped_total()
+                c.frames.dropped_total(),
+                c.frames.in_flight,
+                if c.accounting_ok { "" } else { " (!)" }
             )
         })
         .collect();
