@@ -128,6 +128,12 @@ fn host() {
         "== (c) pipeline host CPU (thread CPU time: NPU stage + sync + sinks; decode and fit skipped), zero-time device, {d} s: {us:.1} us/frame at {fps:.0} frames/s; target <= 100 us: {}",
         if us <= 100.0 { "met" } else { "NOT met" }
     );
+    if let Some(p) = report.latency_ms.get("preprocess") {
+        println!(
+            "   of which preprocessing into the HEF input (YUYV 288/432 -> RGB): p50 {:.3} ms wall per frame",
+            p.p50_ms
+        );
+    }
     println!("   accounting: {}", accounting(&report));
 }
 

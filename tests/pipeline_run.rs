@@ -20,6 +20,16 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
+/// The demo rig with RGB synthetic frames: encoding YUYV per pixel is slow in
+/// unoptimised test builds, and the camera format is not what these tests test.
+fn demo() -> RigConfig {
+    let mut rig = RigConfig::demo(&fixtures());
+    for c in &mut rig.cameras {
+        c.format = Some("rgb24".into());
+    }
+    rig
+}
+
 fn assert_accounting(report: &Report) {
     for c in &report.cameras {
         let f = &c.frames;
@@ -41,17 +51,21 @@ fn assert_accounting(report: &Report) {
 fn demo_rig_runs_end_to_end_and_frames_add_up() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    let mut rig = RigConfig::demo(&fixtures());
+    let mut rig = demo();
     rig.decoder.threads = 1;
     rig.output.jsonl = Some(dir.path().join("results.jsonl"));
     rig.output.report = Some(dir.path().join("report.json"));
     let options = RunOptions {
-        duration: Some(Duration::from_millis(2500)),
+        duration: Some(Duration::from_millis(3000)),
         ..RunOptions::default()
     };
     let report = run(&rig, "demo", &options).unwrap();
     assert_accounting(&report);
-    assert!(report.fit.fits > 0, "no group was fitted");
+    assert!(
+        report.fit.fits > 0,
+        "no group was fitted: {:?}",
+        report.cameras.iter().map(|c| &c.frames).collect::<Vec<_>>()
+    );
     // The demo fit sees ground truth with 2 px noise: its error is that of a fit, not noise.
     let mpjpe = report.fit.mpjpe_mm.unwrap();
     assert!(mpjpe > 0.0 && mpjpe < 150.0, "MPJPE {mpjpe} mm");
@@ -102,7 +116,7 @@ fn scheduler_switches_twice_per_frame_period() {
     // Each 1/120 s the three body frames and the face frame arrive together: the
     // body graph reaches its threshold (3), then the face graph (1): two switches
     // per frame period, 240/s, when the host keeps up.
-    let mut rig = RigConfig::demo(&fixtures());
+    let mut rig = demo();
     let report = pipeline_only(&mut rig, 1.5, None);
     assert_accounting(&report);
     let switches = report.switching.switches.unwrap() as f64;
@@ -126,7 +140,7 @@ fn manual_switching_every_k_frames() {
     // the face graph runs until it has nothing queued: about 360/60 = 6 body
     // blocks per second, each followed by a face block: ~12 switches/s, far fewer
     // than the scheduler's 240.
-    let mut rig = RigConfig::demo(&fixtures());
+    let mut rig = demo();
     rig.switching = SwitchingConfig::Manual {
         frames_per_switch: 60,
     };
@@ -134,25 +148,23 @@ fn manual_switching_every_k_frames() {
     assert_accounting(&report);
     let app = report.switching.app_switches;
     assert_eq!(Some(app), report.switching.switches, "device and app agree");
+    // Each block of K body frames ends in a switch when the face graph waits, and
+    // every switch to the face graph and back runs at least one face frame
+    // (a graph with no frame for its timeout also hands over).
     let body_frames = report.graphs[0].frames;
-    let blocks = body_frames.div_ceil(60);
+    let face_frames = report.graphs[1].frames;
     assert!(
-        app >= blocks && app <= 2 * blocks + 2,
-        "{app} switches for {body_frames} body frames in blocks of 60"
+        app >= body_frames / 60 && app <= 2 * face_frames + 1,
+        "{app} switches for {body_frames} body and {face_frames} face frames, K = 60"
     );
-    // Negative control: a smaller K switches more often.
-    let mut rig = RigConfig::demo(&fixtures());
-    rig.switching = SwitchingConfig::Manual {
-        frames_per_switch: 6,
-    };
-    let more = pipeline_only(&mut rig, 1.5, None).switching.app_switches;
-    assert!(more > app, "K=6 gave {more} switches, K=60 gave {app}");
+    // The exact counts K implies, with a negative control, are checked on a
+    // deterministic feed in tests/pipeline_switching.rs.
 }
 
 #[test]
 fn a_slow_stage_drops_oldest_frames_at_the_camera_queue() {
     let _one = serial();
-    let mut rig = RigConfig::demo(&fixtures());
+    let mut rig = demo();
     // 20 ms per view in the fit stage: 50 views/s against 480 offered.
     let report = pipeline_only(&mut rig, 2.0, Some(Duration::from_millis(20)));
     assert_accounting(&report);

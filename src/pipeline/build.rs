@@ -378,7 +378,11 @@ pub fn sources(
         .map(|(i, c)| SyntheticCamera {
             camera: CameraId(i as u32),
             calibration: calibrations[i],
-            format: PixelFormat::Rgb24,
+            format: c
+                .format
+                .as_deref()
+                .and_then(PixelFormat::from_name)
+                .unwrap_or(PixelFormat::Yuyv),
             fps: c.fps,
             offset_ns: 0,
         })

@@ -121,7 +121,8 @@ pub struct CameraConfig {
     pub fps: f64,
     /// The graph this camera feeds.
     pub graph: String,
-    /// Pixel format asked of a V4L2 device: `yuyv`, `mjpeg`, `nv12` or `grey`.
+    /// Pixel format asked of a V4L2 device (`yuyv`, `mjpeg`, `nv12`, `grey`,
+    /// `rgb24`), or synthesised (default `yuyv`; `mjpeg` cannot be synthesised).
     #[serde(default)]
     pub format: Option<String>,
     /// How the frame is fitted to the square graph input: `letterbox` or `crop`.
@@ -419,7 +420,8 @@ impl RigConfig {
                 ));
             }
             if let Some(f) = &c.format {
-                one_of(f, &["yuyv", "mjpeg", "nv12", "grey"]).map_err(|p| bad(key("format"), p))?;
+                one_of(f, &["yuyv", "mjpeg", "nv12", "grey", "rgb24"])
+                    .map_err(|p| bad(key("format"), p))?;
             }
             one_of(&c.fit, &["letterbox", "crop"]).map_err(|p| bad(key("fit"), p))?;
         }
