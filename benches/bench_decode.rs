@@ -1,0 +1,157 @@
+//! Decoder per-frame benchmark: tract with its own GridSample against tract with the
+//! fast kernel, on decoder ONNX files given as arguments (default: the committed
+//! fixtures at 288 and 432).
+//!
+//! ```sh
+//! cargo bench --bench bench_decode -- [--runs N] [--stock] [model.onnx ...]
+//! ```
+//!
+//! Prints one JSON line per (model, engine) with the median and p90 wall time of one
+//! `run` (1 thread, sequential, after warm-up). `tools/bench_decoder.py` runs this and
+//! ONNX Runtime on the same files in one go and prints the ratio.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+mod common;
+
+use hailo_edge::decode::tract_engine::{TractDecoder, TractKernels};
+use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
+
+fn fill(maps: &mut FeatureMaps) {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..TAPS {
+        for v in maps.map_mut(i) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            *v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
+    let t = Instant::now();
+    let mut dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
+    let load_s = t.elapsed().as_secs_f64();
+    let mut maps = dec.new_maps();
+    let warmup = if kernel == TractKernels::Stock { 1 } else { 3 };
+    let mut times = Vec::with_capacity(runs);
+    let mut cpu = Vec::with_capacity(runs);
+    for i in 0..warmup + runs {
+        fill(&mut maps);
+        let (t, c) = (Instant::now(), common::thread_cpu_time());
+        let out = dec.run(&mut maps).map_err(|e| e.to_string())?;
+        let cpu_ms = (common::thread_cpu_time() - c).as_secs_f64() * 1e3;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        std::hint::black_box(out);
+        if i >= warmup {
+            times.push(ms);
+            cpu.push(cpu_ms);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
+    let engine = match kernel {
+        TractKernels::Fast => "tract (hailo-edge ops)",
+        TractKernels::Stock => "tract (stock 0.23)",
+    };
+    println!(
+        "{{\"model\":{:?},\"engine\":\"{engine}\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.2},\"p90_ms\":{:.2},\"cpu_median_ms\":{:.2},\"load_s\":{load_s:.2}}}",
+        path.display().to_string(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.9),
+        percentile(&cpu, 0.5),
+    );
+    Ok(())
+}
+
+/// Time of dequantising four UINT8 NHWC device buffers into the NCHW maps (the host
+/// work per frame before the decoder runs).
+fn bench_dequantise(grid: usize, runs: usize) {
+    use hailo_edge::hef::{DataType, QuantInfo, Quantization};
+    let bytes: Vec<u8> = (0..grid * grid * 384)
+        .map(|i| (i * 37 % 251) as u8)
+        .collect();
+    let q = Quantization::Uniform(QuantInfo {
+        zp: 128.0,
+        scale: 0.02,
+        limvals_min: -2.56,
+        limvals_max: 2.54,
+    });
+    let tap = hailo_edge::decode::input::DeviceMap {
+        stream: "tap",
+        bytes: &bytes,
+        data_type: DataType::Uint8,
+        quant: &q,
+    };
+    let mut maps = FeatureMaps::new(384, grid, grid);
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        maps.fill_from_device(&[tap; TAPS])
+            .expect("matching buffers");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{{\"model\":\"dequantise 4 x ({grid},{grid},384) u8\",\"engine\":\"input\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.3},\"p90_ms\":{:.3}}}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.9)
+    );
+}
+
+fn main() {
+    let mut runs = 20;
+    let mut stock = false;
+    let mut stock_runs = 3;
+    let mut models = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--bench" => {}
+            "--runs" => runs = args.next().and_then(|v| v.parse().ok()).unwrap_or(runs),
+            "--stock-runs" => {
+                stock_runs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(stock_runs)
+            }
+            "--stock" => stock = true,
+            _ if a.starts_with("--") => {}
+            _ => models.push(PathBuf::from(a)),
+        }
+    }
+    if models.is_empty() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        models = vec![root.join("decoder_288.onnx"), root.join("decoder_432.onnx")];
+    }
+    for grid in [24, 36] {
+        bench_dequantise(grid, 50);
+    }
+    let mut failed = false;
+    for m in &models {
+        let mut kernels = vec![TractKernels::Fast];
+        if stock {
+            kernels.push(TractKernels::Stock);
+        }
+        for k in kernels {
+            let n = if k == TractKernels::Stock {
+                stock_runs
+            } else {
+                runs
+            };
+            if let Err(e) = bench(m, k, n) {
+                eprintln!("bench_decode: {}: {e}", m.display());
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,116 @@
+//! Per-op time of the decoder graph in tract: where the time goes.
+//!
+//! ```sh
+//! cargo run --release --example profile_decoder -- model.onnx [runs] [stock]
+//! ```
+//!
+//! Runs the optimised plan with a timing wrapper around every node and prints the total
+//! per op type (and the slowest nodes), averaged over the runs, in thread CPU time.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use hailo_edge::decode::deform_sample::fuse_deformable_sampling;
+use hailo_edge::decode::fast_ops::speed_up;
+use hailo_edge::decode::grid_sample::onnx_fast;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::internal::format_err;
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+use common::thread_cpu_time as cpu_time;
+
+fn main() -> TractResult<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let path = args
+        .get(1)
+        .ok_or_else(|| format_err!("usage: profile_decoder model.onnx [runs] [stock]"))?;
+    let runs: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
+    let onnx = if args.get(3).is_some_and(|a| a == "stock") {
+        tract_onnx::onnx()
+    } else {
+        onnx_fast()
+    };
+    let mut model = onnx
+        .model_for_path(path)?
+        .into_typed()?
+        .into_decluttered()?;
+    if args.get(3).is_none_or(|a| a != "stock") {
+        fuse_deformable_sampling(&mut model)?;
+    }
+    let mut model = model.into_optimized()?;
+    if args.get(3).is_none_or(|a| a != "stock") {
+        speed_up(&mut model)?;
+    }
+    let plan = model.into_runnable()?;
+    let mut state = plan.spawn()?;
+    let inputs: TVec<TValue> = (0..plan.model().inputs.len())
+        .map(|i| {
+            let fact = plan.model().input_fact(i)?;
+            let shape = fact
+                .shape
+                .as_concrete()
+                .ok_or_else(|| format_err!("dynamic input"))?;
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n)
+                .map(|k| ((k * 7919 % 1000) as f32 / 500.0) - 1.0)
+                .collect();
+            Ok(Tensor::from_shape(shape, &data)?.into_tvalue())
+        })
+        .collect::<TractResult<_>>()?;
+    state.run(inputs.clone())?;
+    let mut per_node: HashMap<usize, Duration> = HashMap::new();
+    let t0 = cpu_time();
+    for _ in 0..runs {
+        state.run_plan_with_eval(inputs.clone(), |ctx, op_state, node, input| {
+            let t = cpu_time();
+            let r = tract_onnx::tract_hir::tract_core::plan::eval(ctx, op_state, node, input);
+            *per_node.entry(node.id).or_default() += cpu_time() - t;
+            r
+        })?;
+    }
+    let total = (cpu_time() - t0).as_secs_f64() * 1e3 / runs as f64;
+    let model = plan.model();
+    let mut per_op: HashMap<String, (f64, usize)> = HashMap::new();
+    for (&id, d) in &per_node {
+        let e = per_op
+            .entry(model.node(id).op().name().to_string())
+            .or_default();
+        e.0 += d.as_secs_f64() * 1e3 / runs as f64;
+        e.1 += 1;
+    }
+    let mut ops: Vec<_> = per_op.into_iter().collect();
+    ops.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+    println!(
+        "{path}: {total:.1} ms CPU per run ({} nodes)",
+        model.nodes().len()
+    );
+    for (name, (ms, n)) in ops.iter().take(20) {
+        println!("{ms:>9.2} ms {:>5.1}%  {n:>4} x {name}", 100.0 * ms / total);
+    }
+    let mut nodes: Vec<_> = per_node.into_iter().collect();
+    nodes.sort_by_key(|n| std::cmp::Reverse(n.1));
+    println!("slowest nodes:");
+    for (id, d) in nodes.iter().take(25) {
+        let n = model.node(*id);
+        let facts: Vec<String> = n
+            .outputs
+            .iter()
+            .map(|o| format!("{:?}", o.fact.shape))
+            .collect();
+        let ins: Vec<String> = n
+            .inputs
+            .iter()
+            .map(|i| format!("{:?}", model.outlet_fact(*i).unwrap().shape))
+            .collect();
+        println!(
+            "{:>9.2} ms  {} ({}) {:?} -> {:?}",
+            d.as_secs_f64() * 1e3 / runs as f64,
+            n.name,
+            n.op().name(),
+            ins,
+            facts
+        );
+    }
+    Ok(())
+}

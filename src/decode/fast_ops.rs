@@ -1,0 +1,404 @@
+//! Replacements for two tract kernels that are slow on the decoder's shapes.
+//!
+//! Profiling the RF-DETR decoder in tract 0.23 (thread CPU time, after the GridSample
+//! fix) left two avoidable costs outside the matrix products:
+//!
+//! - **broadcasting binary ops** that tract cannot specialise (`(1,1700,16,2,2) +
+//!   (1,1700,1,2,2)` when computing sampling locations) run at tens of ns per
+//!   element; [`FastBroadcast`] merges the axes and runs a plain strided loop;
+//! - **softmax over very short rows** (2 sampling points per head, 1700·16 rows per
+//!   layer) is dominated by per-row overhead; [`FastSoftmax`] is a plain loop.
+//!
+//! [`speed_up`] swaps them into an optimised model. Both compute exactly what they
+//! replace (up to float rounding) and are checked against tract's ops in the tests.
+
+use tract_onnx::tract_hir::internal::*;
+use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_hir::tract_core::ops::nn::{Softmax, SoftmaxKind};
+
+/// Longest softmax row [`FastSoftmax`] takes over.
+const SHORT_ROW: usize = 16;
+
+/// An elementwise f32 operation with numpy broadcasting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinKind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinKind {
+    fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "Add" => Self::Add,
+            "Sub" => Self::Sub,
+            "Mul" => Self::Mul,
+            "Div" => Self::Div,
+            _ => return None,
+        })
+    }
+}
+
+/// Broadcasting f32 binary op (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FastBroadcast {
+    pub kind: BinKind,
+    /// Output shape (both inputs broadcast to it).
+    pub shape: TVec<usize>,
+}
+
+impl Op for FastBroadcast {
+    fn name(&self) -> StaticName {
+        format!("FastBroadcast{:?}", self.kind).into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for FastBroadcast {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let (a, b) = args_2!(inputs);
+        let mut out = Tensor::zero::<f32>(&self.shape)?;
+        let dst = super::f32s_mut(&mut out)?;
+        let (x, y) = (super::f32s(&a)?, super::f32s(&b)?);
+        match self.kind {
+            BinKind::Add => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p + q),
+            BinKind::Sub => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p - q),
+            BinKind::Mul => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p * q),
+            BinKind::Div => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p / q),
+        }?;
+        Ok(tvec!(out.into_tvalue()))
+    }
+}
+
+/// Element strides of a dense tensor of `shape` read as `out` (0 along broadcast axes).
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> TractResult<Vec<usize>> {
+    ensure!(shape.len() == out.len(), "rank {shape:?} vs {out:?}");
+    let mut strides = vec![0; out.len()];
+    let mut s = 1;
+    for i in (0..out.len()).rev() {
+        if shape[i] == out[i] {
+            strides[i] = s;
+        } else {
+            ensure!(shape[i] == 1, "cannot broadcast {shape:?} to {out:?}");
+        }
+        s *= shape[i];
+    }
+    Ok(strides)
+}
+
+/// `dst = f(a, b)` with numpy broadcasting. Adjacent axes that both inputs walk
+/// alike are merged first, so the loop nest is as shallow as the broadcast allows.
+fn broadcast(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    out: &[usize],
+    dst: &mut [f32],
+    f: impl Fn(f32, f32) -> f32,
+) -> TractResult<()> {
+    let sa = broadcast_strides(a_shape, out)?;
+    let sb = broadcast_strides(b_shape, out)?;
+    // Merge axis i into i+1 when both strides are contiguous across the pair.
+    let mut dims: Vec<(usize, usize, usize)> = Vec::new();
+    for i in 0..out.len() {
+        if out[i] == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(last) if last.1 == sa[i] * out[i] && last.2 == sb[i] * out[i] => {
+                *last = (last.0 * out[i], sa[i], sb[i]);
+            }
+            _ => dims.push((out[i], sa[i], sb[i])),
+        }
+    }
+    let (inner, ia, ib) = dims.pop().unwrap_or((1, 0, 0));
+    let outer: usize = dims.iter().map(|d| d.0).product();
+    let mut idx = vec![0usize; dims.len()];
+    let (mut pa, mut pb) = (0usize, 0usize);
+    for o in 0..outer {
+        let row = &mut dst[o * inner..(o + 1) * inner];
+        for (k, d) in row.iter_mut().enumerate() {
+            *d = f(a[pa + k * ia], b[pb + k * ib]);
+        }
+        // Odometer over the outer axes.
+        for j in (0..dims.len()).rev() {
+            idx[j] += 1;
+            pa += dims[j].1;
+            pb += dims[j].2;
+            if idx[j] < dims[j].0 {
+                break;
+            }
+            pa -= dims[j].1 * dims[j].0;
+            pb -= dims[j].2 * dims[j].0;
+            idx[j] = 0;
+        }
+    }
+    Ok(())
+}
+
+impl TypedOp for FastBroadcast {
+    as_op!();
+
+    fn output_facts(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        Ok(tvec!(f32::fact(&self.shape[..])))
+    }
+}
+
+/// Softmax over the last axis of an f32 tensor with short rows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FastSoftmax;
+
+impl FastSoftmax {
+    /// Softmax of every `row`-long run of `data`, in place.
+    ///
+    /// Three passes so the exponential runs over the whole buffer at once (where it
+    /// vectorises) instead of row by row: subtract each row's max, exponentiate
+    /// everything with [`exp_approx`], normalise each row.
+    pub fn apply(data: &mut [f32], row: usize) {
+        for r in data.chunks_exact_mut(row) {
+            let max = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            for v in r.iter_mut() {
+                *v -= max;
+            }
+        }
+        for v in data.iter_mut() {
+            *v = exp_approx(*v);
+        }
+        for r in data.chunks_exact_mut(row) {
+            let inv = 1.0 / r.iter().sum::<f32>();
+            for v in r.iter_mut() {
+                *v *= inv;
+            }
+        }
+    }
+}
+
+/// `e^x` for x <= 0 (softmax arguments after the max is subtracted), branch-free so
+/// loops over it vectorise: Cody-Waite range reduction to r in [-ln2/2, ln2/2], a
+/// degree-6 polynomial, and the power of two through the exponent bits. Relative
+/// error below 3e-7 on [-87, 0]; smaller arguments are clamped to -87 (e^-87 ≈ 1.6e-38,
+/// nothing next to the row's maximum of 1).
+#[inline]
+pub fn exp_approx(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // 1.5 * 2^23: adding and subtracting it rounds to the nearest integer with plain
+    // SSE2 arithmetic (f32::round would be a libm call, which stops vectorisation).
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.max(-87.0);
+    let shifted = x * LOG2E + ROUND;
+    let n = shifted - ROUND;
+    // The integer n sits in the low mantissa bits of `shifted`: no float-to-int cast.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    p * f32::from_bits(n_bits.wrapping_add(127) << 23)
+}
+
+impl Op for FastSoftmax {
+    fn name(&self) -> StaticName {
+        "FastSoftmax".into()
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for FastSoftmax {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let input = args_1!(inputs);
+        let row = *input
+            .shape()
+            .last()
+            .ok_or_else(|| format_err!("FastSoftmax on a scalar"))?;
+        let mut t = input.into_tensor();
+        Self::apply(super::f32s_mut(&mut t)?, row);
+        Ok(tvec!(t.into_tvalue()))
+    }
+}
+
+impl TypedOp for FastSoftmax {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        Ok(tvec!(inputs[0].without_value()))
+    }
+}
+
+/// Swaps [`FastBroadcast`] and [`FastSoftmax`] into an optimised model where they
+/// apply (f32, static shapes). Returns how many nodes were replaced.
+///
+/// # Errors
+/// When tract rejects a patch (a bug; such a node is left unchanged is not possible,
+/// the error is returned).
+pub fn speed_up(model: &mut TypedModel) -> TractResult<usize> {
+    // One patch at a time: a patch renumbers the nodes, so patches prepared against the
+    // same model would not compose when two replaced nodes are neighbours.
+    let mut replaced = 0;
+    while let Some(patch) = next_patch(model)? {
+        patch.apply(model)?;
+        replaced += 1;
+    }
+    Ok(replaced)
+}
+
+fn next_patch(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
+    for node in model.nodes() {
+        let facts: TVec<&TypedFact> = model.node_input_facts(node.id)?;
+        if facts.iter().any(|f| f.datum_type != f32::datum_type()) {
+            continue;
+        }
+        if let Some(bin) = node.op_as::<TypedBinOp>() {
+            let Some(kind) = BinKind::from_name(bin.0.name()).filter(|_| bin.1.is_none()) else {
+                continue;
+            };
+            let (Some(a), Some(b), Some(out)) = (
+                facts[0].shape.as_concrete(),
+                facts.get(1).and_then(|f| f.shape.as_concrete()),
+                node.outputs[0].fact.shape.as_concrete(),
+            ) else {
+                continue;
+            };
+            // Only true broadcasts of equal rank; unicast and scalar cases are ones
+            // tract already specialises.
+            if a == b
+                || a.len() != b.len()
+                || a.iter().product::<usize>() <= 1
+                || b.iter().product::<usize>() <= 1
+            {
+                continue;
+            }
+            let op = FastBroadcast {
+                kind,
+                shape: out.into(),
+            };
+            return TypedModelPatch::replace_single_op(model, node, &node.inputs, op).map(Some);
+        } else if let Some(sm) = node.op_as::<Softmax>() {
+            let Some(shape) = facts[0].shape.as_concrete() else {
+                continue;
+            };
+            let last = shape.len().saturating_sub(1);
+            if sm.kind == SoftmaxKind::Softmax
+                && sm.quant_output_dt.is_none()
+                && sm.axes[..] == [last]
+                && shape[last] <= SHORT_ROW
+            {
+                return TypedModelPatch::replace_single_op(model, node, &node.inputs, FastSoftmax)
+                    .map(Some);
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tract_onnx::tract_hir::tract_core::ops::math;
+
+    fn ramp(shape: &[usize], k: f32) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(|i| (i as f32 * k).sin() * 3.0).collect();
+        Tensor::from_shape(shape, &v).unwrap()
+    }
+
+    fn eval(op: &dyn TypedOp, inputs: &[&Tensor]) -> Tensor {
+        let v = inputs.iter().map(|t| (*t).clone().into_tvalue()).collect();
+        op.eval_out_of_plan(v).unwrap().unwrap()[0]
+            .clone()
+            .into_tensor()
+    }
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        assert_eq!(a.shape(), b.shape());
+        let (a, b) = (
+            super::super::f32s(a).unwrap(),
+            super::super::f32s(b).unwrap(),
+        );
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    #[test]
+    fn broadcast_ops_match_tracts() {
+        let a = ramp(&[1, 7, 4, 2, 2], 0.37);
+        let b = ramp(&[1, 7, 1, 2, 2], 0.91);
+        let shape: TVec<usize> = tvec![1, 7, 4, 2, 2];
+        // Both sides broadcast, on different axes.
+        let c = ramp(&[3, 1, 5], 0.21);
+        let d = ramp(&[1, 4, 5], 0.77);
+        let want = eval(&math::add(), &[&c, &d]);
+        let got = eval(
+            &FastBroadcast {
+                kind: BinKind::Add,
+                shape: tvec![3, 4, 5],
+            },
+            &[&c, &d],
+        );
+        assert!(max_diff(&got, &want) < 1e-6);
+        let cases: [(BinKind, TypedBinOp); 4] = [
+            (BinKind::Add, math::add()),
+            (BinKind::Sub, math::sub()),
+            (BinKind::Mul, math::mul()),
+            (BinKind::Div, math::div()),
+        ];
+        for (kind, theirs) in cases {
+            let ours = FastBroadcast {
+                kind,
+                shape: shape.clone(),
+            };
+            let want = eval(&theirs, &[&a, &b]);
+            let got = eval(&ours, &[&a, &b]);
+            assert!(max_diff(&got, &want) < 1e-5, "{kind:?}");
+            // Negative control: swapped operands differ for the non-commutative ones.
+            if matches!(kind, BinKind::Sub | BinKind::Div) {
+                let swapped = eval(&ours, &[&b, &a]);
+                assert!(max_diff(&swapped, &want) > 1e-3, "{kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn exp_approx_is_accurate() {
+        let mut worst = (0.0f64, 0.0f32);
+        for i in 0..=87_000 {
+            let x = (-(i as f32) * 1e-3).max(-87.0);
+            let want = f64::from(x).exp();
+            let rel = ((f64::from(exp_approx(x)) - want) / want).abs();
+            if rel > worst.0 {
+                worst = (rel, x);
+            }
+        }
+        assert!(worst.0 < 5e-7, "relative error {} at {}", worst.0, worst.1);
+        // Negative control: a plain truncated series is visibly worse, so the check can fail.
+        let x = -3.0f32;
+        let crude = 1.0 + x + x * x / 2.0;
+        assert!(((crude - x.exp()) / x.exp()).abs() > 5e-7);
+    }
+
+    #[test]
+    fn softmax_matches_tracts() {
+        for shape in [[5usize, 3, 2], [4, 2, 16], [3, 7, 18]] {
+            let x = ramp(&shape, 0.53);
+            let theirs = Softmax::new(tvec![2], None, SoftmaxKind::Softmax);
+            let want = eval(&theirs, &[&x]);
+            let got = eval(&FastSoftmax, &[&x]);
+            assert!(max_diff(&got, &want) < 1e-6, "{shape:?}");
+            // Negative control: the softmax over another axis is not what we compute.
+            let other = eval(&Softmax::new(tvec![1], None, SoftmaxKind::Softmax), &[&x]);
+            assert!(max_diff(&got, &other) > 1e-3);
+        }
+    }
+}

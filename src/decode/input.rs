@@ -1,0 +1,318 @@
+//! The decoder's inputs: backbone maps dequantised from the NPU's output buffers.
+//!
+//! The device hands each tap back as a quantised NHWC frame `(g, g, 384)` of UINT8 (or
+//! UINT16); the ONNX wants NCHW f32 `(1, 384, g, g)`. [`FeatureMaps::fill_from_device`]
+//! does the dequantisation `real = (q - zp) * scale` and the transpose in one pass,
+//! writing straight into the tensors the engine reads. The tensors are kept behind
+//! `Arc` so that tract can take them as inputs without a copy and hand the buffers back
+//! once the run is over; the next frame then overwrites them in place.
+
+use std::sync::Arc;
+
+use hef::{DataType, QuantInfo, Quantization};
+use tract_onnx::prelude::Tensor;
+
+use super::{DecodeError, TAPS};
+
+/// Four NCHW f32 maps `(1, channels, height, width)`, reused frame after frame.
+#[derive(Debug, Clone)]
+pub struct FeatureMaps {
+    shape: [usize; 4],
+    maps: [Arc<Tensor>; TAPS],
+}
+
+/// One quantised device buffer (a tap's NHWC frame) with its stream's description.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceMap<'a> {
+    /// Stream name, for errors.
+    pub stream: &'a str,
+    /// Raw bytes of one frame, NHWC, little-endian elements.
+    pub bytes: &'a [u8],
+    /// Element type of the buffer.
+    pub data_type: DataType,
+    /// The stream's quantisation.
+    pub quant: &'a Quantization,
+}
+
+impl FeatureMaps {
+    /// Zeroed maps of shape (1, channels, height, width).
+    pub fn new(channels: usize, height: usize, width: usize) -> Self {
+        let shape = [1, channels, height, width];
+        let zero = || Arc::new(Tensor::zero::<f32>(&shape).expect("f32 tensor of a plain shape"));
+        Self {
+            shape,
+            maps: std::array::from_fn(|_| zero()),
+        }
+    }
+
+    /// Shape of each map.
+    pub fn shape(&self) -> [usize; 4] {
+        self.shape
+    }
+
+    /// The maps as tract tensors (shared, not copied).
+    pub fn tensors(&self) -> &[Arc<Tensor>; TAPS] {
+        &self.maps
+    }
+
+    /// Read access to map `i` as a flat NCHW slice.
+    pub fn map(&self, i: usize) -> &[f32] {
+        super::f32s(&self.maps[i]).expect("feature maps are dense f32")
+    }
+
+    /// Write access to map `i` as a flat NCHW slice.
+    ///
+    /// When an engine still holds the previous frame's tensor, a fresh buffer is
+    /// allocated instead of waiting (this is logged, it should not happen in steady
+    /// state).
+    pub fn map_mut(&mut self, i: usize) -> &mut [f32] {
+        if Arc::get_mut(&mut self.maps[i]).is_none() {
+            log::debug!("feature map {i} still shared; allocating a new buffer");
+            self.maps[i] =
+                Arc::new(Tensor::zero::<f32>(&self.shape).expect("f32 tensor of a plain shape"));
+        }
+        super::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
+            .expect("feature maps are dense f32")
+    }
+
+    /// Dequantises four device buffers (NHWC) into these maps (NCHW f32).
+    ///
+    /// # Errors
+    /// [`DecodeError::Buffer`] naming the stream when a buffer's length, data type or
+    /// per-feature quantisation count does not match the maps.
+    pub fn fill_from_device(&mut self, taps: &[DeviceMap<'_>; TAPS]) -> Result<(), DecodeError> {
+        for (i, tap) in taps.iter().enumerate() {
+            let [_, c, h, w] = self.shape;
+            dequantize_nhwc_to_nchw(tap, c, h * w, self.map_mut(i))?;
+        }
+        Ok(())
+    }
+}
+
+/// Dequantises one NHWC buffer of `pixels × channels` into an NCHW plane set.
+///
+/// # Errors
+/// [`DecodeError::Buffer`] for a length or quantisation mismatch.
+pub fn dequantize_nhwc_to_nchw(
+    tap: &DeviceMap<'_>,
+    channels: usize,
+    pixels: usize,
+    out: &mut [f32],
+) -> Result<(), DecodeError> {
+    let bad = |message: String| DecodeError::Buffer {
+        stream: tap.stream.to_string(),
+        message,
+    };
+    let elem = tap.data_type.size();
+    let expected = pixels * channels * elem;
+    if tap.bytes.len() != expected {
+        return Err(bad(format!(
+            "{} bytes, expected {expected} ({pixels} pixels × {channels} features × {elem} B {})",
+            tap.bytes.len(),
+            tap.data_type.name()
+        )));
+    }
+    debug_assert_eq!(out.len(), pixels * channels);
+    // Per-channel affine (a, b) with real = q * a + b: one multiply-add per element.
+    let affine: Vec<(f32, f32)> = match tap.quant {
+        Quantization::Uniform(q) => vec![affine_of(q); channels],
+        Quantization::PerFeature(qs) => {
+            if qs.len() != channels {
+                return Err(bad(format!(
+                    "{} per-feature quantisation entries, expected {channels}",
+                    qs.len()
+                )));
+            }
+            qs.iter().map(affine_of).collect()
+        }
+    };
+    match tap.data_type {
+        DataType::Uint8 => transpose(tap.bytes, channels, pixels, &affine, out, |b, i| b[i]),
+        DataType::Uint16 => transpose(tap.bytes, channels, pixels, &affine, out, |b, i| {
+            u16::from_le_bytes([b[2 * i], b[2 * i + 1]])
+        }),
+    }
+    Ok(())
+}
+
+fn affine_of(q: &QuantInfo) -> (f32, f32) {
+    (q.scale, -q.zp * q.scale)
+}
+
+/// NHWC -> NCHW with dequantisation, in blocks of pixels so that both the reads
+/// (contiguous channels) and the writes (one run per channel) stay in cache.
+fn transpose<T: Into<f32> + Copy>(
+    bytes: &[u8],
+    channels: usize,
+    pixels: usize,
+    affine: &[(f32, f32)],
+    out: &mut [f32],
+    read: impl Fn(&[u8], usize) -> T,
+) {
+    const BLOCK: usize = 16;
+    let mut p0 = 0;
+    while p0 < pixels {
+        let p1 = (p0 + BLOCK).min(pixels);
+        for (c, &(a, b)) in affine.iter().enumerate() {
+            let dst = &mut out[c * pixels + p0..c * pixels + p1];
+            for (k, o) in dst.iter_mut().enumerate() {
+                let q: f32 = read(bytes, (p0 + k) * channels + c).into();
+                *o = q * a + b;
+            }
+        }
+        p0 = p1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quant(zp: f32, scale: f32) -> QuantInfo {
+        QuantInfo {
+            zp,
+            scale,
+            limvals_min: 0.0,
+            limvals_max: 0.0,
+        }
+    }
+
+    /// The obvious reference: element by element through `QuantInfo::dequantize`.
+    fn naive(bytes: &[u8], c: usize, h: usize, w: usize, q: &Quantization) -> Vec<f32> {
+        let mut out = vec![0.0; c * h * w];
+        for y in 0..h {
+            for x in 0..w {
+                for ch in 0..c {
+                    let qi = match q {
+                        Quantization::Uniform(q) => *q,
+                        Quantization::PerFeature(v) => v[ch],
+                    };
+                    out[ch * h * w + y * w + x] =
+                        qi.dequantize(f32::from(bytes[(y * w + x) * c + ch]));
+                }
+            }
+        }
+        out
+    }
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| ((i * 37 + i / 7) % 256) as u8).collect()
+    }
+
+    #[test]
+    fn dequantises_and_transposes_like_the_naive_reference() {
+        let (c, h, w) = (24, 5, 7);
+        let raw = bytes(c * h * w);
+        let per_feature = Quantization::PerFeature(
+            (0..c)
+                .map(|i| quant(100.0 + i as f32, 0.01 * (i + 1) as f32))
+                .collect(),
+        );
+        for q in [Quantization::Uniform(quant(128.0, 0.05)), per_feature] {
+            let mut maps = FeatureMaps::new(c, h, w);
+            let tap = DeviceMap {
+                stream: "tap",
+                bytes: &raw,
+                data_type: DataType::Uint8,
+                quant: &q,
+            };
+            maps.fill_from_device(&[tap; TAPS]).unwrap();
+            let want = naive(&raw, c, h, w, &q);
+            for i in 0..TAPS {
+                let err = maps
+                    .map(i)
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f32::max);
+                assert!(err < 1e-5, "map {i}: {err}");
+            }
+            // Negative control: reading the buffer as if it were already NCHW (no
+            // transpose) gives other values, so the comparison can fail.
+            let untransposed: Vec<f32> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    let qi = match &q {
+                        Quantization::Uniform(q) => *q,
+                        Quantization::PerFeature(v) => v[i / (h * w)],
+                    };
+                    qi.dequantize(f32::from(b))
+                })
+                .collect();
+            assert!(maps
+                .map(0)
+                .iter()
+                .zip(&untransposed)
+                .any(|(a, b)| (a - b).abs() > 1e-3));
+        }
+    }
+
+    #[test]
+    fn uint16_is_read_little_endian() {
+        let (c, h, w) = (3, 2, 2);
+        let vals: Vec<u16> = (0..12).map(|i| 1000 + i * 300).collect();
+        let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let q = Quantization::Uniform(quant(1000.0, 0.5));
+        let mut out = vec![0.0; 12];
+        let tap = DeviceMap {
+            stream: "t",
+            bytes: &raw,
+            data_type: DataType::Uint16,
+            quant: &q,
+        };
+        dequantize_nhwc_to_nchw(&tap, c, h * w, &mut out).unwrap();
+        // channel 1, pixel 2 is element 2*3+1 = 7 of the NHWC buffer.
+        assert_eq!(out[4 + 2], (f32::from(vals[7]) - 1000.0) * 0.5);
+    }
+
+    #[test]
+    fn wrong_length_and_quant_count_name_the_stream() {
+        let raw = bytes(10);
+        let q = Quantization::Uniform(quant(0.0, 1.0));
+        let tap = DeviceMap {
+            stream: "backbone/tap2",
+            bytes: &raw,
+            data_type: DataType::Uint8,
+            quant: &q,
+        };
+        let mut out = vec![0.0; 12];
+        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("backbone/tap2") && err.contains("expected 12"),
+            "{err}"
+        );
+        let raw = bytes(12);
+        let q = Quantization::PerFeature(vec![quant(0.0, 1.0); 2]);
+        let tap = DeviceMap {
+            bytes: &raw,
+            quant: &q,
+            ..tap
+        };
+        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 per-feature") && err.contains("expected 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn buffers_are_reused_when_no_one_else_holds_them() {
+        let mut maps = FeatureMaps::new(2, 2, 2);
+        let before = maps.map(0).as_ptr();
+        maps.map_mut(0)[0] = 1.0;
+        assert_eq!(maps.map(0).as_ptr(), before);
+        let held = maps.tensors()[0].clone();
+        maps.map_mut(0)[0] = 2.0;
+        assert_ne!(
+            maps.map(0).as_ptr(),
+            before,
+            "shared buffer must not be written"
+        );
+        assert_eq!(super::super::f32s(&held).unwrap()[0], 1.0);
+    }
+}

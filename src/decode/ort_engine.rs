@@ -1,0 +1,160 @@
+//! The ONNX Runtime engine (cargo feature `ort`).
+//!
+//! ONNX Runtime is loaded at run time (`ort`'s `load-dynamic`), so the build needs no
+//! library and no download. The library comes from `ORT_DYLIB_PATH`, for example the
+//! `libonnxruntime.so.*` that the PyPI `onnxruntime` wheel ships in
+//! `onnxruntime/capi/`. The feature maps are handed to ORT as borrowed views: no copy.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::TensorRef;
+
+use super::tract_engine::OUTPUT_NAMES;
+use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+
+/// Environment variable naming the ONNX Runtime shared library.
+pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+/// Loads ONNX Runtime once per process from `ORT_DYLIB_PATH`.
+fn environment() -> Result<&'static ort::environment::Environment, String> {
+    ENVIRONMENT
+        .get_or_init(|| {
+            let path = std::env::var_os(DYLIB_ENV)
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "{DYLIB_ENV} is not set; point it at libonnxruntime.so \
+                         (e.g. from `pip install onnxruntime`, onnxruntime/capi/)"
+                    )
+                })?;
+            let builder = ort::init_from(&path)
+                .map_err(|e| format!("{DYLIB_ENV}={}: {e}", PathBuf::from(&path).display()))?;
+            builder
+                .build()
+                .map_err(|e| format!("ONNX Runtime environment: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Whether ONNX Runtime can be loaded in this process (and why not).
+pub fn available() -> Result<(), String> {
+    environment().map(|_| ())
+}
+
+/// A decoder graph in an ONNX Runtime session.
+pub struct OrtDecoder {
+    session: Session,
+    input_names: Vec<String>,
+    input_shape: [usize; 4],
+}
+
+impl std::fmt::Debug for OrtDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrtDecoder")
+            .field("inputs", &self.input_names)
+            .field("input_shape", &self.input_shape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OrtDecoder {
+    /// Loads a decoder ONNX into a session with `threads` intra-op threads, sequential
+    /// execution and all graph optimisations.
+    ///
+    /// # Errors
+    /// [`DecodeError::Load`] naming the file (or `ORT_DYLIB_PATH` when the library
+    /// cannot be loaded), [`DecodeError::Graph`] when inputs or outputs do not match.
+    pub fn load(path: &Path, threads: usize) -> Result<Self, DecodeError> {
+        let load_err = |message: String| DecodeError::Load {
+            path: path.to_path_buf(),
+            message,
+        };
+        let env = environment().map_err(load_err)?;
+        let session = Session::builder(env)
+            .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::Level3)?))
+            .and_then(|b| Ok(b.with_intra_threads(threads)?))
+            .and_then(|b| Ok(b.with_inter_threads(1)?))
+            .and_then(|b| Ok(b.with_parallel_execution(false)?))
+            .and_then(|mut b| b.commit_from_file(path))
+            .map_err(|e| load_err(e.to_string()))?;
+        let graph_err = |message: String| DecodeError::Graph {
+            path: path.to_path_buf(),
+            message,
+        };
+        let input_names: Vec<String> = session
+            .inputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        if input_names.len() != TAPS {
+            return Err(graph_err(format!(
+                "inputs {input_names:?}, expected {TAPS} feature maps"
+            )));
+        }
+        let shape = session.inputs()[0]
+            .dtype()
+            .tensor_shape()
+            .map(|s| s.iter().map(|&d| d.max(0) as usize).collect::<Vec<_>>())
+            .and_then(|s| <[usize; 4]>::try_from(s).ok())
+            .filter(|s| s[0] == 1 && s[1] > 0 && s[2] > 0 && s[3] > 0)
+            .ok_or_else(|| graph_err("input 0 is not a static (1, C, H, W) tensor".into()))?;
+        let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
+        for want in OUTPUT_NAMES {
+            if !outputs.contains(&want) {
+                return Err(graph_err(format!(
+                    "no output named {want:?} (outputs: {outputs:?})"
+                )));
+            }
+        }
+        log::info!(
+            "decoder {}: ONNX Runtime, {threads} thread(s), input {shape:?}",
+            path.display()
+        );
+        Ok(Self {
+            session,
+            input_names,
+            input_shape: shape,
+        })
+    }
+}
+
+impl Decoder for OrtDecoder {
+    fn engine(&self) -> Engine {
+        Engine::Ort
+    }
+
+    fn input_shape(&self) -> [usize; 4] {
+        self.input_shape
+    }
+
+    fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
+        if maps.shape() != self.input_shape {
+            return Err(DecodeError::InputShape {
+                expected: self.input_shape,
+                found: maps.shape(),
+            });
+        }
+        let run_err = |e: ort::Error| DecodeError::Run(e.to_string());
+        let shape = self.input_shape.map(|d| d as i64);
+        let mut inputs = Vec::with_capacity(TAPS);
+        for (i, name) in self.input_names.iter().enumerate() {
+            let view = TensorRef::from_array_view((shape, maps.map(i))).map_err(run_err)?;
+            inputs.push((name.as_str(), view));
+        }
+        let outputs = self.session.run(inputs).map_err(run_err)?;
+        let tensor = |name: &str| -> Result<tract_onnx::prelude::Tensor, DecodeError> {
+            let (shape, data) = outputs[name].try_extract_tensor::<f32>().map_err(run_err)?;
+            let dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+            tract_onnx::prelude::Tensor::from_shape(&dims, data)
+                .map_err(|e| DecodeError::Run(format!("output {name}: {e:#}")))
+        };
+        let [d, l, k] = OUTPUT_NAMES;
+        super::tract_engine::raw_output(&tensor(d)?, &tensor(l)?, &tensor(k)?)
+    }
+}
