@@ -103,7 +103,7 @@ impl CostModel {
         if let Some(c) = self.known.get(&side) {
             return Ok(c.clone());
         }
-        if side == 0 || side % SIDE_MULTIPLE != 0 {
+        if side == 0 || !side.is_multiple_of(SIDE_MULTIPLE) {
             return Err(PlanError::NoCost {
                 side,
                 reason: format!(
