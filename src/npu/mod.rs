@@ -1,1 +1,61 @@
-//! Safe API over one C table of HailoRT functions: the real part through the C++ shim, or the simulator.
+//! Safe API over one C table of HailoRT functions: the real part through the
+//! C++ shim, or the simulator.
+//!
+//! | layer | where | what |
+//! |---|---|---|
+//! | raw | `hailort-sys` | the `hes_api` table of C function pointers and its types |
+//! | checked | [`result`] | one function per table entry, grouped per handle, status to `Result` |
+//! | safe | this module | [`Device`], [`Model`], [`ConfiguredModel`], [`Bindings`], [`Job`] |
+//!
+//! The same safe code runs over HailoRT's table and the simulator's
+//! ([`sim`]), so tests on the simulator exercise the real code path.
+//!
+//! ```
+//! use std::time::Duration;
+//! use hailo_edge::npu::{sim, Backend, Device};
+//!
+//! let hef = hef::HefBuilder::new(&hef::samples::backbone(288)).build().unwrap();
+//! let device = Device::open(Backend::Sim(sim::SimProfile::default()))?;
+//! let model = device.load_model(&hef)?;
+//! let configured = model.configure()?;
+//! drop(device); // the configured model keeps its device open
+//! let mut job = configured.run_async(configured.bindings()?)?;
+//! let done = job.wait(Duration::from_secs(5))?;
+//! done.status?;
+//! assert_eq!(done.output_kind, sim::OutputKind::SimSynthetic);
+//! # Ok::<(), hailo_edge::npu::NpuError>(())
+//! ```
+//!
+//! Ownership: models, configured models, bindings and jobs hold an `Arc` to
+//! their device, so none can outlive it; [`Bindings`] are moved into a
+//! [`Job`] and come back in its [`Completion`]; the C callback only forwards
+//! to a channel.
+
+pub mod api;
+mod buffer;
+mod configured;
+mod device;
+pub mod error;
+mod job;
+mod model;
+pub mod result;
+pub mod sim;
+
+pub use api::Api;
+pub use buffer::{BufferPool, PageBuf, PAGE};
+pub use configured::ConfiguredModel;
+pub use device::{Backend, BackendKind, Device, DeviceOptions, Scheduling};
+pub use error::{NpuError, Status};
+pub use job::{Bindings, Completion, Job};
+pub use model::{Direction, FormatType, Model, StreamDesc};
+pub use sim::OutputKind;
+
+static_assertions::assert_impl_all!(Device: Send, Sync, Clone);
+static_assertions::assert_impl_all!(Model: Send, Sync);
+static_assertions::assert_impl_all!(ConfiguredModel: Send, Sync);
+static_assertions::assert_impl_all!(Bindings: Send, Sync);
+static_assertions::assert_impl_all!(Job: Send);
+static_assertions::assert_impl_all!(Completion: Send);
+static_assertions::assert_impl_all!(NpuError: Send, Sync, std::error::Error);
+static_assertions::assert_not_impl_any!(Bindings: Clone);
+static_assertions::assert_not_impl_any!(Job: Clone);

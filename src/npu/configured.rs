@@ -1,0 +1,380 @@
+//! A configured model: scheduler settings, activation, and running frames.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use hailort_sys::hes_configured_model;
+
+use super::buffer::BufferPool;
+use super::device::{BackendKind, DeviceInner, Handle};
+use super::error::NpuError;
+use super::job::{on_complete, Bindings, Completion, InFlight, Job};
+use super::model::{Model, StreamDesc};
+use super::result;
+use super::sim::OutputKind;
+
+/// How long dropping a configured model waits for aborted jobs to report.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) struct CmShared {
+    pub device: Arc<DeviceInner>,
+    pub handle: Handle<hes_configured_model>,
+    pub name: String,
+    pub inputs: Vec<StreamDesc>,
+    pub outputs: Vec<StreamDesc>,
+    pub pool: BufferPool,
+    pending: Arc<AtomicUsize>,
+    callbacks: Arc<AtomicUsize>,
+    broken: Mutex<Option<String>>,
+    queue_tx: Sender<Completion>,
+    queue_rx: Receiver<Completion>,
+    next_job: AtomicU64,
+    output_kind: OutputKind,
+}
+
+impl Drop for CmShared {
+    fn drop(&mut self) {
+        if let Err(err) =
+            // SAFETY: bindings and jobs hold an Arc to this, so none is left.
+            unsafe { result::configured_model::release(&self.device.api, self.handle.ptr()) }
+        {
+            log::warn!("releasing configured model '{}': {err}", self.name);
+        }
+    }
+}
+
+/// A model configured on a device: ready to run.
+///
+/// It holds an `Arc` to its device, so the device stays open while it lives
+/// (the hRPC client of a Hailo-10H reports lost communication otherwise).
+/// Dropping it aborts jobs still in flight; their completions arrive with
+/// `StreamAbort`.
+pub struct ConfiguredModel {
+    shared: Arc<CmShared>,
+}
+
+impl std::fmt::Debug for ConfiguredModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfiguredModel")
+            .field("name", &self.shared.name)
+            .field("pending", &self.pending())
+            .finish()
+    }
+}
+
+impl ConfiguredModel {
+    pub(crate) fn new(model: &Model, ptr: NonNull<hes_configured_model>) -> ConfiguredModel {
+        let device = Arc::clone(&model.device);
+        let output_kind = match (&device.kind, &device.sim) {
+            (BackendKind::Sim, Some(p)) if p.references.contains_key(model.name()) => {
+                OutputKind::SimReference
+            }
+            (BackendKind::Sim, _) => OutputKind::SimSynthetic,
+            (BackendKind::HailoRt, _) => OutputKind::Device,
+        };
+        let (queue_tx, queue_rx) = crossbeam_channel::unbounded();
+        ConfiguredModel {
+            shared: Arc::new(CmShared {
+                device,
+                handle: Handle::new(ptr),
+                name: model.name().to_string(),
+                inputs: model.inputs().to_vec(),
+                outputs: model.outputs().to_vec(),
+                pool: BufferPool::default(),
+                pending: Arc::new(AtomicUsize::new(0)),
+                callbacks: Arc::new(AtomicUsize::new(0)),
+                broken: Mutex::new(None),
+                queue_tx,
+                queue_rx,
+                next_job: AtomicU64::new(0),
+                output_kind,
+            }),
+        }
+    }
+
+    /// The network group's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The inputs.
+    pub fn inputs(&self) -> &[StreamDesc] {
+        &self.shared.inputs
+    }
+
+    /// The outputs.
+    pub fn outputs(&self) -> &[StreamDesc] {
+        &self.shared.outputs
+    }
+
+    /// Where this model's outputs come from (device, reference model or generator).
+    pub fn output_kind(&self) -> OutputKind {
+        self.shared.output_kind
+    }
+
+    /// Jobs submitted and not yet completed.
+    pub fn pending(&self) -> usize {
+        self.shared.pending.load(Ordering::Acquire)
+    }
+
+    /// Whether a failed `run_async` left this model needing reconfiguration.
+    pub fn needs_reconfigure(&self) -> bool {
+        self.broken().is_some()
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.shared
+            .broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn check_usable(&self) -> Result<(), NpuError> {
+        match self.broken() {
+            Some(cause) => Err(NpuError::NeedsReconfigure {
+                model: self.shared.name.clone(),
+                cause,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&result_api::Api, NonNull<hes_configured_model>) -> R) -> R {
+        let api = self.shared.device.api;
+        self.shared.handle.with(|c| f(&api, c))
+    }
+
+    /// Sets the scheduler priority (0..=31, HailoRT's default 16).
+    ///
+    /// # Errors
+    /// `InvalidOperation` without a scheduler; `InvalidArgument` above 31.
+    #[doc(alias = "ConfiguredInferModel::set_scheduler_priority")]
+    pub fn set_scheduler_priority(&self, priority: u8) -> Result<(), NpuError> {
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe {
+            result::configured_model::set_scheduler_priority(api, c, priority)
+        })
+    }
+
+    /// Sets the frames a model needs queued before the scheduler switches to it.
+    ///
+    /// # Errors
+    /// `InvalidOperation` without a scheduler.
+    #[doc(alias = "ConfiguredInferModel::set_scheduler_threshold")]
+    pub fn set_scheduler_threshold(&self, frames: u32) -> Result<(), NpuError> {
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe {
+            result::configured_model::set_scheduler_threshold(api, c, frames)
+        })
+    }
+
+    /// Sets how long since its last run the model may wait below threshold.
+    ///
+    /// # Errors
+    /// `InvalidOperation` without a scheduler.
+    #[doc(alias = "ConfiguredInferModel::set_scheduler_timeout")]
+    pub fn set_scheduler_timeout(&self, timeout: Duration) -> Result<(), NpuError> {
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe { result::configured_model::set_scheduler_timeout(api, c, ms) })
+    }
+
+    /// Activates the model (scheduling NONE only).
+    ///
+    /// # Errors
+    /// `InvalidOperation` under the scheduler or when another model is active.
+    #[doc(alias = "ConfiguredInferModel::activate")]
+    pub fn activate(&self) -> Result<(), NpuError> {
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe { result::configured_model::activate(api, c) })
+    }
+
+    /// Deactivates the model (scheduling NONE only).
+    ///
+    /// # Errors
+    /// `InvalidOperation` under the scheduler or when the model is not active.
+    #[doc(alias = "ConfiguredInferModel::deactivate")]
+    pub fn deactivate(&self) -> Result<(), NpuError> {
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe { result::configured_model::deactivate(api, c) })
+    }
+
+    /// Page-aligned buffers for one frame, from this model's pool.
+    ///
+    /// # Errors
+    /// The table's status.
+    #[doc(alias = "ConfiguredInferModel::create_bindings")]
+    pub fn bindings(&self) -> Result<Bindings, NpuError> {
+        Bindings::new(Arc::clone(&self.shared))
+    }
+
+    /// Runs one frame and waits for it.
+    ///
+    /// # Errors
+    /// `Timeout`; [`NpuError::NeedsReconfigure`]; the table's status.
+    #[doc(alias = "ConfiguredInferModel::run")]
+    pub fn run(&self, bindings: &mut Bindings, timeout: Duration) -> Result<(), NpuError> {
+        self.check_usable()?;
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        let api = self.shared.device.api;
+        self.shared.handle.with(|c| {
+            bindings
+                .handle
+                // SAFETY: both handles are live; `&mut bindings` keeps the buffers
+                // untouched until the blocking call returns.
+                .with(|b| unsafe { result::configured_model::run(&api, c, b, ms) })
+        })
+    }
+
+    fn launch(
+        &self,
+        bindings: Bindings,
+        tx: Sender<Completion>,
+    ) -> Result<(u64, Option<Handle<hailort_sys::hes_job>>), NpuError> {
+        self.check_usable()?;
+        if !Arc::ptr_eq(&bindings.cm, &self.shared) {
+            return Err(NpuError::InvalidArgument {
+                call: "run_async",
+                detail: format!(
+                    "bindings belong to another configured model ('{}')",
+                    bindings.cm.name
+                ),
+            });
+        }
+        let job = self.shared.next_job.fetch_add(1, Ordering::Relaxed);
+        let b = bindings.handle.ptr();
+        let inflight = Box::new(InFlight {
+            tx,
+            bindings,
+            job,
+            pending: Arc::clone(&self.shared.pending),
+            callbacks: Arc::clone(&self.shared.callbacks),
+            output_kind: self.shared.output_kind,
+        });
+        self.shared.pending.fetch_add(1, Ordering::AcqRel);
+        self.shared.callbacks.fetch_add(1, Ordering::AcqRel);
+        let user_data = Box::into_raw(inflight).cast::<c_void>();
+        let api = self.shared.device.api;
+        // SAFETY: handles are live; the bindings and their buffers are owned by
+        // the InFlight box behind `user_data`, which only `on_complete` frees,
+        // once; `on_complete` never unwinds.
+        let launched = self.shared.handle.with(|c| unsafe {
+            result::configured_model::run_async(&api, c, b, Some(on_complete), user_data)
+        });
+        match launched {
+            Ok(handle) => Ok((job, handle.map(Handle::new))),
+            Err(err) => {
+                // SAFETY: on failure the table never calls the callback, so the
+                // box is still ours.
+                drop(unsafe { Box::from_raw(user_data.cast::<InFlight>()) });
+                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+                self.shared.callbacks.fetch_sub(1, Ordering::AcqRel);
+                *self.shared.broken.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(err.to_string());
+                log::warn!(
+                    "run_async of '{}' failed; the model needs reconfiguring: {err}",
+                    self.shared.name
+                );
+                Err(err)
+            }
+        }
+    }
+
+    /// Starts one frame; the returned job owns the bindings until it completes.
+    ///
+    /// ```compile_fail
+    /// # fn f(cm: &hailo_edge::npu::ConfiguredModel) -> Result<(), hailo_edge::npu::NpuError> {
+    /// let mut bindings = cm.bindings()?;
+    /// let job = cm.run_async(bindings)?;
+    /// bindings.input_mut("x")?; // the buffers belong to the job now
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`NpuError::NeedsReconfigure`] after an earlier failure; the table's
+    /// status, after which this model needs reconfiguring (as in HailoRT).
+    #[doc(alias = "ConfiguredInferModel::run_async")]
+    pub fn run_async(&self, bindings: Bindings) -> Result<Job, NpuError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (id, handle) = self.launch(bindings, tx)?;
+        Ok(Job {
+            id,
+            rx,
+            handle,
+            cm: Arc::clone(&self.shared),
+            delivered: false,
+        })
+    }
+
+    /// Starts one frame whose completion goes to this model's queue (see
+    /// [`ConfiguredModel::wait_next_complete`]); returns the job number.
+    ///
+    /// # Errors
+    /// As [`ConfiguredModel::run_async`].
+    pub fn submit(&self, bindings: Bindings) -> Result<u64, NpuError> {
+        let (id, handle) = self.launch(bindings, self.shared.queue_tx.clone())?;
+        if let Some(handle) = handle {
+            let api = self.shared.device.api;
+            // SAFETY: fresh handle with no other user; release detaches it.
+            if let Err(err) = unsafe { result::job::release(&api, handle.ptr()) } {
+                log::warn!("releasing job {id}: {err}");
+            }
+        }
+        Ok(id)
+    }
+
+    /// The next completion of a submitted job, waiting up to `timeout`.
+    pub fn wait_next_complete(&self, timeout: Duration) -> Option<Completion> {
+        self.shared.queue_rx.recv_timeout(timeout).ok()
+    }
+
+    /// The channel completions of submitted jobs arrive on.
+    pub fn completions(&self) -> &Receiver<Completion> {
+        &self.shared.queue_rx
+    }
+
+    /// Aborts jobs in flight; the model needs reconfiguring afterwards.
+    ///
+    /// # Errors
+    /// The table's status.
+    #[doc(alias = "ConfiguredInferModel::shutdown")]
+    pub fn shutdown(&self) -> Result<(), NpuError> {
+        *self.shared.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some("shut down".into());
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe { result::configured_model::shutdown(api, c) })
+    }
+}
+
+impl Drop for ConfiguredModel {
+    fn drop(&mut self) {
+        let callbacks = || self.shared.callbacks.load(Ordering::Acquire);
+        if callbacks() == 0 {
+            return;
+        }
+        if self.pending() > 0 {
+            if let Err(err) = self.shutdown() {
+                log::warn!("shutting down '{}': {err}", self.shared.name);
+            }
+        }
+        let start = Instant::now();
+        while callbacks() > 0 && start.elapsed() < DRAIN_TIMEOUT {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if callbacks() > 0 {
+            log::error!(
+                "'{}': {} jobs did not report after shutdown; their buffers stay allocated",
+                self.shared.name,
+                callbacks()
+            );
+        }
+    }
+}
+
+mod result_api {
+    pub use crate::npu::api::Api;
+}

@@ -1,0 +1,346 @@
+//! The device: which backend, the VDevice handle, telemetry, loading models.
+
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use hailort_sys::hes_vdevice;
+
+use super::api::Api;
+use super::error::NpuError;
+use super::model::Model;
+use super::result;
+use super::sim::{self, Figure, SimProfile, SimStats};
+
+/// Which implementation of the table to open.
+/// (`Sim` carries a whole profile; a device is opened rarely, so it is not boxed.)
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+#[allow(clippy::large_enum_variant)]
+pub enum Backend {
+    /// The real part when this build links HailoRT and a device scans, else
+    /// the default simulator.
+    Auto,
+    /// HailoRT; `device_id` picks a device (PCIe BDF, or the IP address of
+    /// the USB part), `None` takes any.
+    HailoRt { device_id: Option<String> },
+    /// The simulator with this profile.
+    Sim(SimProfile),
+}
+
+/// The backend a device actually runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum BackendKind {
+    HailoRt,
+    Sim,
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendKind::HailoRt => "HailoRT",
+            BackendKind::Sim => "simulator",
+        })
+    }
+}
+
+/// The model scheduler of a VDevice (`hailo_scheduling_algorithm_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheduling {
+    /// HailoRT's default: the device switches between models by itself.
+    #[default]
+    RoundRobin,
+    /// No scheduler: activate one model at a time by hand.
+    None,
+}
+
+/// Options of [`Device::open_with`].
+#[derive(Debug, Clone, Default)]
+pub struct DeviceOptions {
+    pub scheduling: Scheduling,
+    /// Shared-VDevice key (`None`: HailoRT's "UNIQUE").
+    pub group_id: Option<String>,
+}
+
+/// A raw handle whose table calls are serialised by a mutex.
+pub(crate) struct Handle<T> {
+    ptr: NonNull<T>,
+    lock: Mutex<()>,
+}
+
+// SAFETY: the handle is an opaque token of the backend; both tables accept it
+// from any thread, and `with` serialises the calls made through it.
+unsafe impl<T> Send for Handle<T> {}
+// SAFETY: as above: every use goes through `with`, which holds the mutex.
+unsafe impl<T> Sync for Handle<T> {}
+
+impl<T> Handle<T> {
+    pub fn new(ptr: NonNull<T>) -> Handle<T> {
+        Handle {
+            ptr,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Runs `f` with the handle, one caller at a time.
+    pub fn with<R>(&self, f: impl FnOnce(NonNull<T>) -> R) -> R {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        f(self.ptr)
+    }
+
+    /// The pointer, for release in Drop (no other user remains).
+    pub fn ptr(&self) -> NonNull<T> {
+        self.ptr
+    }
+}
+
+pub(crate) struct DeviceInner {
+    pub api: Api,
+    pub handle: Handle<hes_vdevice>,
+    pub kind: BackendKind,
+    pub device_id: String,
+    pub sim: Option<SimProfile>,
+    pub scheduling: Scheduling,
+}
+
+impl Drop for DeviceInner {
+    fn drop(&mut self) {
+        // SAFETY: every model, configured model, bindings and job holds an Arc
+        // to this device, so none is left to use the vdevice.
+        if let Err(err) = unsafe { result::vdevice::release(&self.api, self.handle.ptr()) } {
+            log::warn!("releasing device {}: {err}", self.device_id);
+        }
+        if self.kind == BackendKind::Sim {
+            sim::registry::unregister(&self.device_id);
+        }
+    }
+}
+
+/// An open device (a HailoRT VDevice, real or simulated). Cheap to clone;
+/// models keep it open for as long as they live.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("backend", &self.inner.kind)
+            .field("device_id", &self.inner.device_id)
+            .finish()
+    }
+}
+
+impl Device {
+    /// Opens a device with the round-robin scheduler.
+    ///
+    /// # Errors
+    /// [`NpuError::BackendUnavailable`] when HailoRT is asked for but not
+    /// linked; the table's status otherwise (e.g. `OutOfPhysicalDevices`).
+    #[doc(alias = "VDevice::create")]
+    pub fn open(backend: Backend) -> Result<Device, NpuError> {
+        Device::open_with(backend, DeviceOptions::default())
+    }
+
+    /// Opens a device with explicit options.
+    ///
+    /// # Errors
+    /// As [`Device::open`].
+    pub fn open_with(backend: Backend, options: DeviceOptions) -> Result<Device, NpuError> {
+        let (api, kind, ids, sim) = match backend {
+            Backend::Auto => match Api::hailort() {
+                Some(api) if result::library::scan(&api).is_ok_and(|ids| !ids.is_empty()) => {
+                    log::info!("NPU backend: HailoRT (a device was found)");
+                    (api, BackendKind::HailoRt, Vec::new(), None)
+                }
+                linked => {
+                    log::info!(
+                        "NPU backend: simulator ({})",
+                        if linked.is_some() {
+                            "HailoRT is linked but no device was found"
+                        } else {
+                            "this build does not link HailoRT"
+                        }
+                    );
+                    let profile = SimProfile::default();
+                    let id = sim::registry::register(profile.clone());
+                    (Api::sim(), BackendKind::Sim, vec![id], Some(profile))
+                }
+            },
+            Backend::HailoRt { device_id } => {
+                let api = Api::hailort().ok_or_else(|| NpuError::BackendUnavailable {
+                    backend: "hailort",
+                    reason: "this build does not link HailoRT (build with --features hailort-sys/hailort)".into(),
+                })?;
+                (
+                    api,
+                    BackendKind::HailoRt,
+                    device_id.into_iter().collect(),
+                    None,
+                )
+            }
+            Backend::Sim(profile) => {
+                let id = sim::registry::register(profile.clone());
+                (Api::sim(), BackendKind::Sim, vec![id], Some(profile))
+            }
+        };
+        let algorithm = match options.scheduling {
+            Scheduling::None => 0,
+            Scheduling::RoundRobin => 1,
+        };
+        let handle = result::vdevice::create(&api, &ids, algorithm, options.group_id.as_deref())
+            .inspect_err(|_| {
+                if kind == BackendKind::Sim {
+                    ids.iter().for_each(|id| sim::registry::unregister(id));
+                }
+            })?;
+        // SAFETY: `handle` was just created by this table.
+        let device_id = unsafe { result::vdevice::device_ids(&api, handle) }
+            .ok()
+            .and_then(|ids| ids.into_iter().next())
+            .or_else(|| ids.first().cloned())
+            .unwrap_or_default();
+        Ok(Device {
+            inner: Arc::new(DeviceInner {
+                api,
+                handle: Handle::new(handle),
+                kind,
+                device_id,
+                sim,
+                scheduling: options.scheduling,
+            }),
+        })
+    }
+
+    /// The backend this device runs on.
+    pub fn backend(&self) -> BackendKind {
+        self.inner.kind
+    }
+
+    /// The physical device id (BDF, IP address, or the simulator's id).
+    pub fn device_id(&self) -> &str {
+        &self.inner.device_id
+    }
+
+    /// The scheduler this device was opened with.
+    pub fn scheduling(&self) -> Scheduling {
+        self.inner.scheduling
+    }
+
+    /// The simulator profile, when simulated.
+    pub fn sim_profile(&self) -> Option<&SimProfile> {
+        self.inner.sim.as_ref()
+    }
+
+    /// The figures this device's timing rests on that are assumptions (empty
+    /// on real hardware).
+    pub fn assumed_figures(&self) -> Vec<(&'static str, Figure)> {
+        self.inner
+            .sim
+            .as_ref()
+            .map(|p| p.device.assumed())
+            .unwrap_or_default()
+    }
+
+    /// One line saying what runs: backend, device, profile, clock.
+    pub fn describe(&self) -> String {
+        match &self.inner.sim {
+            Some(p) => format!(
+                "simulator {} ({}, {} clock, link {:?})",
+                self.inner.device_id,
+                p.device.name,
+                p.clock.name(),
+                p.device.link.kind
+            ),
+            None => format!("HailoRT device {}", self.inner.device_id),
+        }
+    }
+
+    /// What the simulated device did so far (`None` on real hardware).
+    pub fn sim_stats(&self) -> Option<SimStats> {
+        if self.inner.kind != BackendKind::Sim {
+            return None;
+        }
+        sim::registry::core(&self.inner.device_id).map(|c| c.stats())
+    }
+
+    /// Loads a HEF file as a model.
+    ///
+    /// # Errors
+    /// `OpenFileFailure`, `HefFileCorrupted`, `HefNotSupported`, `InvalidHef`.
+    #[doc(alias = "VDevice::create_infer_model")]
+    pub fn load_model_file(&self, path: impl AsRef<Path>) -> Result<Model, NpuError> {
+        let path = path.as_ref().to_string_lossy().into_owned();
+        let api = self.inner.api;
+        let handle = self
+            .inner
+            .handle
+            // SAFETY: the vdevice is live while `self` is.
+            .with(|v| unsafe { result::infer_model::create_from_file(&api, v, &path) })?;
+        Model::new(Arc::clone(&self.inner), handle)
+    }
+
+    /// Loads a HEF from memory (the backend copies it).
+    ///
+    /// # Errors
+    /// As [`Device::load_model_file`].
+    #[doc(alias = "VDevice::create_infer_model")]
+    pub fn load_model(&self, hef_bytes: &[u8]) -> Result<Model, NpuError> {
+        let api = self.inner.api;
+        let handle = self
+            .inner
+            .handle
+            // SAFETY: the vdevice is live while `self` is.
+            .with(|v| unsafe { result::infer_model::create_from_memory(&api, v, hef_bytes) })?;
+        Model::new(Arc::clone(&self.inner), handle)
+    }
+
+    /// `Device::query_performance_stats` of the first physical device.
+    ///
+    /// # Errors
+    /// `NotSupported` where the device cannot report.
+    #[doc(alias = "query_performance_stats")]
+    pub fn performance_stats(&self) -> Result<hailort_sys::hes_performance_stats, NpuError> {
+        let api = self.inner.api;
+        self.inner
+            .handle
+            // SAFETY: the vdevice is live while `self` is.
+            .with(|v| unsafe { result::vdevice::performance_stats(&api, v, 0) })
+    }
+
+    /// Power draw in watts.
+    ///
+    /// # Errors
+    /// `NotSupported` (the simulator does not model power).
+    #[doc(alias = "power_measurement")]
+    pub fn power(&self) -> Result<f32, NpuError> {
+        let api = self.inner.api;
+        self.inner
+            .handle
+            // SAFETY: the vdevice is live while `self` is.
+            .with(|v| unsafe { result::vdevice::power(&api, v, 0) })
+    }
+
+    /// Chip temperature, degrees Celsius (both sensors).
+    ///
+    /// # Errors
+    /// `NotSupported` (the simulator does not model temperature).
+    #[doc(alias = "get_chip_temperature")]
+    pub fn chip_temperature(&self) -> Result<hailort_sys::hes_chip_temperature, NpuError> {
+        let api = self.inner.api;
+        self.inner
+            .handle
+            // SAFETY: the vdevice is live while `self` is.
+            .with(|v| unsafe { result::vdevice::chip_temperature(&api, v, 0) })
+    }
+
+    /// The backend library version.
+    ///
+    /// # Errors
+    /// The table's status.
+    pub fn library_version(&self) -> Result<(u32, u32, u32), NpuError> {
+        let v = result::library::version(&self.inner.api)?;
+        Ok((v.major, v.minor, v.revision))
+    }
+}

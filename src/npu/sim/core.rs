@@ -1,0 +1,641 @@
+//! The simulated chip: configured models, their queues, the scheduler loop
+//! on a worker thread, the timing model and the statistics.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::clock::Clock;
+use super::faults::{Fault, FaultPlan};
+use super::model::{fill_outputs, ModelSpec};
+use super::scheduler::{Decision, ModelState, Scheduler};
+use super::status::*;
+use super::DeviceProfile;
+
+/// A failed check: a HailoRT status and the reason.
+pub(crate) type Fail = (u32, String);
+
+/// HailoRT's limit of network groups on one device (`HAILO_MAX_NETWORK_GROUPS`).
+pub const MAX_NETWORK_GROUPS: usize = 8;
+
+/// A host buffer lent to the device until the job's completion.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawBuf {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: a RawBuf is only dereferenced by the worker while its job is in
+// flight; the table's contract makes the submitter keep the buffer valid and
+// untouched until the completion callback, so moving the pointer to the
+// worker thread is sound.
+unsafe impl Send for RawBuf {}
+
+/// One submitted job: its completion callback and its outcome.
+pub(crate) struct SimJob {
+    callback: Mutex<Option<(hailort_sys::hes_completion_cb, usize)>>,
+    done: Mutex<Option<u32>>,
+    cv: Condvar,
+}
+
+impl SimJob {
+    pub fn new(cb: hailort_sys::hes_completion_cb, user_data: *mut std::ffi::c_void) -> SimJob {
+        SimJob {
+            callback: Mutex::new(Some((cb, user_data as usize))),
+            done: Mutex::new(None),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Runs the callback (once), then marks the job done.
+    pub fn complete(&self, status: u32) {
+        let callback = lock(&self.callback).take();
+        if let Some((Some(cb), user_data)) = callback {
+            // SAFETY: the submitter handed us this callback and user data for
+            // exactly one call; `take` guarantees we make at most one.
+            unsafe { cb(status, user_data as *mut std::ffi::c_void) };
+        }
+        *lock(&self.done) = Some(status);
+        self.cv.notify_all();
+    }
+
+    /// Waits up to `timeout` for the job; its status, or `HAILO_TIMEOUT`.
+    pub fn wait(&self, timeout: Duration) -> u32 {
+        let guard = lock(&self.done);
+        let (guard, _) = self
+            .cv
+            .wait_timeout_while(guard, timeout, |d| d.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        guard.unwrap_or(HAILO_TIMEOUT)
+    }
+}
+
+struct Pending {
+    job: Arc<SimJob>,
+    inputs: Vec<RawBuf>,
+    outputs: Vec<RawBuf>,
+    index: u64,
+    fault: Option<Fault>,
+}
+
+struct SimModel {
+    sched: ModelState,
+    spec: Arc<ModelSpec>,
+    queue: VecDeque<Pending>,
+}
+
+impl AsRef<ModelState> for SimModel {
+    fn as_ref(&self) -> &ModelState {
+        &self.sched
+    }
+}
+
+/// What one model did on the device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelStats {
+    pub frames: u64,
+    pub bursts: u64,
+    /// Switches to this model (the first activation included).
+    pub switches_in: u64,
+    pub first_start_ns: Option<u64>,
+    pub last_end_ns: u64,
+}
+
+/// What the simulated device did: feeds utilisation reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SimStats {
+    /// The device's current time, ns since it was opened.
+    pub now_ns: u64,
+    /// Time the device was doing anything (switch, transfer, compute).
+    pub busy_ns: u64,
+    pub compute_ns: u64,
+    pub transfer_ns: u64,
+    /// Switches between network groups, the first activation included.
+    pub switches: u64,
+    /// The duration of each switch, in order.
+    pub switch_ns: Vec<u64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub faults_injected: u64,
+    /// Per model, by network group name.
+    pub models: BTreeMap<String, ModelStats>,
+}
+
+struct CoreState {
+    models: BTreeMap<u64, SimModel>,
+    scheduler: Scheduler,
+    manual_active: Option<u64>,
+    dev_now: u64,
+    stopping: bool,
+    stats: SimStats,
+    submitted: u64,
+    next_model: u64,
+}
+
+/// One simulated device.
+pub struct Core {
+    pub(crate) id: String,
+    pub(crate) profile: DeviceProfile,
+    clock: Clock,
+    pub(crate) round_robin: bool,
+    faults: FaultPlan,
+    state: Mutex<CoreState>,
+    cv: Condvar,
+    start: Instant,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ns(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * 1e9).round() as u64
+    } else {
+        0
+    }
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    /// Starts a device and its scheduler thread.
+    pub(crate) fn start(
+        id: String,
+        profile: DeviceProfile,
+        clock: Clock,
+        faults: FaultPlan,
+        round_robin: bool,
+    ) -> Arc<Core> {
+        let core = Arc::new(Core {
+            id,
+            profile,
+            clock: clock.clone(),
+            round_robin,
+            faults,
+            state: Mutex::new(CoreState {
+                models: BTreeMap::new(),
+                scheduler: Scheduler::default(),
+                manual_active: None,
+                dev_now: 0,
+                stopping: false,
+                stats: SimStats::default(),
+                submitted: 0,
+                next_model: 1,
+            }),
+            cv: Condvar::new(),
+            start: Instant::now(),
+            worker: Mutex::new(None),
+        });
+        if let Clock::Manual(manual) = &clock {
+            manual.attach(&core);
+        }
+        let runner = Arc::clone(&core);
+        let handle = thread::Builder::new()
+            .name(format!("npu-sim-{}", core.id))
+            .spawn(move || runner.run())
+            .expect("spawn the simulator thread");
+        *lock(&core.worker) = Some(handle);
+        core
+    }
+
+    /// Stops the scheduler thread; queued jobs complete with HAILO_STREAM_ABORT.
+    pub(crate) fn stop(&self) {
+        lock(&self.state).stopping = true;
+        self.cv.notify_all();
+        let handle = lock(&self.worker).take();
+        if let Some(handle) = handle {
+            if handle.thread().id() != thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+
+    pub(crate) fn wake(&self) {
+        let _guard = lock(&self.state);
+        self.cv.notify_all();
+    }
+
+    fn wall_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn arrival_ns(&self, st: &CoreState) -> u64 {
+        match &self.clock {
+            Clock::RealTime => self.wall_ns(),
+            Clock::Virtual => st.dev_now,
+            Clock::Manual(m) => m.now_ns(),
+        }
+    }
+
+    fn horizon_ns(&self) -> u64 {
+        match &self.clock {
+            Clock::RealTime => self.wall_ns(),
+            Clock::Virtual => u64::MAX,
+            Clock::Manual(m) => m.now_ns(),
+        }
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> SimStats {
+        let st = lock(&self.state);
+        let mut stats = st.stats.clone();
+        stats.now_ns = st.dev_now;
+        stats
+    }
+
+    /// Adds a configured model; checks the limits HailoRT enforces.
+    pub(crate) fn configure(&self, spec: Arc<ModelSpec>) -> Result<u64, Fail> {
+        let mut st = lock(&self.state);
+        if st.models.len() >= MAX_NETWORK_GROUPS {
+            return Err((
+                HAILO_INVALID_OPERATION,
+                format!(
+                    "device {} already has {} configured network groups (HAILO_MAX_NETWORK_GROUPS = {})",
+                    self.id, MAX_NETWORK_GROUPS, MAX_NETWORK_GROUPS
+                ),
+            ));
+        }
+        if self.round_robin {
+            if let Some(other) = st.models.values().find(|m| m.spec.batch != spec.batch) {
+                return Err((
+                    HAILO_INVALID_OPERATION,
+                    format!(
+                        "When scheduler is enabled, all networks should have the same batch_size: \
+                         '{}' has {} and '{}' has {}; to disable the scheduler use scheduling NONE",
+                        other.spec.name, other.spec.batch, spec.name, spec.batch
+                    ),
+                ));
+            }
+        }
+        let id = st.next_model;
+        st.next_model += 1;
+        let now = st.dev_now;
+        st.stats.models.entry(spec.name.clone()).or_default();
+        st.models.insert(
+            id,
+            SimModel {
+                sched: ModelState::new(u32::from(spec.batch.max(1)), now),
+                spec,
+                queue: VecDeque::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    fn with_model<R>(
+        &self,
+        id: u64,
+        f: impl FnOnce(&mut CoreState) -> Result<R, Fail>,
+    ) -> Result<R, Fail> {
+        let mut st = lock(&self.state);
+        if !st.models.contains_key(&id) {
+            return Err((
+                HAILO_NOT_FOUND,
+                format!("configured model {id} is not on device {}", self.id),
+            ));
+        }
+        let out = f(&mut st);
+        self.cv.notify_all();
+        out
+    }
+
+    fn require_scheduler(&self, what: &str) -> Result<(), Fail> {
+        if self.round_robin {
+            Ok(())
+        } else {
+            Err((
+                HAILO_INVALID_OPERATION,
+                format!("{what} needs the model scheduler, but the device was opened with scheduling NONE"),
+            ))
+        }
+    }
+
+    pub(crate) fn set_priority(&self, id: u64, priority: u8) -> Result<(), Fail> {
+        self.require_scheduler("set_scheduler_priority")?;
+        self.with_model(id, |st| {
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.priority = priority;
+            }
+            Ok(())
+        })
+    }
+
+    pub(crate) fn set_threshold(&self, id: u64, threshold: u32) -> Result<(), Fail> {
+        self.require_scheduler("set_scheduler_threshold")?;
+        self.with_model(id, |st| {
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.threshold = threshold;
+            }
+            Ok(())
+        })
+    }
+
+    pub(crate) fn set_timeout(&self, id: u64, timeout: Duration) -> Result<(), Fail> {
+        self.require_scheduler("set_scheduler_timeout")?;
+        let t = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        self.with_model(id, |st| {
+            if let Some(m) = st.models.get_mut(&id) {
+                m.sched.timeout_ns = t;
+            }
+            Ok(())
+        })
+    }
+
+    /// Manual activation (scheduling NONE); charges one switch.
+    pub(crate) fn activate(&self, id: u64) -> Result<(), Fail> {
+        if self.round_robin {
+            return Err((
+                HAILO_INVALID_OPERATION,
+                "Manually activate a core-op is not allowed when the core-op scheduler is active"
+                    .into(),
+            ));
+        }
+        let switch_ns = ns(self.profile.switch_cost_s.value);
+        self.with_model(id, |st| {
+            if let Some(active) = st.manual_active {
+                return Err((
+                    HAILO_INVALID_OPERATION,
+                    format!("network group {active} is already active; deactivate it first"),
+                ));
+            }
+            st.manual_active = Some(id);
+            st.dev_now += switch_ns;
+            st.stats.switches += 1;
+            st.stats.switch_ns.push(switch_ns);
+            st.stats.busy_ns += switch_ns;
+            let name = st.models[&id].spec.name.clone();
+            st.stats.models.entry(name).or_default().switches_in += 1;
+            Ok(())
+        })
+    }
+
+    pub(crate) fn deactivate(&self, id: u64) -> Result<(), Fail> {
+        if self.round_robin {
+            return Err((
+                HAILO_INVALID_OPERATION,
+                "Manually deactivate a core-op is not allowed when the core-op scheduler is active"
+                    .into(),
+            ));
+        }
+        self.with_model(id, |st| {
+            if st.manual_active != Some(id) {
+                return Err((
+                    HAILO_INVALID_OPERATION,
+                    "network group is not active".into(),
+                ));
+            }
+            st.manual_active = None;
+            Ok(())
+        })
+    }
+
+    /// Queues one frame. Faults planned at submission fail here.
+    pub(crate) fn submit(
+        &self,
+        id: u64,
+        job: Arc<SimJob>,
+        inputs: Vec<RawBuf>,
+        outputs: Vec<RawBuf>,
+    ) -> Result<(), Fail> {
+        let mut st = lock(&self.state);
+        if st.stopping {
+            return Err((HAILO_COMMUNICATION_CLOSED, "device is closing".into()));
+        }
+        if !st.models.contains_key(&id) {
+            return Err((
+                HAILO_NOT_FOUND,
+                format!("configured model {id} is not on device {}", self.id),
+            ));
+        }
+        if !self.round_robin && st.manual_active != Some(id) {
+            return Err((
+                HAILO_NETWORK_GROUP_NOT_ACTIVATED,
+                "scheduling NONE: activate the configured model before running it".into(),
+            ));
+        }
+        let index = st.submitted;
+        st.submitted += 1;
+        let fault = self.faults.at(index);
+        match fault {
+            Some(Fault::CommunicationClosed) | Some(Fault::DeviceTemporarilyUnavailable) => {
+                st.stats.faults_injected += 1;
+                let fault = fault.unwrap_or(Fault::CommunicationClosed);
+                return Err((
+                    fault.status(),
+                    format!("injected fault at job {index}: {fault:?}"),
+                ));
+            }
+            _ => {}
+        }
+        let arrival = self.arrival_ns(&st);
+        let model = st.models.get_mut(&id).expect("checked above");
+        model.sched.arrivals.push_back(arrival);
+        model.queue.push_back(Pending {
+            job,
+            inputs,
+            outputs,
+            index,
+            fault,
+        });
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Removes a not-yet-started job; `true` when it was still queued.
+    pub(crate) fn cancel(&self, id: u64, job: &Arc<SimJob>) -> bool {
+        let mut st = lock(&self.state);
+        let Some(model) = st.models.get_mut(&id) else {
+            return false;
+        };
+        match model.queue.iter().position(|p| Arc::ptr_eq(&p.job, job)) {
+            Some(pos) => {
+                model.queue.remove(pos);
+                model.sched.arrivals.remove(pos);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Aborts the model's queued jobs (HAILO_STREAM_ABORT); with `remove`,
+    /// forgets the model too.
+    pub(crate) fn shutdown_model(&self, id: u64, remove: bool) {
+        let aborted: Vec<Pending> = {
+            let mut st = lock(&self.state);
+            let drained = match st.models.get_mut(&id) {
+                Some(m) => {
+                    m.sched.arrivals.clear();
+                    m.queue.drain(..).collect()
+                }
+                None => Vec::new(),
+            };
+            if remove {
+                st.models.remove(&id);
+                st.scheduler.forget(id);
+                if st.manual_active == Some(id) {
+                    st.manual_active = None;
+                }
+            }
+            drained
+        };
+        for p in aborted {
+            p.job.complete(HAILO_STREAM_ABORT);
+        }
+    }
+
+    fn run(self: Arc<Self>) {
+        let mut st = lock(&self.state);
+        loop {
+            if st.stopping {
+                let pending: Vec<Pending> = st
+                    .models
+                    .values_mut()
+                    .flat_map(|m| {
+                        m.sched.arrivals.clear();
+                        m.queue.drain(..).collect::<Vec<_>>()
+                    })
+                    .collect();
+                drop(st);
+                for p in pending {
+                    p.job.complete(HAILO_STREAM_ABORT);
+                }
+                return;
+            }
+            if matches!(self.clock, Clock::RealTime) {
+                st.dev_now = st.dev_now.max(self.wall_ns());
+            }
+            let now = st.dev_now;
+            let horizon = self.horizon_ns();
+            // Manual time: frames stamped with the feeder's current time may
+            // still come, so decide only strictly before it.
+            if matches!(self.clock, Clock::Manual(_)) && now >= horizon {
+                st = self.wait(st, Some(Duration::from_millis(5)));
+                continue;
+            }
+            let decision = if self.round_robin {
+                let CoreState {
+                    models, scheduler, ..
+                } = &mut *st;
+                scheduler.decide(models, now)
+            } else {
+                Scheduler::decide_manual(&st.models, st.manual_active, now)
+            };
+            match decision {
+                Decision::Run {
+                    model,
+                    frames,
+                    switch,
+                } => {
+                    let (spec, batch, end) = self.start_burst(&mut st, model, frames, switch, now);
+                    drop(st);
+                    if matches!(self.clock, Clock::RealTime) {
+                        let target = self.start + Duration::from_nanos(end);
+                        if let Some(left) = target.checked_duration_since(Instant::now()) {
+                            thread::sleep(left);
+                        }
+                    }
+                    for p in batch {
+                        let status = match p.fault {
+                            Some(Fault::Timeout) => HAILO_TIMEOUT,
+                            _ => {
+                                fill_outputs(&spec, p.index, &p.inputs, &p.outputs);
+                                HAILO_SUCCESS
+                            }
+                        };
+                        p.job.complete(status);
+                    }
+                    st = lock(&self.state);
+                }
+                Decision::Idle { wake_at } => {
+                    let target = wake_at.unwrap_or(u64::MAX).min(horizon);
+                    match &self.clock {
+                        Clock::RealTime => {
+                            let wait = wake_at.map(|t| Duration::from_nanos(t.saturating_sub(now)));
+                            st = self.wait(st, Some(wait.unwrap_or(Duration::from_millis(100))));
+                        }
+                        _ if target != u64::MAX && target > now => st.dev_now = target,
+                        Clock::Manual(_) => st = self.wait(st, Some(Duration::from_millis(5))),
+                        _ => st = self.wait(st, None),
+                    }
+                }
+            }
+        }
+    }
+
+    fn wait<'a>(
+        &self,
+        st: MutexGuard<'a, CoreState>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, CoreState> {
+        match timeout {
+            Some(t) => self
+                .cv
+                .wait_timeout(st, t)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0),
+            None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// Takes `frames` frames of `model`, charges their time and returns them
+    /// with the burst's end time.
+    fn start_burst(
+        &self,
+        st: &mut CoreState,
+        model: u64,
+        frames: usize,
+        switch: bool,
+        now: u64,
+    ) -> (Arc<ModelSpec>, Vec<Pending>, u64) {
+        let p = &self.profile;
+        let m = st
+            .models
+            .get_mut(&model)
+            .expect("the scheduler chose a known model");
+        let spec = Arc::clone(&m.spec);
+        let batch: Vec<Pending> = m.queue.drain(..frames).collect();
+        m.sched.arrivals.drain(..frames);
+        let n = batch.len() as u64;
+        let bytes_in = n * spec.device_bytes_in();
+        let bytes_out = n * spec.device_bytes_out();
+        let switch_ns = if switch { ns(p.switch_cost_s.value) } else { 0 };
+        let in_ns = ns(p.link.transfer_s(bytes_in));
+        let compute_ns = ns(p.compute_s(spec.ops_per_frame * n as f64));
+        let out_ns = ns(p.link.transfer_s(bytes_out));
+        let total = switch_ns + in_ns + compute_ns + out_ns;
+        let end = now + total;
+        m.sched.last_run_end_ns = end;
+        let s = &mut st.stats;
+        s.busy_ns += total;
+        s.compute_ns += compute_ns;
+        s.transfer_ns += in_ns + out_ns;
+        s.bytes_in += bytes_in;
+        s.bytes_out += bytes_out;
+        s.faults_injected += batch.iter().filter(|p| p.fault.is_some()).count() as u64;
+        if switch {
+            s.switches += 1;
+            s.switch_ns.push(switch_ns);
+        }
+        let ms = s.models.entry(spec.name.clone()).or_default();
+        ms.frames += n;
+        ms.bursts += 1;
+        ms.switches_in += u64::from(switch);
+        ms.first_start_ns.get_or_insert(now);
+        ms.last_end_ns = end;
+        if !matches!(self.clock, Clock::RealTime) {
+            st.dev_now = end;
+        }
+        (spec, batch, end)
+    }
+}

@@ -1,0 +1,270 @@
+//! The simulator's configured-model, bindings and job entries.
+
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hailort_sys::*;
+
+use super::core::{Fail, RawBuf, SimJob};
+use super::status::*;
+use super::table::{guard, insert, lookup, out, remove, str_arg, Obj, SimBindings, SimConfigured};
+
+fn live(cm: &SimConfigured) -> Result<(), Fail> {
+    if cm.shut_down.load(Ordering::Acquire) {
+        Err((
+            HAILO_INVALID_OPERATION,
+            format!(
+                "configured model '{}' was shut down (a run_async failed or shutdown was called); configure it again",
+                cm.spec.name
+            ),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The buffers of a complete set of bindings, inputs then outputs.
+fn buffers_of(b: &SimBindings) -> Result<(Vec<RawBuf>, Vec<RawBuf>), Fail> {
+    let spec = &b.cm.spec;
+    let buffers = b.buffers.lock().unwrap_or_else(|e| e.into_inner());
+    let names = spec.inputs.iter().chain(&spec.outputs).map(|s| &s.name);
+    let mut all = Vec::with_capacity(buffers.len());
+    for (buf, name) in buffers.iter().zip(names) {
+        all.push(buf.ok_or_else(|| {
+            (
+                HAILO_INVALID_ARGUMENT,
+                format!("no buffer set for stream '{name}'"),
+            )
+        })?);
+    }
+    let outputs = all.split_off(spec.inputs.len());
+    Ok((all, outputs))
+}
+
+unsafe extern "C" fn noop_callback(_status: hes_status, _user_data: *mut c_void) {}
+
+pub(super) unsafe extern "C" fn configured_model_run(
+    c: *mut hes_configured_model,
+    b: *mut hes_bindings,
+    timeout_ms: u32,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        let bindings = lookup!(b, Bindings, "bindings");
+        live(&cm)?;
+        let (inputs, outputs) = buffers_of(&bindings)?;
+        let job = Arc::new(SimJob::new(Some(noop_callback), std::ptr::null_mut()));
+        cm.core
+            .submit(cm.model_id, Arc::clone(&job), inputs, outputs)?;
+        let mut status = job.wait(Duration::from_millis(u64::from(timeout_ms)));
+        if status == HAILO_TIMEOUT && cm.core.cancel(cm.model_id, &job) {
+            return Err((
+                HAILO_TIMEOUT,
+                format!("run did not finish within {timeout_ms} ms"),
+            ));
+        }
+        if status == HAILO_TIMEOUT {
+            // Already on the device: the buffers are in use until it ends.
+            status = job.wait(Duration::MAX);
+        }
+        if status == HAILO_SUCCESS {
+            Ok(())
+        } else {
+            Err((status, "run failed".into()))
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_run_async(
+    c: *mut hes_configured_model,
+    b: *mut hes_bindings,
+    callback: hes_completion_cb,
+    user_data: *mut c_void,
+    j: *mut *mut hes_job,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        let bindings = lookup!(b, Bindings, "bindings");
+        let j = out(j)?;
+        if callback.is_none() {
+            return Err((HAILO_INVALID_ARGUMENT, "callback is NULL".into()));
+        }
+        live(&cm)?;
+        let (inputs, outputs) = buffers_of(&bindings)?;
+        let job = Arc::new(SimJob::new(callback, user_data));
+        if let Err(fail) = cm
+            .core
+            .submit(cm.model_id, Arc::clone(&job), inputs, outputs)
+        {
+            // As HailoRT: a failed run_async shuts the configured model down.
+            cm.shut_down.store(true, Ordering::Release);
+            return Err(fail);
+        }
+        // SAFETY: `j` is non-NULL and writable.
+        unsafe { *j = insert(Obj::Job(job)) };
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_wait_for_async_ready(
+    c: *mut hes_configured_model,
+    _timeout_ms: u32,
+    _frames: u32,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        live(&cm)
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_set_scheduler_priority(
+    c: *mut hes_configured_model,
+    priority: u8,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        if priority > 31 {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("priority {priority} is above the maximum 31"),
+            ));
+        }
+        cm.core.set_priority(cm.model_id, priority)
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_set_scheduler_threshold(
+    c: *mut hes_configured_model,
+    threshold: u32,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        cm.core.set_threshold(cm.model_id, threshold)
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_set_scheduler_timeout(
+    c: *mut hes_configured_model,
+    timeout_ms: u32,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        cm.core
+            .set_timeout(cm.model_id, Duration::from_millis(u64::from(timeout_ms)))
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_activate(
+    c: *mut hes_configured_model,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        live(&cm)?;
+        cm.core.activate(cm.model_id)
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_deactivate(
+    c: *mut hes_configured_model,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        cm.core.deactivate(cm.model_id)
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_shutdown(
+    c: *mut hes_configured_model,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        cm.shut_down.store(true, Ordering::Release);
+        cm.core.shutdown_model(cm.model_id, false);
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn bindings_set_buffer(
+    b: *mut hes_bindings,
+    d: hes_direction,
+    name: *const c_char,
+    data: *mut c_void,
+    size: usize,
+) -> hes_status {
+    guard(|| {
+        let bindings = lookup!(b, Bindings, "bindings");
+        // SAFETY: `name` is NULL or NUL-terminated (contract).
+        let name = unsafe { str_arg(name, "stream name") }?;
+        if data.is_null() {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("buffer for '{name}' is NULL"),
+            ));
+        }
+        let spec = &bindings.cm.spec;
+        let (streams, offset, kind) = match d {
+            0 => (&spec.inputs, 0, "input"),
+            1 => (&spec.outputs, spec.inputs.len(), "output"),
+            d => {
+                return Err((
+                    HAILO_INVALID_ARGUMENT,
+                    format!("direction {d} is neither 0 nor 1"),
+                ))
+            }
+        };
+        let (index, stream) = streams
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.name == name)
+            .ok_or_else(|| {
+                (
+                    HAILO_NOT_FOUND,
+                    format!("model '{}' has no {kind} stream '{name}'", spec.name),
+                )
+            })?;
+        if size != stream.frame_size() {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!(
+                    "buffer for '{name}' has {size} bytes, the frame size is {}",
+                    stream.frame_size()
+                ),
+            ));
+        }
+        let mut buffers = bindings.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        buffers[offset + index] = Some(RawBuf {
+            ptr: data.cast::<u8>(),
+            len: size,
+        });
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn bindings_release(b: *mut hes_bindings) -> hes_status {
+    guard(|| remove(b as usize, "bindings").map(drop))
+}
+
+pub(super) unsafe extern "C" fn job_wait(j: *mut hes_job, timeout_ms: u32) -> hes_status {
+    guard(|| {
+        let job = lookup!(j, Job, "job");
+        let timeout = if timeout_ms == HES_INFINITE {
+            Duration::MAX
+        } else {
+            Duration::from_millis(u64::from(timeout_ms))
+        };
+        match job.wait(timeout) {
+            HAILO_SUCCESS => Ok(()),
+            HAILO_TIMEOUT => Err((
+                HAILO_TIMEOUT,
+                format!("job did not finish within {timeout_ms} ms"),
+            )),
+            status => Err((status, "job failed".into())),
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn job_release(j: *mut hes_job) -> hes_status {
+    guard(|| remove(j as usize, "job").map(drop))
+}

@@ -1,0 +1,287 @@
+//! Device profiles: every figure the simulator's timing uses, with where it
+//! comes from.
+//!
+//! Published figures name their source; the rest are marked assumed, and
+//! [`DeviceProfile::assumed`] lists them so every report can say which
+//! figures it rests on.
+
+use hef::Chip;
+use serde::Serialize;
+
+/// One figure of a profile and its provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Figure {
+    pub value: f64,
+    /// Whether the value is an assumption rather than a published figure.
+    pub assumed: bool,
+    /// Where the value comes from, or why it was assumed.
+    pub source: &'static str,
+}
+
+impl Figure {
+    /// A figure from a published source.
+    pub const fn published(value: f64, source: &'static str) -> Figure {
+        Figure {
+            value,
+            assumed: false,
+            source,
+        }
+    }
+
+    /// An assumed figure, with the reason.
+    pub const fn assumed(value: f64, source: &'static str) -> Figure {
+        Figure {
+            value,
+            assumed: true,
+            source,
+        }
+    }
+}
+
+/// How the host reaches the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum LinkKind {
+    /// PCIe DMA (`hailo1x_pci`).
+    Pcie { generation: u8, lanes: u8 },
+    /// The USB part: hRPC over TCP over a USB-Ethernet gadget (0525:a4a1).
+    UsbEthernet,
+    /// No transfer cost (for overhead measurements and compute-only models).
+    Free,
+}
+
+/// Bandwidth and latency of the host link.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Link {
+    pub kind: LinkKind,
+    /// Effective payload bandwidth, bytes per second.
+    pub bytes_per_s: Figure,
+    /// Fixed cost per transfer (one per burst and direction), seconds.
+    pub latency_s: Figure,
+}
+
+impl Link {
+    /// PCIe Gen3 x4: 3.94 GB/s raw; ~3.2 GB/s effective assumed (about 80 %
+    /// after TLP and descriptor overhead); 10 us per transfer assumed.
+    pub const fn pcie_gen3_x4() -> Link {
+        Link {
+            kind: LinkKind::Pcie {
+                generation: 3,
+                lanes: 4,
+            },
+            bytes_per_s: Figure::assumed(
+                3.2e9,
+                "PCIe Gen3 x4 is 3.94 GB/s raw; 80 % effective assumed, not measured",
+            ),
+            latency_s: Figure::assumed(10e-6, "per-transfer DMA setup, assumed"),
+        }
+    }
+
+    /// USB-Ethernet (hRPC over TCP): 350 MB/s and 0.5 ms per transfer, both
+    /// assumed: HailoRT publishes no figure for its USB path.
+    pub const fn usb_ethernet() -> Link {
+        Link {
+            kind: LinkKind::UsbEthernet,
+            bytes_per_s: Figure::assumed(
+                350e6,
+                "TCP over a USB 3 Ethernet gadget, 300-400 MB/s assumed; measure on the part",
+            ),
+            latency_s: Figure::assumed(0.5e-3, "hRPC round trip over USB-Ethernet, assumed"),
+        }
+    }
+
+    /// A link that costs nothing.
+    pub const fn free() -> Link {
+        Link {
+            kind: LinkKind::Free,
+            bytes_per_s: Figure::assumed(f64::INFINITY, "link time left out on purpose"),
+            latency_s: Figure::assumed(0.0, "link time left out on purpose"),
+        }
+    }
+
+    /// Seconds to move `bytes` in one transfer.
+    pub fn transfer_s(&self, bytes: u64) -> f64 {
+        if bytes == 0 {
+            0.0
+        } else {
+            self.latency_s.value + bytes as f64 / self.bytes_per_s.value
+        }
+    }
+}
+
+/// Arithmetic precision the compute time is charged at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Precision {
+    Int8,
+    Int4,
+}
+
+/// Everything the timing model of one simulated device uses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceProfile {
+    pub name: String,
+    /// The chip HEFs are checked against.
+    pub chip: Chip,
+    /// Peak INT8 operations per second.
+    pub int8_ops_per_s: Figure,
+    /// Peak INT4 operations per second.
+    pub int4_ops_per_s: Figure,
+    /// On-card memory, bytes.
+    pub memory_bytes: Figure,
+    pub link: Link,
+    /// Time to switch the device from one network group to another, seconds.
+    pub switch_cost_s: Figure,
+    /// Share of peak the compute achieves on these graphs.
+    pub utilisation: Figure,
+    pub precision: Precision,
+}
+
+impl Default for DeviceProfile {
+    fn default() -> Self {
+        DeviceProfile::hailo10h()
+    }
+}
+
+impl DeviceProfile {
+    /// The default: a Hailo-10H on PCIe Gen3 x4.
+    ///
+    /// Sources: 20 TOPS INT8 / 40 TOPS INT4 are Hailo's marketing figures
+    /// (The Register, 2024-04-10); 8 GiB LPDDR4 on the card (Raspberry Pi AI
+    /// HAT+ 2). The switch cost (1 ms) is assumed: HailoRT publishes none and
+    /// traces it as the `ActivateCoreOp` duration, so measure it on the part.
+    /// Utilisation 0.30 is the planning figure; the model zoo's vit_base at
+    /// batch 8 reaches about 34 % of 20 TOPS on a Hailo-10H (derived).
+    pub fn hailo10h() -> DeviceProfile {
+        DeviceProfile {
+            name: "hailo10h-pcie".into(),
+            chip: Chip::Hailo10H,
+            int8_ops_per_s: Figure::published(20e12, "Hailo-10H: 20 TOPS INT8 (vendor figure)"),
+            int4_ops_per_s: Figure::published(40e12, "Hailo-10H: 40 TOPS INT4 (vendor figure)"),
+            memory_bytes: Figure::published(
+                8.0 * 1024.0 * 1024.0 * 1024.0,
+                "Hailo-10H: 8 GB LPDDR4 on the card",
+            ),
+            link: Link::pcie_gen3_x4(),
+            switch_cost_s: Figure::assumed(
+                1e-3,
+                "no published per-switch cost; HailoRT traces it as ActivateCoreOp duration",
+            ),
+            utilisation: Figure::assumed(0.30, "planning figure, to be replaced by measurement"),
+            precision: Precision::Int8,
+        }
+    }
+
+    /// The USB part: the same chip reached over USB-Ethernet.
+    pub fn hailo10h_usb() -> DeviceProfile {
+        DeviceProfile {
+            name: "hailo10h-usb".into(),
+            link: Link::usb_ethernet(),
+            ..DeviceProfile::hailo10h()
+        }
+    }
+
+    /// No time at all: every job completes as soon as it is scheduled. For
+    /// measuring the runtime's own overhead.
+    pub fn zero_time() -> DeviceProfile {
+        DeviceProfile {
+            name: "zero-time".into(),
+            int8_ops_per_s: Figure::assumed(f64::INFINITY, "compute time left out on purpose"),
+            int4_ops_per_s: Figure::assumed(f64::INFINITY, "compute time left out on purpose"),
+            link: Link::free(),
+            switch_cost_s: Figure::assumed(0.0, "switch time left out on purpose"),
+            ..DeviceProfile::hailo10h()
+        }
+    }
+
+    /// Same profile with another link.
+    pub fn with_link(mut self, link: Link) -> DeviceProfile {
+        self.link = link;
+        self
+    }
+
+    /// Same profile with another switch cost (seconds), marked assumed.
+    pub fn with_switch_cost(mut self, seconds: f64, source: &'static str) -> DeviceProfile {
+        self.switch_cost_s = Figure::assumed(seconds, source);
+        self
+    }
+
+    /// Same profile with another utilisation, marked assumed.
+    pub fn with_utilisation(mut self, share: f64, source: &'static str) -> DeviceProfile {
+        self.utilisation = Figure::assumed(share, source);
+        self
+    }
+
+    /// Peak operations per second at the profile's precision.
+    pub fn peak_ops_per_s(&self) -> f64 {
+        match self.precision {
+            Precision::Int8 => self.int8_ops_per_s.value,
+            Precision::Int4 => self.int4_ops_per_s.value,
+        }
+    }
+
+    /// Seconds of compute for `ops` operations: ops / (peak x utilisation).
+    pub fn compute_s(&self, ops: f64) -> f64 {
+        if ops <= 0.0 {
+            return 0.0;
+        }
+        let rate = self.peak_ops_per_s() * self.utilisation.value;
+        if rate.is_infinite() {
+            0.0
+        } else {
+            ops / rate
+        }
+    }
+
+    /// Every figure, by name.
+    pub fn figures(&self) -> Vec<(&'static str, Figure)> {
+        vec![
+            ("int8_ops_per_s", self.int8_ops_per_s),
+            ("int4_ops_per_s", self.int4_ops_per_s),
+            ("memory_bytes", self.memory_bytes),
+            ("link_bytes_per_s", self.link.bytes_per_s),
+            ("link_latency_s", self.link.latency_s),
+            ("switch_cost_s", self.switch_cost_s),
+            ("utilisation", self.utilisation),
+        ]
+    }
+
+    /// The figures that are assumptions, by name.
+    pub fn assumed(&self) -> Vec<(&'static str, Figure)> {
+        self.figures()
+            .into_iter()
+            .filter(|(_, f)| f.assumed)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hailo10h_defaults_and_provenance() {
+        let p = DeviceProfile::hailo10h();
+        assert_eq!(p.int8_ops_per_s.value, 20e12);
+        assert_eq!(p.int4_ops_per_s.value, 40e12);
+        assert_eq!(p.utilisation.value, 0.30);
+        let assumed: Vec<_> = p.assumed().into_iter().map(|(n, _)| n).collect();
+        assert!(assumed.contains(&"switch_cost_s"));
+        assert!(assumed.contains(&"utilisation"));
+        assert!(!assumed.contains(&"int8_ops_per_s"));
+    }
+
+    #[test]
+    fn compute_time_of_the_288_backbone() {
+        // 17.8 GMAC = 35.6 G ops at 20 TOPS x 0.30 -> 5.933 ms.
+        let s = DeviceProfile::hailo10h().compute_s(35.6e9);
+        assert!((s - 35.6e9 / 6e12).abs() < 1e-12);
+        assert_eq!(DeviceProfile::zero_time().compute_s(35.6e9), 0.0);
+    }
+
+    #[test]
+    fn link_transfer_time() {
+        let usb = Link::usb_ethernet();
+        assert_eq!(usb.transfer_s(0), 0.0);
+        assert!((usb.transfer_s(350_000_000) - 1.0005).abs() < 1e-9);
+        assert_eq!(Link::free().transfer_s(1 << 30), 0.0);
+    }
+}

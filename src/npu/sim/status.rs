@@ -1,0 +1,21 @@
+//! The HailoRT status numbers the simulator answers with.
+
+pub const HAILO_SUCCESS: u32 = 0;
+pub const HAILO_INVALID_ARGUMENT: u32 = 2;
+pub const HAILO_TIMEOUT: u32 = 4;
+pub const HAILO_INSUFFICIENT_BUFFER: u32 = 5;
+pub const HAILO_INVALID_OPERATION: u32 = 6;
+pub const HAILO_INTERNAL_FAILURE: u32 = 8;
+pub const HAILO_OPEN_FILE_FAILURE: u32 = 13;
+pub const HAILO_INVALID_HEF: u32 = 26;
+pub const HAILO_NOT_FOUND: u32 = 61;
+pub const HAILO_COMMUNICATION_CLOSED: u32 = 62;
+pub const HAILO_STREAM_ABORT: u32 = 63;
+pub const HAILO_NETWORK_GROUP_NOT_ACTIVATED: u32 = 69;
+pub const HAILO_OUT_OF_PHYSICAL_DEVICES: u32 = 74;
+pub const HAILO_NOT_SUPPORTED: u32 = 79;
+pub const HAILO_HEF_FILE_CORRUPTED: u32 = 91;
+pub const HAILO_HEF_NOT_SUPPORTED: u32 = 92;
+pub const HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE: u32 = 93;
+pub const HAILO_DEVICE_TEMPORARILY_UNAVAILABLE: u32 = 97;
+pub const HAILO_NOT_AVAILABLE: u32 = 65;

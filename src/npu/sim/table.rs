@@ -1,0 +1,709 @@
+//! The simulator's `hes_api` table: Rust `extern "C"` functions with the
+//! same contract and the same status codes as the C++ shim over HailoRT.
+//!
+//! Handles are ids in a process-wide registry, never reused, so a released
+//! handle is detected (`HAILO_INVALID_OPERATION`) instead of being undefined
+//! behaviour. Every entry runs under `catch_unwind`; a panic becomes
+//! `HAILO_INTERNAL_FAILURE` and never crosses the C boundary.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use hailort_sys::*;
+
+use super::core::{Core, Fail, RawBuf, SimJob};
+use super::jobs;
+use super::model::{ModelSpec, StreamSpec, FORMAT_TYPE_AUTO, FORMAT_TYPE_FLOAT32};
+use super::registry;
+use super::status::*;
+use super::vdevice::{build_spec, parse_hef, SimInferModel, SimVDevice};
+
+pub(crate) struct SimConfigured {
+    pub core: Arc<Core>,
+    pub model_id: u64,
+    pub spec: Arc<ModelSpec>,
+    pub shut_down: AtomicBool,
+}
+
+pub(super) struct SimBindings {
+    pub cm: Arc<SimConfigured>,
+    /// Inputs then outputs.
+    pub buffers: Mutex<Vec<Option<RawBuf>>>,
+}
+
+pub(super) enum Obj {
+    VDevice(Arc<SimVDevice>),
+    Model(Arc<SimInferModel>),
+    Configured(Arc<SimConfigured>),
+    Bindings(Arc<SimBindings>),
+    Job(Arc<SimJob>),
+}
+
+static HANDLES: LazyLock<Mutex<HashMap<usize, Obj>>> = LazyLock::new(Default::default);
+static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+pub(super) fn handles() -> MutexGuard<'static, HashMap<usize, Obj>> {
+    HANDLES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(super) fn insert<T>(obj: Obj) -> *mut T {
+    let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) * 16;
+    handles().insert(id, obj);
+    std::ptr::without_provenance_mut(id)
+}
+
+pub(super) fn released(kind: &str) -> Fail {
+    (
+        HAILO_INVALID_OPERATION,
+        format!("{kind} handle is not live: it was released or never created"),
+    )
+}
+
+macro_rules! lookup {
+    ($ptr:expr, $variant:ident, $kind:literal) => {
+        match $crate::npu::sim::table::handles().get(&($ptr as usize)) {
+            Some($crate::npu::sim::table::Obj::$variant(obj)) => std::sync::Arc::clone(obj),
+            _ => return Err($crate::npu::sim::table::released($kind)),
+        }
+    };
+}
+pub(super) use lookup;
+
+pub(super) fn remove(ptr: usize, kind: &str) -> Result<Obj, Fail> {
+    handles().remove(&ptr).ok_or_else(|| released(kind))
+}
+
+/// Runs an entry: catches panics, records the last error, returns the status.
+pub(super) fn guard(body: impl FnOnce() -> Result<(), Fail>) -> hes_status {
+    let outcome = catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|_| Err((HAILO_INTERNAL_FAILURE, "simulator panicked".into())));
+    let (status, message) = match outcome {
+        Ok(()) => (HAILO_SUCCESS, String::new()),
+        Err(fail) => fail,
+    };
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = message);
+    status
+}
+
+pub(super) fn out<T>(ptr: *mut T) -> Result<*mut T, Fail> {
+    if ptr.is_null() {
+        Err((HAILO_INVALID_ARGUMENT, "output pointer is NULL".into()))
+    } else {
+        Ok(ptr)
+    }
+}
+
+/// # Safety
+/// `s` is NULL or a NUL-terminated string.
+pub(super) unsafe fn str_arg<'a>(s: *const c_char, what: &str) -> Result<&'a str, Fail> {
+    if s.is_null() {
+        return Err((HAILO_INVALID_ARGUMENT, format!("{what} is NULL")));
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    unsafe { CStr::from_ptr(s) }
+        .to_str()
+        .map_err(|_| (HAILO_INVALID_ARGUMENT, format!("{what} is not UTF-8")))
+}
+
+fn write_id(dst: &mut hes_device_id, id: &str) {
+    *dst = hes_device_id::default();
+    for (d, s) in dst
+        .id
+        .iter_mut()
+        .zip(id.bytes().take(HES_MAX_DEVICE_ID as usize - 1))
+    {
+        *d = s as c_char;
+    }
+}
+
+unsafe extern "C" fn get_library_version(v: *mut hes_version) -> hes_status {
+    guard(|| {
+        let v = out(v)?;
+        // SAFETY: `v` is non-NULL and points to a writable hes_version (contract).
+        unsafe {
+            *v = hes_version {
+                major: 5,
+                minor: 2,
+                revision: 0,
+            }
+        };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn get_status_message(status: hes_status) -> *const c_char {
+    crate::npu::error::Status::from_code(status)
+        .map_or(c"Success".as_ptr(), super::status_message_c)
+}
+
+unsafe extern "C" fn last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+unsafe extern "C" fn scan_devices(ids: *mut hes_device_id, count: *mut usize) -> hes_status {
+    guard(|| {
+        let count = out(count)?;
+        let found = registry::scan();
+        // SAFETY: `count` is non-NULL and writable (contract).
+        let capacity = unsafe { *count };
+        // SAFETY: as above.
+        unsafe { *count = found.len() };
+        if found.len() > capacity || (ids.is_null() && !found.is_empty()) {
+            return Err((
+                HAILO_INSUFFICIENT_BUFFER,
+                format!("{} device ids found", found.len()),
+            ));
+        }
+        for (i, id) in found.iter().enumerate() {
+            // SAFETY: `ids` has `capacity` >= found.len() elements (checked).
+            write_id(unsafe { &mut *ids.add(i) }, id);
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn vdevice_create(
+    params: *const hes_vdevice_params,
+    v: *mut *mut hes_vdevice,
+) -> hes_status {
+    guard(|| {
+        let v = out(v)?;
+        // SAFETY: `params` is NULL or a valid hes_vdevice_params (contract).
+        let params = unsafe { params.as_ref() };
+        let mut ids = Vec::new();
+        let mut round_robin = true;
+        if let Some(p) = params {
+            round_robin = p.scheduling_algorithm != 0;
+            for i in 0..p.device_count {
+                // SAFETY: `device_ids` has `device_count` elements (contract).
+                let raw = unsafe { &*p.device_ids.add(i) };
+                ids.push(crate::npu::result::from_c_chars(&raw.id));
+            }
+        }
+        let device = SimVDevice::open(&ids, round_robin)?;
+        // SAFETY: `v` is non-NULL and writable.
+        unsafe { *v = insert(Obj::VDevice(Arc::new(device))) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn vdevice_release(v: *mut hes_vdevice) -> hes_status {
+    guard(|| remove(v as usize, "vdevice").map(drop))
+}
+
+unsafe extern "C" fn vdevice_device_ids(
+    v: *mut hes_vdevice,
+    ids: *mut hes_device_id,
+    count: *mut usize,
+) -> hes_status {
+    guard(|| {
+        let dev = lookup!(v, VDevice, "vdevice");
+        let count = out(count)?;
+        // SAFETY: `count` is non-NULL and writable (contract).
+        if unsafe { *count } < 1 || ids.is_null() {
+            // SAFETY: as above.
+            unsafe { *count = 1 };
+            return Err((HAILO_INSUFFICIENT_BUFFER, "1 device id".into()));
+        }
+        // SAFETY: `ids` has at least one element (checked).
+        write_id(unsafe { &mut *ids }, &dev.core.id);
+        // SAFETY: `count` is writable.
+        unsafe { *count = 1 };
+        Ok(())
+    })
+}
+
+fn only_device(index: usize) -> Result<(), Fail> {
+    if index == 0 {
+        Ok(())
+    } else {
+        Err((
+            HAILO_NOT_FOUND,
+            format!("physical device index {index} out of range (1 device)"),
+        ))
+    }
+}
+
+unsafe extern "C" fn vdevice_performance_stats(
+    v: *mut hes_vdevice,
+    index: usize,
+    s: *mut hes_performance_stats,
+) -> hes_status {
+    guard(|| {
+        let dev = lookup!(v, VDevice, "vdevice");
+        only_device(index)?;
+        let s = out(s)?;
+        let stats = dev.core.stats();
+        let nnc = if stats.now_ns == 0 {
+            0.0
+        } else {
+            (100.0 * stats.busy_ns as f64 / stats.now_ns as f64) as f32
+        };
+        let total_kib = (dev.core.profile.memory_bytes.value / 1024.0) as i64;
+        // SAFETY: `s` is non-NULL and writable. CPU and DSP are not simulated: -1
+        // is HailoRT's "could not read".
+        unsafe {
+            *s = hes_performance_stats {
+                cpu_utilization: -1.0,
+                ram_size_total_kib: total_kib,
+                ram_size_used_kib: -1,
+                nnc_utilization: nnc,
+                dsp_utilization: -1,
+            }
+        };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn vdevice_power(
+    v: *mut hes_vdevice,
+    index: usize,
+    _watts: *mut f32,
+) -> hes_status {
+    guard(|| {
+        let _ = lookup!(v, VDevice, "vdevice");
+        only_device(index)?;
+        Err((
+            HAILO_NOT_SUPPORTED,
+            "the simulator does not model power".into(),
+        ))
+    })
+}
+
+unsafe extern "C" fn vdevice_chip_temperature(
+    v: *mut hes_vdevice,
+    index: usize,
+    _t: *mut hes_chip_temperature,
+) -> hes_status {
+    guard(|| {
+        let _ = lookup!(v, VDevice, "vdevice");
+        only_device(index)?;
+        Err((
+            HAILO_NOT_SUPPORTED,
+            "the simulator does not model temperature".into(),
+        ))
+    })
+}
+
+fn create_model(
+    dev: &Arc<SimVDevice>,
+    bytes: &[u8],
+    origin: &str,
+) -> Result<*mut hes_infer_model, Fail> {
+    let hef = parse_hef(bytes, origin)?;
+    let model = SimInferModel::new(Arc::clone(dev), hef, origin)?;
+    Ok(insert(Obj::Model(Arc::new(model))))
+}
+
+unsafe extern "C" fn infer_model_create_from_file(
+    v: *mut hes_vdevice,
+    path: *const c_char,
+    m: *mut *mut hes_infer_model,
+) -> hes_status {
+    guard(|| {
+        let dev = lookup!(v, VDevice, "vdevice");
+        // SAFETY: `path` is NULL or NUL-terminated (contract).
+        let path = unsafe { str_arg(path, "path") }?;
+        let m = out(m)?;
+        let bytes =
+            std::fs::read(path).map_err(|e| (HAILO_OPEN_FILE_FAILURE, format!("{path}: {e}")))?;
+        // SAFETY: `m` is non-NULL and writable.
+        unsafe { *m = create_model(&dev, &bytes, path)? };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_create_from_memory(
+    v: *mut hes_vdevice,
+    data: *const c_void,
+    size: usize,
+    m: *mut *mut hes_infer_model,
+) -> hes_status {
+    guard(|| {
+        let dev = lookup!(v, VDevice, "vdevice");
+        let m = out(m)?;
+        if data.is_null() {
+            return Err((HAILO_INVALID_ARGUMENT, "HEF buffer is NULL".into()));
+        }
+        // SAFETY: `data` points to `size` readable bytes (contract); copied at once.
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        // SAFETY: `m` is non-NULL and writable.
+        unsafe { *m = create_model(&dev, bytes, "<memory>")? };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_release(m: *mut hes_infer_model) -> hes_status {
+    guard(|| remove(m as usize, "infer model").map(drop))
+}
+
+unsafe extern "C" fn infer_model_name(
+    m: *mut hes_infer_model,
+    name: *mut c_char,
+    capacity: usize,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let name = out(name)?;
+        let bytes = model.group.name.as_bytes();
+        if bytes.len() + 1 > capacity {
+            return Err((
+                HAILO_INSUFFICIENT_BUFFER,
+                format!("name needs {} bytes", bytes.len() + 1),
+            ));
+        }
+        // SAFETY: `name` has `capacity` > len bytes (checked).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), name, bytes.len());
+            *name.add(bytes.len()) = 0;
+        }
+        Ok(())
+    })
+}
+
+fn streams_of(model: &SimInferModel, direction: hes_direction) -> Result<Vec<StreamSpec>, Fail> {
+    let settings = model.settings();
+    match direction {
+        0 => Ok(settings.inputs.clone()),
+        1 => Ok(settings.outputs.clone()),
+        d => Err((
+            HAILO_INVALID_ARGUMENT,
+            format!("direction {d} is neither 0 (input) nor 1 (output)"),
+        )),
+    }
+}
+
+unsafe extern "C" fn infer_model_stream_count(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    n: *mut usize,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let n = out(n)?;
+        // SAFETY: `n` is non-NULL and writable.
+        unsafe { *n = streams_of(&model, d)?.len() };
+        Ok(())
+    })
+}
+
+fn stream_at(model: &SimInferModel, d: hes_direction, index: usize) -> Result<StreamSpec, Fail> {
+    streams_of(model, d)?.into_iter().nth(index).ok_or_else(|| {
+        (
+            HAILO_NOT_FOUND,
+            format!("stream index {index} out of range"),
+        )
+    })
+}
+
+unsafe extern "C" fn infer_model_stream_info(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    index: usize,
+    info: *mut hes_stream_info,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let info = out(info)?;
+        let s = stream_at(&model, d, index)?;
+        let mut raw = hes_stream_info {
+            direction: d,
+            frame_size: s.frame_size() as u64,
+            quant_count: s.quant.len() as u32,
+            ..Default::default()
+        };
+        for (dst, src) in raw
+            .name
+            .iter_mut()
+            .zip(s.name.bytes().take(HES_MAX_NAME as usize - 1))
+        {
+            *dst = src as c_char;
+        }
+        let (height, width, features, is_nms) = match s.shape {
+            hef::StreamShape::Image {
+                height,
+                width,
+                features,
+            } => (height, width, features, false),
+            hef::StreamShape::Nms {
+                classes,
+                bbox_params,
+                max_bboxes_per_class,
+            } => (classes, bbox_params, max_bboxes_per_class, true),
+        };
+        raw.shape = hes_shape {
+            height,
+            width,
+            features,
+        };
+        raw.is_nms = is_nms;
+        let quantized = s.format_type != FORMAT_TYPE_FLOAT32;
+        raw.format = hes_format {
+            type_: s.format_type,
+            order: s.format_order,
+            flags: u32::from(quantized),
+        };
+        // SAFETY: `info` is non-NULL and writable.
+        unsafe { *info = raw };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_stream_quant_infos(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    index: usize,
+    infos: *mut hes_quant_info,
+    count: *mut usize,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let count = out(count)?;
+        let s = stream_at(&model, d, index)?;
+        // SAFETY: `count` is non-NULL and writable.
+        let capacity = unsafe { *count };
+        // SAFETY: as above.
+        unsafe { *count = s.quant.len() };
+        if s.quant.len() > capacity || (infos.is_null() && !s.quant.is_empty()) {
+            return Err((
+                HAILO_INSUFFICIENT_BUFFER,
+                format!("{} quant infos", s.quant.len()),
+            ));
+        }
+        for (i, q) in s.quant.iter().enumerate() {
+            // SAFETY: `infos` has `capacity` >= len elements (checked).
+            unsafe {
+                *infos.add(i) = hes_quant_info {
+                    zp: q.zp,
+                    scale: q.scale,
+                    limvals_min: q.limvals_min,
+                    limvals_max: q.limvals_max,
+                }
+            };
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_set_batch_size(m: *mut hes_infer_model, batch: u16) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        model.settings().batch = batch;
+        Ok(())
+    })
+}
+
+fn set_format(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    name: *const c_char,
+    f: impl FnOnce(&mut StreamSpec),
+) -> Result<(), Fail> {
+    let model = lookup!(m, Model, "infer model");
+    // SAFETY: `name` is NULL or NUL-terminated (contract).
+    let name = unsafe { str_arg(name, "stream name") }?;
+    let mut settings = model.settings();
+    let streams = match d {
+        0 => &mut settings.inputs,
+        1 => &mut settings.outputs,
+        d => {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("direction {d} is neither 0 nor 1"),
+            ))
+        }
+    };
+    let stream = streams.iter_mut().find(|s| s.name == name).ok_or_else(|| {
+        (
+            HAILO_NOT_FOUND,
+            format!(
+                "no {} stream named '{name}'",
+                if d == 0 { "input" } else { "output" }
+            ),
+        )
+    })?;
+    f(stream);
+    Ok(())
+}
+
+unsafe extern "C" fn infer_model_set_format_type(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    name: *const c_char,
+    t: u32,
+) -> hes_status {
+    guard(|| {
+        if t > FORMAT_TYPE_FLOAT32 {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("format type {t} is not AUTO, UINT8, UINT16 or FLOAT32"),
+            ));
+        }
+        set_format(m, d, name, |s| {
+            s.format_type = if t == FORMAT_TYPE_AUTO {
+                super::model::device_format_type(s.device_type)
+            } else {
+                t
+            }
+        })
+    })
+}
+
+unsafe extern "C" fn infer_model_set_format_order(
+    m: *mut hes_infer_model,
+    d: hes_direction,
+    name: *const c_char,
+    o: u32,
+) -> hes_status {
+    guard(|| {
+        if o != 0 && hef::FormatOrder::from_c_value(o).is_none() {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("format order {o} is not a hailo_format_order_t"),
+            ));
+        }
+        set_format(m, d, name, |s| {
+            if o != 0 {
+                s.format_order = o
+            }
+        })
+    })
+}
+
+unsafe extern "C" fn infer_model_set_power_mode(m: *mut hes_infer_model, mode: u32) -> hes_status {
+    guard(|| {
+        let _ = lookup!(m, Model, "infer model");
+        if mode > 1 {
+            return Err((
+                HAILO_INVALID_ARGUMENT,
+                format!("power mode {mode} is neither 0 nor 1"),
+            ));
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_computational_ops(
+    m: *mut hes_infer_model,
+    ops: *mut u64,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let ops = out(ops)?;
+        let n = model.group.ops_per_frame.ok_or_else(|| {
+            (
+                HAILO_NOT_AVAILABLE,
+                format!("HEF of '{}' carries no computational ops", model.group.name),
+            )
+        })?;
+        // SAFETY: `ops` is non-NULL and writable.
+        unsafe { *ops = n };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn infer_model_configure(
+    m: *mut hes_infer_model,
+    c: *mut *mut hes_configured_model,
+) -> hes_status {
+    guard(|| {
+        let model = lookup!(m, Model, "infer model");
+        let c = out(c)?;
+        let spec = Arc::new(build_spec(&model)?);
+        let core = Arc::clone(&model.device.core);
+        let model_id = core.configure(Arc::clone(&spec))?;
+        let configured = SimConfigured {
+            core,
+            model_id,
+            spec,
+            shut_down: AtomicBool::new(false),
+        };
+        // SAFETY: `c` is non-NULL and writable.
+        unsafe { *c = insert(Obj::Configured(Arc::new(configured))) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn configured_model_release(c: *mut hes_configured_model) -> hes_status {
+    guard(|| match remove(c as usize, "configured model")? {
+        Obj::Configured(cm) => {
+            cm.core.shutdown_model(cm.model_id, true);
+            Ok(())
+        }
+        _ => Err(released("configured model")),
+    })
+}
+
+unsafe extern "C" fn configured_model_create_bindings(
+    c: *mut hes_configured_model,
+    b: *mut *mut hes_bindings,
+) -> hes_status {
+    guard(|| {
+        let cm = lookup!(c, Configured, "configured model");
+        let b = out(b)?;
+        let n = cm.spec.inputs.len() + cm.spec.outputs.len();
+        let bindings = SimBindings {
+            cm,
+            buffers: Mutex::new(vec![None; n]),
+        };
+        // SAFETY: `b` is non-NULL and writable.
+        unsafe { *b = insert(Obj::Bindings(Arc::new(bindings))) };
+        Ok(())
+    })
+}
+
+static API: hes_api = hes_api {
+    abi_version: HES_ABI_VERSION,
+    get_library_version: Some(get_library_version),
+    get_status_message: Some(get_status_message),
+    last_error: Some(last_error),
+    scan_devices: Some(scan_devices),
+    vdevice_create: Some(vdevice_create),
+    vdevice_release: Some(vdevice_release),
+    vdevice_device_ids: Some(vdevice_device_ids),
+    vdevice_performance_stats: Some(vdevice_performance_stats),
+    vdevice_power: Some(vdevice_power),
+    vdevice_chip_temperature: Some(vdevice_chip_temperature),
+    infer_model_create_from_file: Some(infer_model_create_from_file),
+    infer_model_create_from_memory: Some(infer_model_create_from_memory),
+    infer_model_release: Some(infer_model_release),
+    infer_model_name: Some(infer_model_name),
+    infer_model_stream_count: Some(infer_model_stream_count),
+    infer_model_stream_info: Some(infer_model_stream_info),
+    infer_model_stream_quant_infos: Some(infer_model_stream_quant_infos),
+    infer_model_set_batch_size: Some(infer_model_set_batch_size),
+    infer_model_set_format_type: Some(infer_model_set_format_type),
+    infer_model_set_format_order: Some(infer_model_set_format_order),
+    infer_model_set_power_mode: Some(infer_model_set_power_mode),
+    infer_model_computational_ops: Some(infer_model_computational_ops),
+    infer_model_configure: Some(infer_model_configure),
+    configured_model_release: Some(configured_model_release),
+    configured_model_create_bindings: Some(configured_model_create_bindings),
+    configured_model_run: Some(jobs::configured_model_run),
+    configured_model_run_async: Some(jobs::configured_model_run_async),
+    configured_model_wait_for_async_ready: Some(jobs::configured_model_wait_for_async_ready),
+    configured_model_set_scheduler_priority: Some(jobs::configured_model_set_scheduler_priority),
+    configured_model_set_scheduler_threshold: Some(jobs::configured_model_set_scheduler_threshold),
+    configured_model_set_scheduler_timeout: Some(jobs::configured_model_set_scheduler_timeout),
+    configured_model_activate: Some(jobs::configured_model_activate),
+    configured_model_deactivate: Some(jobs::configured_model_deactivate),
+    configured_model_shutdown: Some(jobs::configured_model_shutdown),
+    bindings_set_buffer: Some(jobs::bindings_set_buffer),
+    bindings_release: Some(jobs::bindings_release),
+    job_wait: Some(jobs::job_wait),
+    job_release: Some(jobs::job_release),
+};
+
+/// The simulator's table.
+pub fn api() -> &'static hes_api {
+    &API
+}

@@ -1,0 +1,85 @@
+//! Helpers shared by the NPU integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile};
+use hailo_edge::npu::{Backend, Device, DeviceOptions, Scheduling};
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+/// A Hailo-10H on the virtual clock with no link time.
+pub fn compute_only() -> SimProfile {
+    SimProfile::new(DeviceProfile::hailo10h().with_link(Link::free()))
+}
+
+pub fn open(profile: SimProfile) -> Device {
+    Device::open(Backend::Sim(profile)).expect("open the simulator")
+}
+
+pub fn open_manual_scheduling(profile: SimProfile) -> Device {
+    Device::open_with(
+        Backend::Sim(profile),
+        DeviceOptions {
+            scheduling: Scheduling::None,
+            group_id: None,
+        },
+    )
+    .expect("open the simulator")
+}
+
+/// A small HEF in memory: one (h, w, 3) input, one (h, w, c) output.
+pub fn tiny_hef(name: &str, side: u32, out_features: u32, ops: Option<u64>) -> Vec<u8> {
+    use hef::samples::{group, stream};
+    use hef::{Direction, HeaderVersion, Hef, HwArch, QuantInfo, Quantization, StreamShape};
+    let q = |zp: f32, scale: f32| {
+        Quantization::Uniform(QuantInfo {
+            zp,
+            scale,
+            limvals_min: -zp * scale,
+            limvals_max: (255.0 - zp) * scale,
+        })
+    };
+    let input = stream(
+        name,
+        "input",
+        Direction::Input,
+        StreamShape::Image {
+            height: side,
+            width: side,
+            features: 3,
+        },
+        q(0.0, 1.0 / 255.0),
+    );
+    let output = stream(
+        name,
+        "output",
+        Direction::Output,
+        StreamShape::Image {
+            height: side,
+            width: side,
+            features: out_features,
+        },
+        q(128.0, 0.01),
+    );
+    let mut g = group(name, 1, vec![input], vec![output]);
+    g.ops_per_frame = ops;
+    let hef = Hef {
+        header_version: HeaderVersion::V3,
+        hw_arch: HwArch::HAILO1XH,
+        sdk_version: Some("5.2.0".into()),
+        network_groups: vec![g],
+    };
+    hef::HefBuilder::new(&hef)
+        .build()
+        .expect("write the tiny HEF")
+}
+
+/// A fresh simulated device id (so parallel tests never share a device).
+pub fn sim_id() -> String {
+    hailo_edge::npu::sim::registry::register(compute_only())
+}

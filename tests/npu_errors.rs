@@ -1,0 +1,303 @@
+//! Every HailoRT-like check of the simulator, each with a negative control
+//! showing the same path succeeds when the condition is not met.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{compute_only, fixture, open, open_manual_scheduling, tiny_hef};
+use hailo_edge::npu::sim::{DeviceProfile, Fault, FaultPlan, SimProfile};
+use hailo_edge::npu::{result, Api, Direction, FormatType, NpuError, Status};
+
+const T: Duration = Duration::from_secs(10);
+
+fn status_of<T: std::fmt::Debug>(r: Result<T, NpuError>) -> Status {
+    r.expect_err("expected an error")
+        .status()
+        .expect("a HailoRT status")
+}
+
+#[test]
+fn wrong_buffer_size_is_invalid_argument() {
+    let api = Api::sim();
+    let device = open(compute_only());
+    let cm = device
+        .load_model(&tiny_hef("tiny", 4, 2, Some(1000)))
+        .unwrap()
+        .configure()
+        .unwrap();
+    let b = cm.bindings().unwrap();
+    // Through the checked layer, with raw sizes.
+    let raw_bindings = {
+        let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
+        // SAFETY: `v` is live; released below.
+        let m = unsafe {
+            result::infer_model::create_from_memory(&api, v, &tiny_hef("raw", 4, 2, None))
+        }
+        .unwrap();
+        // SAFETY: `m` is live.
+        let c = unsafe { result::infer_model::configure(&api, m) }.unwrap();
+        // SAFETY: `c` is live.
+        let b = unsafe { result::configured_model::create_bindings(&api, c) }.unwrap();
+        let mut buf = vec![0u8; 4 * 4 * 3];
+        // SAFETY: `b` is live; `buf` outlives the bindings.
+        let wrong =
+            unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 47) };
+        let err = wrong.unwrap_err();
+        assert_eq!(err.status(), Some(Status::InvalidArgument));
+        assert_eq!(err.call(), Some("bindings_set_buffer"));
+        assert!(err.detail().contains("frame size is 48"), "{err}");
+        // Negative control: the frame size is accepted.
+        // SAFETY: as above.
+        unsafe { result::bindings::set_buffer(&api, b, 0, "raw/input", buf.as_mut_ptr(), 48) }
+            .unwrap();
+        // Unknown stream: NOT_FOUND.
+        // SAFETY: as above.
+        let unknown =
+            unsafe { result::bindings::set_buffer(&api, b, 0, "raw/nope", buf.as_mut_ptr(), 48) };
+        assert_eq!(unknown.unwrap_err().status(), Some(Status::NotFound));
+        // SAFETY: releasing in reverse order of creation; none used afterwards.
+        unsafe {
+            result::bindings::release(&api, b).unwrap();
+            result::configured_model::release(&api, c).unwrap();
+            result::infer_model::release(&api, m).unwrap();
+            result::vdevice::release(&api, v).unwrap();
+        }
+        true
+    };
+    assert!(raw_bindings);
+    // Through the safe layer: the wrapper's own size check.
+    let mut b = b;
+    let err = b.write_input("tiny/input", &[0u8; 5]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            NpuError::BufferSize {
+                expected: 48,
+                actual: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    b.write_input("tiny/input", &[0u8; 48]).unwrap();
+}
+
+#[test]
+fn unknown_stream_is_not_found() {
+    let api = Api::sim();
+    let device = open(compute_only());
+    let mut model = device.load_model(&tiny_hef("tiny", 4, 2, None)).unwrap();
+    // Safe layer: caught before the table, named.
+    let err = model
+        .set_format_type(Direction::Output, "tiny/missing", FormatType::Float32)
+        .unwrap_err();
+    assert!(matches!(err, NpuError::NoSuchStream { .. }), "{err}");
+    model
+        .set_format_type(Direction::Output, "tiny/output", FormatType::Float32)
+        .unwrap();
+    // Checked layer: the table's own NOT_FOUND.
+    let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
+    // SAFETY: `v` is live until released below.
+    let m =
+        unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t2", 4, 2, None)) }
+            .unwrap();
+    // SAFETY: `m` is live.
+    let r = unsafe { result::infer_model::set_format_type(&api, m, 1, "t2/missing", 3) };
+    assert_eq!(status_of(r), Status::NotFound);
+    // SAFETY: `m` is live.
+    unsafe { result::infer_model::set_format_type(&api, m, 1, "t2/output", 3) }.unwrap();
+    // SAFETY: released once, not used afterwards.
+    unsafe {
+        result::infer_model::release(&api, m).unwrap();
+        result::vdevice::release(&api, v).unwrap();
+    }
+}
+
+#[test]
+fn hef_for_another_chip_is_not_compatible() {
+    let device = open(compute_only());
+    let model = device
+        .load_model_file(fixture("wrong_arch_hailo8.hef"))
+        .unwrap();
+    let err = model.configure().unwrap_err();
+    assert_eq!(
+        err.status(),
+        Some(Status::HefNotCompatibleWithDevice),
+        "{err}"
+    );
+    assert_eq!(err.code(), Some(93));
+    // Negative control: the Hailo-10H backbone configures on the Hailo-10H.
+    device
+        .load_model_file(fixture("backbone_288.hef"))
+        .unwrap()
+        .configure()
+        .unwrap();
+    // And the same backbone is refused by a simulated Hailo-8.
+    let hailo8 = open(SimProfile::new(DeviceProfile {
+        chip: hef::Chip::Hailo8,
+        ..DeviceProfile::hailo10h()
+    }));
+    let err = hailo8
+        .load_model_file(fixture("backbone_288.hef"))
+        .unwrap()
+        .configure()
+        .unwrap_err();
+    assert_eq!(err.status(), Some(Status::HefNotCompatibleWithDevice));
+}
+
+#[test]
+fn corrupt_hefs_get_hailort_statuses() {
+    let device = open(compute_only());
+    let cases = [
+        ("corrupt_checksum_mismatch.hef", Status::HefFileCorrupted),
+        ("corrupt_truncated.hef", Status::HefFileCorrupted),
+        ("corrupt_unknown_version.hef", Status::HefNotSupported),
+        ("corrupt_bad_magic.hef", Status::HefNotSupported),
+    ];
+    for (file, expected) in cases {
+        assert_eq!(
+            status_of(device.load_model_file(fixture(file))),
+            expected,
+            "{file}"
+        );
+    }
+    assert_eq!(
+        status_of(device.load_model_file(fixture("does_not_exist.hef"))),
+        Status::OpenFileFailure
+    );
+}
+
+#[test]
+fn activate_under_the_scheduler_is_invalid_operation() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let scheduled = open(compute_only());
+    let cm = scheduled.load_model(&hef).unwrap().configure().unwrap();
+    assert_eq!(status_of(cm.activate()), Status::InvalidOperation);
+    assert_eq!(status_of(cm.deactivate()), Status::InvalidOperation);
+    // Negative control: with scheduling NONE activation works, and the
+    // scheduler setters are the ones refused.
+    let manual = open_manual_scheduling(compute_only());
+    let a = manual.load_model(&hef).unwrap().configure().unwrap();
+    let b = manual.load_model(&hef).unwrap().configure().unwrap();
+    assert_eq!(
+        status_of(a.set_scheduler_threshold(2)),
+        Status::InvalidOperation
+    );
+    // Running before activation: NETWORK_GROUP_NOT_ACTIVATED.
+    assert_eq!(
+        status_of(b.run(&mut b.bindings().unwrap(), T)),
+        Status::NetworkGroupNotActivated
+    );
+    a.activate().unwrap();
+    assert_eq!(
+        status_of(b.activate()),
+        Status::InvalidOperation,
+        "one active group per device"
+    );
+    a.run(&mut a.bindings().unwrap(), T).unwrap();
+    a.deactivate().unwrap();
+    b.activate().unwrap();
+    b.run(&mut b.bindings().unwrap(), T).unwrap();
+    let stats = manual.sim_stats().unwrap();
+    assert_eq!(stats.switches, 2, "each activation is a switch");
+}
+
+#[test]
+fn unequal_batch_sizes_under_the_scheduler_are_refused() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let device = open(compute_only());
+    let mut a = device.load_model(&hef).unwrap();
+    a.set_batch_size(4).unwrap();
+    let _a = a.configure().unwrap();
+    let mut b = device.load_model(&hef).unwrap();
+    b.set_batch_size(2).unwrap();
+    let err = b.configure().unwrap_err();
+    assert_eq!(err.status(), Some(Status::InvalidOperation));
+    assert!(err.detail().contains("same batch_size"), "{err}");
+    // Negative controls: equal batch sizes configure; unequal ones do without a scheduler.
+    b.set_batch_size(4).unwrap();
+    let _b = b.configure().unwrap();
+    let manual = open_manual_scheduling(compute_only());
+    let mut c = manual.load_model(&hef).unwrap();
+    c.set_batch_size(4).unwrap();
+    let _c = c.configure().unwrap();
+    let mut d = manual.load_model(&hef).unwrap();
+    d.set_batch_size(2).unwrap();
+    let _d = d.configure().unwrap();
+}
+
+#[test]
+fn more_than_eight_network_groups_are_refused() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let device = open(compute_only());
+    let model = device.load_model(&hef).unwrap();
+    let configured: Vec<_> = (0..8).map(|_| model.configure().unwrap()).collect();
+    let err = model.configure().unwrap_err();
+    assert_eq!(err.status(), Some(Status::InvalidOperation));
+    assert!(err.detail().contains("HAILO_MAX_NETWORK_GROUPS"), "{err}");
+    // Negative control: releasing one makes room again.
+    drop(configured.into_iter().next());
+    model.configure().unwrap();
+}
+
+#[test]
+fn use_after_release_is_detected() {
+    let api = Api::sim();
+    let v = result::vdevice::create(&api, &[common::sim_id()], 1, None).unwrap();
+    // SAFETY: `v` is live.
+    let m = unsafe { result::infer_model::create_from_memory(&api, v, &tiny_hef("t", 4, 2, None)) }
+        .unwrap();
+    // SAFETY: `m` is live: the negative control.
+    assert_eq!(unsafe { result::infer_model::name(&api, m) }.unwrap(), "t");
+    // SAFETY: released once.
+    unsafe { result::infer_model::release(&api, m) }.unwrap();
+    // SAFETY: deliberately using a released handle: the simulator's registry
+    // makes this a checked error instead of undefined behaviour.
+    let err = unsafe { result::infer_model::name(&api, m) }.unwrap_err();
+    assert_eq!(err.status(), Some(Status::InvalidOperation));
+    assert!(err.detail().contains("not live"), "{err}");
+    // SAFETY: as above, a second release.
+    let again = unsafe { result::infer_model::release(&api, m) };
+    assert_eq!(status_of(again), Status::InvalidOperation);
+    // SAFETY: released once.
+    unsafe { result::vdevice::release(&api, v) }.unwrap();
+}
+
+#[test]
+fn injected_faults_surface_as_hailort_statuses() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let faults = FaultPlan::none()
+        .at_job(1, Fault::Timeout)
+        .at_job(3, Fault::CommunicationClosed);
+    let device = open(compute_only().with_faults(faults));
+    let model = device.load_model(&hef).unwrap();
+    let cm = model.configure().unwrap();
+    let mut outcomes = vec![];
+    for _ in 0..3 {
+        let mut job = cm.run_async(cm.bindings().unwrap()).unwrap();
+        outcomes.push(job.wait(T).unwrap().status.err().and_then(|e| e.status()));
+    }
+    assert_eq!(outcomes, vec![None, Some(Status::Timeout), None]);
+    // Job 3: run_async fails, and the model needs reconfiguring, as in HailoRT.
+    let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
+    assert_eq!(err.status(), Some(Status::CommunicationClosed));
+    assert!(cm.needs_reconfigure());
+    assert!(matches!(
+        cm.run_async(cm.bindings().unwrap()),
+        Err(NpuError::NeedsReconfigure { .. })
+    ));
+    // Reconfiguring gives a working model again.
+    let cm2 = model.configure().unwrap();
+    assert!(!cm2.needs_reconfigure());
+    cm2.run(&mut cm2.bindings().unwrap(), T).unwrap();
+
+    let unavailable = open(
+        compute_only()
+            .with_faults(FaultPlan::none().at_job(0, Fault::DeviceTemporarilyUnavailable)),
+    );
+    let cm = unavailable.load_model(&hef).unwrap().configure().unwrap();
+    let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
+    assert_eq!(err.status(), Some(Status::DeviceTemporarilyUnavailable));
+    assert_eq!(err.code(), Some(97));
+}

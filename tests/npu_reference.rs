@@ -1,0 +1,144 @@
+//! Reference ONNX outputs: the simulator runs the graph's float model on the
+//! CPU (tract) and quantises per the HEF's output quant info. The ONNX is
+//! built here through tract's protobuf types, so no Python is needed.
+#![cfg(feature = "sim-onnx")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{open, tiny_hef};
+use hailo_edge::npu::sim::{DeviceProfile, Figure, Link, OutputKind, ReferenceModel, SimProfile};
+use hailo_edge::npu::{Direction, FormatType};
+use prost::Message;
+use tract_onnx::pb;
+
+const W: [f32; 9] = [0.5, -1.0, 0.25, 1.0, 0.5, -0.5, -0.25, 0.75, 1.0];
+
+fn tensor_type(dims: &[i64]) -> Option<pb::TypeProto> {
+    use pb::tensor_shape_proto::{dimension, Dimension};
+    Some(pb::TypeProto {
+        value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+            elem_type: 1,
+            shape: Some(pb::TensorShapeProto {
+                dim: dims
+                    .iter()
+                    .map(|&d| Dimension {
+                        value: Some(dimension::Value::DimValue(d)),
+                        ..Default::default()
+                    })
+                    .collect(),
+            }),
+        })),
+        ..Default::default()
+    })
+}
+
+/// y[1,2,2,3] = x[1,2,2,3] @ W[3,3].
+fn matmul_onnx() -> Vec<u8> {
+    let graph = pb::GraphProto {
+        name: "ref".into(),
+        node: vec![pb::NodeProto {
+            op_type: "MatMul".into(),
+            input: vec!["x".into(), "w".into()],
+            output: vec!["y".into()],
+            ..Default::default()
+        }],
+        initializer: vec![pb::TensorProto {
+            name: "w".into(),
+            dims: vec![3, 3],
+            data_type: 1,
+            float_data: W.to_vec(),
+            ..Default::default()
+        }],
+        input: vec![pb::ValueInfoProto {
+            name: "x".into(),
+            r#type: tensor_type(&[1, 2, 2, 3]),
+            ..Default::default()
+        }],
+        output: vec![pb::ValueInfoProto {
+            name: "y".into(),
+            r#type: tensor_type(&[1, 2, 2, 3]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    pb::ModelProto {
+        ir_version: 7,
+        opset_import: vec![pb::OperatorSetIdProto {
+            domain: String::new(),
+            version: 13,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn outputs_are_the_reference_graph_quantised() {
+    let reference = ReferenceModel::from_onnx_bytes(&matmul_onnx()).unwrap();
+    // 2 x (2 x 2 x 3 x 3) multiply-accumulates.
+    assert_eq!(reference.ops_per_frame(), Some(72));
+    // A device slow enough that 72 ops take one second shows the ops came
+    // from the ONNX (the HEF states none).
+    let slow = DeviceProfile {
+        int8_ops_per_s: Figure::assumed(240.0, "test: 72 ops at 30 % take 1 s"),
+        ..DeviceProfile::hailo10h().with_link(Link::free())
+    };
+    let device = open(SimProfile::new(slow).with_reference("ref", reference));
+    let mut model = device.load_model(&tiny_hef("ref", 2, 3, None)).unwrap();
+    let cm = model.configure().unwrap();
+    assert_eq!(cm.output_kind(), OutputKind::SimReference);
+
+    let input: Vec<u8> = (0..12u8).map(|i| i * 20).collect();
+    let mut b = cm.bindings().unwrap();
+    b.write_input("ref/input", &input).unwrap();
+    let mut job = cm.run_async(b).unwrap();
+    let done = job.wait(Duration::from_secs(10)).unwrap();
+    done.status.unwrap();
+    assert_eq!(done.output_kind, OutputKind::SimReference);
+    // Expected, computed here: dequantise (zp 0, scale 1/255), multiply,
+    // quantise (zp 128, scale 0.01), clamp to u8.
+    let x: Vec<f32> = input.iter().map(|&q| f32::from(q) / 255.0).collect();
+    let mut want = vec![0u8; 12];
+    for pixel in 0..4 {
+        for j in 0..3 {
+            let y: f32 = (0..3).map(|k| x[pixel * 3 + k] * W[k * 3 + j]).sum();
+            want[pixel * 3 + j] = (y / 0.01 + 128.0).round().clamp(0.0, 255.0) as u8;
+        }
+    }
+    let got = done.bindings.output("ref/output").unwrap().to_vec();
+    assert_eq!(got, want);
+    // Negative control: a different input gives different outputs.
+    let mut b = done.bindings;
+    b.write_input("ref/input", &[0u8; 12]).unwrap();
+    cm.run(&mut b, Duration::from_secs(10)).unwrap();
+    assert_ne!(b.output("ref/output").unwrap(), &want[..]);
+    assert!(b.output("ref/output").unwrap().iter().all(|&q| q == 128));
+    assert_eq!(device.sim_stats().unwrap().compute_ns, 2_000_000_000);
+
+    // FLOAT32 outputs are the dequantised device values.
+    model
+        .set_format_type(Direction::Output, "ref/output", FormatType::Float32)
+        .unwrap();
+    let cm = model.configure().unwrap();
+    let mut b = cm.bindings().unwrap();
+    b.write_input("ref/input", &input).unwrap();
+    cm.run(&mut b, Duration::from_secs(10)).unwrap();
+    let floats: Vec<f32> = b
+        .output("ref/output")
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    for (f, q) in floats.iter().zip(&want) {
+        assert!((f - (f32::from(*q) - 128.0) * 0.01).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn a_broken_onnx_is_a_clear_error() {
+    let err = ReferenceModel::from_onnx_bytes(b"not an onnx model").unwrap_err();
+    assert!(err.contains("ONNX"), "{err}");
+}
