@@ -20,14 +20,9 @@ use super::utilisation::Precision;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HefOpsError {
-    /// The HEF could not be read or is invalid.
-    #[error("{path}: {source}")]
-    Hef {
-        /// The file.
-        path: String,
-        /// What the reader said.
-        source: hef::HefError,
-    },
+    /// The HEF could not be read or is invalid (the reader's error names the file).
+    #[error(transparent)]
+    Hef(#[from] hef::HefError),
     /// The HEF has no network group.
     #[error("{path}: the HEF has no network group")]
     Empty {
@@ -86,10 +81,7 @@ impl HefGraph {
 /// it holds no network group.
 pub fn read_hef(path: &Path) -> Result<Vec<HefGraph>, HefOpsError> {
     let file = path.display().to_string();
-    let hef = hef::Hef::open(path).map_err(|source| HefOpsError::Hef {
-        path: file.clone(),
-        source,
-    })?;
+    let hef = hef::Hef::open(path)?;
     if hef.network_groups.is_empty() {
         return Err(HefOpsError::Empty { path: file });
     }
