@@ -25,13 +25,18 @@ fn register_font() {
 }
 
 const SIZE: (u32, u32) = (900, 560);
-const COLOURS: [RGBColor; 6] = [
+/// The "tab10" palette, so up to ten series stay distinguishable.
+const COLOURS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
 
 /// One named line.
@@ -76,7 +81,9 @@ fn draw<DB: DrawingBackend>(
             if x1 <= x0 {
                 x1 = x0 + 1.0;
             }
-            let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+            // Headroom above the data for the legend (about 20 px per entry).
+            let headroom = 1.1 + 0.05 * series.len() as f64;
+            let y1 = if y1 > 0.0 { y1 * headroom } else { 1.0 };
             let mut c = ChartBuilder::on(&root)
                 .caption(title, ("sans-serif", 22))
                 .margin(12)
@@ -107,7 +114,7 @@ fn draw<DB: DrawingBackend>(
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .label_font(("sans-serif", 14))
-                .position(SeriesLabelPosition::LowerRight)
+                .position(SeriesLabelPosition::UpperRight)
                 .draw()
                 .map_err(e)?;
         }
@@ -212,9 +219,9 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
         let m = &p.measurement;
         if let Some(b) = &m.device.busy {
             let key = if p.mode == "alone" {
-                format!("busy, {} alone", m.graphs[0].name)
+                format!("busy %, {} (alone)", m.graphs[0].name)
             } else {
-                "busy, pair".to_owned()
+                "busy %, pair".to_owned()
             };
             let e = busy.entry(key).or_default().entry(m.batch).or_insert(0.0);
             *e = e.max(100.0 * b.value);
@@ -229,7 +236,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
                 .or_insert(0.0);
             *e = e.max(g.fps.value);
             let e = compute
-                .entry(format!("compute {} INT8, {key}", g.name))
+                .entry(format!("compute % INT8, {key}"))
                 .or_default()
                 .entry(m.batch)
                 .or_insert(0.0);
