@@ -142,3 +142,31 @@ fn a_broken_onnx_is_a_clear_error() {
     let err = ReferenceModel::from_onnx_bytes(b"not an onnx model").unwrap_err();
     assert!(err.contains("ONNX"), "{err}");
 }
+
+#[test]
+fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
+    let reference = ReferenceModel::from_onnx_bytes(&matmul_onnx()).unwrap();
+    let device = open(SimProfile::new(DeviceProfile::hailo10h()).with_reference("ref", reference));
+    // The HEF's output has 4 features; the reference gives 3.
+    let cm = device
+        .load_model(&tiny_hef("ref", 2, 4, Some(100)))
+        .unwrap()
+        .configure()
+        .unwrap();
+    let err = cm
+        .run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
+        .unwrap_err();
+    assert_eq!(
+        err.status(),
+        Some(hailo_edge::npu::Status::InternalFailure),
+        "{err}"
+    );
+    // Negative control: the fitting HEF runs.
+    let cm = device
+        .load_model(&tiny_hef("ref", 2, 3, Some(100)))
+        .unwrap()
+        .configure()
+        .unwrap();
+    cm.run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
+        .unwrap();
+}

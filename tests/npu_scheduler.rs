@@ -278,3 +278,34 @@ fn backbone_288_at_20_tops_and_30_percent_runs_at_168_5_fps() {
     let fps_usb = 20.0 / ((m.last_end_ns - m.first_start_ns.unwrap()) as f64 / 1e9);
     assert!(fps_usb < 160.0, "USB fps {fps_usb}");
 }
+
+#[test]
+fn real_time_clock_sleeps_to_the_modelled_completion() {
+    let device = open(compute_only().with_clock(Clock::RealTime));
+    let cm = device
+        .load_model_file(fixture("backbone_288.hef"))
+        .unwrap()
+        .configure()
+        .unwrap();
+    cm.wait_for_async_ready(T, 1).unwrap();
+    let start = std::time::Instant::now();
+    for _ in 0..5 {
+        cm.run(&mut cm.bindings().unwrap(), T).unwrap();
+    }
+    let elapsed = start.elapsed();
+    // 1 ms activation + 5 x 5.93 ms of compute, in wall time.
+    assert!(elapsed >= Duration::from_micros(30_600), "{elapsed:?}");
+    // Negative control: the virtual clock does the same work without sleeping.
+    let fast = open(compute_only());
+    let cm = fast
+        .load_model_file(fixture("backbone_288.hef"))
+        .unwrap()
+        .configure()
+        .unwrap();
+    let start = std::time::Instant::now();
+    for _ in 0..5 {
+        cm.run(&mut cm.bindings().unwrap(), T).unwrap();
+    }
+    assert_eq!(fast.sim_stats().unwrap().compute_ns, 5 * frame_ns(OPS_288));
+    assert!(start.elapsed() < elapsed);
+}

@@ -204,6 +204,19 @@ impl ConfiguredModel {
         self.with(|api, c| unsafe { result::configured_model::deactivate(api, c) })
     }
 
+    /// Waits until the backend accepts `frames` more jobs.
+    ///
+    /// # Errors
+    /// `Timeout`; the table's status.
+    #[doc(alias = "ConfiguredInferModel::wait_for_async_ready")]
+    pub fn wait_for_async_ready(&self, timeout: Duration, frames: u32) -> Result<(), NpuError> {
+        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, c| unsafe {
+            result::configured_model::wait_for_async_ready(api, c, ms, frames)
+        })
+    }
+
     /// Page-aligned buffers for one frame, from this model's pool.
     ///
     /// # Errors
@@ -287,7 +300,7 @@ impl ConfiguredModel {
 
     /// Starts one frame; the returned job owns the bindings until it completes.
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0382
     /// # fn f(cm: &hailo_edge::npu::ConfiguredModel) -> Result<(), hailo_edge::npu::NpuError> {
     /// let mut bindings = cm.bindings()?;
     /// let job = cm.run_async(bindings)?;

@@ -132,6 +132,20 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Ids of the Hailo devices HailoRT finds (PCIe BDFs, IP addresses).
+///
+/// # Errors
+/// [`NpuError::BackendUnavailable`] when this build does not link HailoRT.
+#[doc(alias = "Device::scan")]
+pub fn scan_hailort() -> Result<Vec<String>, NpuError> {
+    let api = Api::hailort().ok_or_else(|| NpuError::BackendUnavailable {
+        backend: "hailort",
+        reason: "this build does not link HailoRT (build with --features hailort-sys/hailort)"
+            .into(),
+    })?;
+    result::library::scan(&api)
+}
+
 impl Device {
     /// Opens a device with the round-robin scheduler.
     ///

@@ -44,7 +44,7 @@ pub mod sim;
 pub use api::Api;
 pub use buffer::{BufferPool, PageBuf, PAGE};
 pub use configured::ConfiguredModel;
-pub use device::{Backend, BackendKind, Device, DeviceOptions, Scheduling};
+pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, Scheduling};
 pub use error::{NpuError, Status};
 pub use job::{Bindings, Completion, Job};
 pub use model::{Direction, FormatType, Model, StreamDesc};

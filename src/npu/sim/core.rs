@@ -2,16 +2,17 @@
 //! on a worker thread, the timing model and the statistics.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use super::clock::Clock;
+use super::completion::{RawBuf, SimJob};
 use super::faults::{Fault, FaultPlan};
 use super::model::{fill_outputs, ModelSpec};
 use super::scheduler::{Decision, ModelState, Scheduler};
+use super::stats::SimStats;
 use super::status::*;
 use super::DeviceProfile;
 
@@ -20,58 +21,6 @@ pub(crate) type Fail = (u32, String);
 
 /// HailoRT's limit of network groups on one device (`HAILO_MAX_NETWORK_GROUPS`).
 pub const MAX_NETWORK_GROUPS: usize = 8;
-
-/// A host buffer lent to the device until the job's completion.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RawBuf {
-    pub ptr: *mut u8,
-    pub len: usize,
-}
-
-// SAFETY: a RawBuf is only dereferenced by the worker while its job is in
-// flight; the table's contract makes the submitter keep the buffer valid and
-// untouched until the completion callback, so moving the pointer to the
-// worker thread is sound.
-unsafe impl Send for RawBuf {}
-
-/// One submitted job: its completion callback and its outcome.
-pub(crate) struct SimJob {
-    callback: Mutex<Option<(hailort_sys::hes_completion_cb, usize)>>,
-    done: Mutex<Option<u32>>,
-    cv: Condvar,
-}
-
-impl SimJob {
-    pub fn new(cb: hailort_sys::hes_completion_cb, user_data: *mut std::ffi::c_void) -> SimJob {
-        SimJob {
-            callback: Mutex::new(Some((cb, user_data as usize))),
-            done: Mutex::new(None),
-            cv: Condvar::new(),
-        }
-    }
-
-    /// Runs the callback (once), then marks the job done.
-    pub fn complete(&self, status: u32) {
-        let callback = lock(&self.callback).take();
-        if let Some((Some(cb), user_data)) = callback {
-            // SAFETY: the submitter handed us this callback and user data for
-            // exactly one call; `take` guarantees we make at most one.
-            unsafe { cb(status, user_data as *mut std::ffi::c_void) };
-        }
-        *lock(&self.done) = Some(status);
-        self.cv.notify_all();
-    }
-
-    /// Waits up to `timeout` for the job; its status, or `HAILO_TIMEOUT`.
-    pub fn wait(&self, timeout: Duration) -> u32 {
-        let guard = lock(&self.done);
-        let (guard, _) = self
-            .cv
-            .wait_timeout_while(guard, timeout, |d| d.is_none())
-            .unwrap_or_else(|e| e.into_inner());
-        guard.unwrap_or(HAILO_TIMEOUT)
-    }
-}
 
 struct Pending {
     job: Arc<SimJob>,
@@ -91,37 +40,6 @@ impl AsRef<ModelState> for SimModel {
     fn as_ref(&self) -> &ModelState {
         &self.sched
     }
-}
-
-/// What one model did on the device.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ModelStats {
-    pub frames: u64,
-    pub bursts: u64,
-    /// Switches to this model (the first activation included).
-    pub switches_in: u64,
-    pub first_start_ns: Option<u64>,
-    pub last_end_ns: u64,
-}
-
-/// What the simulated device did: feeds utilisation reports.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SimStats {
-    /// The device's current time, ns since it was opened.
-    pub now_ns: u64,
-    /// Time the device was doing anything (switch, transfer, compute).
-    pub busy_ns: u64,
-    pub compute_ns: u64,
-    pub transfer_ns: u64,
-    /// Switches between network groups, the first activation included.
-    pub switches: u64,
-    /// The duration of each switch, in order.
-    pub switch_ns: Vec<u64>,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub faults_injected: u64,
-    /// Per model, by network group name.
-    pub models: BTreeMap<String, ModelStats>,
 }
 
 struct CoreState {
@@ -144,11 +62,19 @@ pub struct Core {
     faults: FaultPlan,
     state: Mutex<CoreState>,
     cv: Condvar,
+    /// Bumped (under the state lock) whenever there is new work, so an idle
+    /// worker can spin briefly on it before parking.
+    work: AtomicU64,
     start: Instant,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// How long an idle worker on the virtual clock spins before it parks: a
+/// parked thread takes microseconds to wake, which would dominate the
+/// round trip of a zero-time job.
+const IDLE_SPIN: Duration = Duration::from_micros(50);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -194,6 +120,7 @@ impl Core {
                 next_model: 1,
             }),
             cv: Condvar::new(),
+            work: AtomicU64::new(0),
             start: Instant::now(),
             worker: Mutex::new(None),
         });
@@ -212,6 +139,7 @@ impl Core {
     /// Stops the scheduler thread; queued jobs complete with HAILO_STREAM_ABORT.
     pub(crate) fn stop(&self) {
         lock(&self.state).stopping = true;
+        self.work.fetch_add(1, Ordering::AcqRel);
         self.cv.notify_all();
         let handle = lock(&self.worker).take();
         if let Some(handle) = handle {
@@ -223,6 +151,7 @@ impl Core {
 
     pub(crate) fn wake(&self) {
         let _guard = lock(&self.state);
+        self.work.fetch_add(1, Ordering::AcqRel);
         self.cv.notify_all();
     }
 
@@ -255,6 +184,14 @@ impl Core {
     }
 
     /// Adds a configured model; checks the limits HailoRT enforces.
+    ///
+    /// Two checks go beyond what HailoRT 5.2's source shows and are the
+    /// simulator's reading of its documentation: HailoRT compares batch sizes
+    /// between the networks of one configure call (`INVALID_OPERATION`), the
+    /// simulator across all models on the device; and a ninth network group
+    /// is refused with `INVALID_OPERATION`, a code chosen here (HailoRT
+    /// refuses a HEF with more than 8 groups with `INVALID_HEF`, which
+    /// `vdevice::SimInferModel::new` does too).
     pub(crate) fn configure(&self, spec: Arc<ModelSpec>) -> Result<u64, Fail> {
         let mut st = lock(&self.state);
         if st.models.len() >= MAX_NETWORK_GROUPS {
@@ -306,6 +243,7 @@ impl Core {
             ));
         }
         let out = f(&mut st);
+        self.work.fetch_add(1, Ordering::AcqRel);
         self.cv.notify_all();
         out
     }
@@ -448,6 +386,7 @@ impl Core {
             index,
             fault,
         });
+        self.work.fetch_add(1, Ordering::AcqRel);
         self.cv.notify_all();
         Ok(())
     }
@@ -548,10 +487,13 @@ impl Core {
                     for p in batch {
                         let status = match p.fault {
                             Some(Fault::Timeout) => HAILO_TIMEOUT,
-                            _ => {
-                                fill_outputs(&spec, p.index, &p.inputs, &p.outputs);
-                                HAILO_SUCCESS
-                            }
+                            _ => match fill_outputs(&spec, p.index, &p.inputs, &p.outputs) {
+                                Ok(()) => HAILO_SUCCESS,
+                                Err(err) => {
+                                    log::error!("job {}: {err}", p.index);
+                                    HAILO_INTERNAL_FAILURE
+                                }
+                            },
                         };
                         p.job.complete(status);
                     }
@@ -566,10 +508,28 @@ impl Core {
                         }
                         _ if target != u64::MAX && target > now => st.dev_now = target,
                         Clock::Manual(_) => st = self.wait(st, Some(Duration::from_millis(5))),
-                        _ => st = self.wait(st, None),
+                        _ => st = self.idle(st),
                     }
                 }
             }
+        }
+    }
+
+    /// Spins for [`IDLE_SPIN`] waiting for new work, then parks.
+    fn idle<'a>(&'a self, st: MutexGuard<'a, CoreState>) -> MutexGuard<'a, CoreState> {
+        let seen = self.work.load(Ordering::Acquire);
+        drop(st);
+        let spin = Instant::now();
+        while self.work.load(Ordering::Acquire) == seen && spin.elapsed() < IDLE_SPIN {
+            // Yield rather than burn the core: on a loaded host the thread
+            // that will submit next may need it.
+            thread::yield_now();
+        }
+        let st = lock(&self.state);
+        if self.work.load(Ordering::Acquire) != seen || st.stopping {
+            st
+        } else {
+            self.wait(st, None)
         }
     }
 

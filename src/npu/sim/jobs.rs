@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hailort_sys::*;
 
-use super::core::{Fail, RawBuf, SimJob};
+use super::completion::{RawBuf, SimJob};
+use super::core::Fail;
 use super::status::*;
 use super::table::{guard, insert, lookup, out, remove, str_arg, Obj, SimBindings, SimConfigured};
 

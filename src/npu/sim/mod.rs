@@ -21,24 +21,28 @@ use std::ffi::{c_char, CString};
 use std::sync::{Arc, LazyLock};
 
 pub mod clock;
+mod completion;
 mod core;
 pub mod faults;
 mod jobs;
 pub mod model;
+mod model_entries;
 pub mod profile;
 pub mod reference;
 pub mod registry;
 pub mod scheduler;
+mod stats;
 mod status;
 pub mod table;
 mod vdevice;
 
-pub use self::core::{ModelStats, SimStats, MAX_NETWORK_GROUPS};
+pub use self::core::MAX_NETWORK_GROUPS;
 pub use clock::{Clock, ManualClock};
 pub use faults::{Fault, FaultPlan};
 pub use model::{OpsSource, OutputKind};
 pub use profile::{DeviceProfile, Figure, Link, LinkKind, Precision};
 pub use reference::ReferenceModel;
+pub use stats::{ModelStats, SimStats};
 
 /// Everything one simulated device is opened with.
 #[derive(Debug, Clone, Default)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use hef::{DataType, Quantization, StreamInfo, StreamShape};
 
-use super::core::RawBuf;
+use super::completion::RawBuf;
 use super::reference::ReferenceModel;
 
 /// `hailo_format_type_t` values.
@@ -256,8 +256,14 @@ pub fn dequantize_input(spec: &StreamSpec, data: &[u8]) -> Vec<f32> {
     }
 }
 
-/// Fills the output buffers of one finished job.
-pub(crate) fn fill_outputs(spec: &ModelSpec, index: u64, inputs: &[RawBuf], outputs: &[RawBuf]) {
+/// Fills the output buffers of one finished job; `Err` when the reference
+/// model failed (the job then fails rather than pass off other data).
+pub(crate) fn fill_outputs(
+    spec: &ModelSpec,
+    index: u64,
+    inputs: &[RawBuf],
+    outputs: &[RawBuf],
+) -> Result<(), String> {
     let outs: Vec<&mut [u8]> = outputs
         .iter()
         // SAFETY: each RawBuf was checked against its stream's frame size when set
@@ -271,22 +277,16 @@ pub(crate) fn fill_outputs(spec: &ModelSpec, index: u64, inputs: &[RawBuf], outp
             // SAFETY: as above, for the input buffers, which are only read.
             .map(|b| unsafe { std::slice::from_raw_parts(b.ptr.cast_const(), b.len) })
             .collect();
-        match reference.run(spec, &ins) {
-            Ok(values) => {
-                for ((out, stream), v) in outs.into_iter().zip(&spec.outputs).zip(&values) {
-                    quantize_into(stream, v, out);
-                }
-                return;
-            }
-            Err(err) => {
-                log::warn!(
-                    "reference ONNX of '{}' failed, synthetic outputs instead: {err}",
-                    spec.name
-                );
-            }
+        let values = reference
+            .run(spec, &ins)
+            .map_err(|err| format!("reference ONNX of '{}' failed: {err}", spec.name))?;
+        for ((out, stream), v) in outs.into_iter().zip(&spec.outputs).zip(&values) {
+            quantize_into(stream, v, out);
         }
+        return Ok(());
     }
     for (k, (out, stream)) in outs.into_iter().zip(&spec.outputs).enumerate() {
         fill_synthetic(stream, index, k, out);
     }
+    Ok(())
 }

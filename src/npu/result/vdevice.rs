@@ -1,0 +1,111 @@
+//! `hes_vdevice` entries.
+
+use super::*;
+
+/// `vdevice_create`.
+pub fn create(
+    api: &Api,
+    device_ids: &[String],
+    scheduling_algorithm: u32,
+    group_id: Option<&str>,
+) -> Result<NonNull<hes_vdevice>, NpuError> {
+    let mut ids = Vec::with_capacity(device_ids.len());
+    for id in device_ids {
+        let mut raw = hes_device_id::default();
+        if id.len() >= raw.id.len() || id.contains('\0') {
+            return Err(NpuError::InvalidName {
+                value: id.clone(),
+                reason: "device ids have at most 31 bytes and no NUL",
+            });
+        }
+        for (dst, src) in raw.id.iter_mut().zip(id.bytes()) {
+            *dst = src as std::ffi::c_char;
+        }
+        ids.push(raw);
+    }
+    let group = group_id.map(c_string).transpose()?;
+    let params = hes_vdevice_params {
+        device_ids: if ids.is_empty() {
+            ptr::null()
+        } else {
+            ids.as_ptr()
+        },
+        device_count: ids.len(),
+        scheduling_algorithm,
+        group_id: group.as_ref().map_or(ptr::null(), |g| g.as_ptr()),
+    };
+    let mut out = ptr::null_mut();
+    // SAFETY: `params` and the arrays it points to outlive the call.
+    unsafe { call!(api, vdevice_create(&params, &mut out))? };
+    non_null(api, out, "vdevice_create")
+}
+
+/// `vdevice_release`.
+///
+/// # Safety
+/// `v` is a live vdevice of `api`, not used afterwards.
+pub unsafe fn release(api: &Api, v: NonNull<hes_vdevice>) -> Result<(), NpuError> {
+    // SAFETY: the caller guarantees `v` is live and unused afterwards.
+    unsafe { call!(api, vdevice_release(v.as_ptr())) }
+}
+
+/// `vdevice_device_ids`.
+///
+/// # Safety
+/// `v` is a live vdevice of `api`.
+pub unsafe fn device_ids(api: &Api, v: NonNull<hes_vdevice>) -> Result<Vec<String>, NpuError> {
+    let mut ids = vec![hes_device_id::default(); 8];
+    let mut count = ids.len();
+    // SAFETY: `v` is live (caller); `ids` has `count` elements.
+    unsafe {
+        call!(
+            api,
+            vdevice_device_ids(v.as_ptr(), ids.as_mut_ptr(), &mut count)
+        )?
+    };
+    Ok(ids[..count.min(ids.len())]
+        .iter()
+        .map(|d| from_c_chars(&d.id))
+        .collect())
+}
+
+/// `vdevice_performance_stats`.
+///
+/// # Safety
+/// `v` is a live vdevice of `api`.
+pub unsafe fn performance_stats(
+    api: &Api,
+    v: NonNull<hes_vdevice>,
+    index: usize,
+) -> Result<hes_performance_stats, NpuError> {
+    let mut out = hes_performance_stats::default();
+    // SAFETY: `v` is live (caller); `out` is writable.
+    unsafe { call!(api, vdevice_performance_stats(v.as_ptr(), index, &mut out))? };
+    Ok(out)
+}
+
+/// `vdevice_power`, watts.
+///
+/// # Safety
+/// `v` is a live vdevice of `api`.
+pub unsafe fn power(api: &Api, v: NonNull<hes_vdevice>, index: usize) -> Result<f32, NpuError> {
+    let mut watts = 0.0f32;
+    // SAFETY: `v` is live (caller); `watts` is writable.
+    unsafe { call!(api, vdevice_power(v.as_ptr(), index, &mut watts))? };
+    Ok(watts)
+}
+
+/// `vdevice_chip_temperature`.
+///
+/// # Safety
+/// `v` is a live vdevice of `api`.
+pub unsafe fn chip_temperature(
+    api: &Api,
+    v: NonNull<hes_vdevice>,
+    index: usize,
+) -> Result<hes_chip_temperature, NpuError> {
+    let mut out = hes_chip_temperature::default();
+    // SAFETY: `v` is live (caller); `out` is writable.
+    unsafe { call!(api, vdevice_chip_temperature(v.as_ptr(), index, &mut out))? };
+    Ok(out)
+}
