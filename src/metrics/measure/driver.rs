@@ -20,6 +20,10 @@ use crate::npu::{BackendKind, Bindings, ConfiguredModel, Device, NpuError};
 /// How long the loop waits for any completion before calling the run stalled.
 const STALL: Duration = Duration::from_secs(30);
 
+/// Frames kept in flight per graph, in batches of its weight: enough that the device never
+/// waits for the host between bursts.
+const IN_FLIGHT_PER_BATCH: usize = 4;
+
 /// Most host latency samples kept per graph for CDF plots.
 const MAX_SAMPLES: usize = 100_000;
 
@@ -133,7 +137,7 @@ fn load(
         .map_err(npu(|| what("setting the scheduler timeout of")))?;
     let weight = run.weight.max(1);
     Ok(Fed {
-        cap: (2 * weight as usize * usize::from(batch.max(1))).max(2),
+        cap: (IN_FLIGHT_PER_BATCH * weight as usize * usize::from(batch.max(1))).max(4),
         hef,
         weight,
         cm,
