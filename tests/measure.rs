@@ -93,7 +93,7 @@ fn fps_follows_the_pcie_profile_and_grows_with_batch() {
         );
         let g = &m.graphs[0];
         let n = u64::from(batch);
-        // Full bursts (the queue is kept at twice the batch), one activation.
+        // Full bursts (four batches are kept in flight), one activation.
         let bursts = g.frames.div_ceil(n) as f64;
         let window = p.switch_cost_s.value + bursts * burst_s(&p, &m, n);
         let expected = g.frames as f64 / window;
@@ -252,4 +252,47 @@ fn report_feeds_the_planner() {
             fig.value
         );
     }
+}
+
+#[test]
+fn a_threshold_with_a_timeout_trades_switches_for_batching() {
+    // With four frames of the face graph in flight, a threshold of 8 is never met, so the
+    // scheduler waits for the 20 ms timeout before switching to it: fewer switches, and the
+    // time they cost goes to compute instead. Threshold 0 switches whenever the other graph has
+    // a frame.
+    let pair = || {
+        vec![
+            GraphRun::new(fixture("backbone_288.hef")).with_weight(3),
+            GraphRun::new(fixture("backbone_432.hef")),
+        ]
+    };
+    let at = |threshold: u32, timeout_ms: u64| {
+        let config = RunConfig {
+            graphs: pair(),
+            batch: 1,
+            threshold,
+            timeout: Duration::from_millis(timeout_ms),
+            duration: Duration::from_secs_f64(0.5),
+        };
+        measure::measure(&sim(DeviceProfile::hailo10h()), &config).unwrap()
+    };
+    let eager = at(0, 0);
+    let patient = at(8, 20);
+    let sw = |m: &RunMeasurement| m.device.switches_per_s.as_ref().unwrap().value;
+    let fps = |m: &RunMeasurement| m.graphs.iter().map(|g| g.fps.value).sum::<f64>();
+    assert!(
+        sw(&patient) < 0.9 * sw(&eager),
+        "{} vs {}",
+        sw(&patient),
+        sw(&eager)
+    );
+    assert!(
+        fps(&patient) > fps(&eager),
+        "{} vs {}",
+        fps(&patient),
+        fps(&eager)
+    );
+    // The timeout alone (threshold 0 is always met) changes nothing.
+    let timeout_only = at(0, 20);
+    assert!((sw(&timeout_only) / sw(&eager) - 1.0).abs() < 0.02);
 }

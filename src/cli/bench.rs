@@ -59,7 +59,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1u16, 2, 4, 8])]
     batch: Vec<u16>,
     /// Scheduler thresholds, frames.
-    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 4])]
+    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 8])]
     threshold: Vec<u32>,
     /// Scheduler timeouts, ms.
     #[arg(long = "timeout-ms", value_delimiter = ',', default_values_t = [0u64, 20])]
