@@ -155,3 +155,23 @@ fn load_from_memory_matches_load_from_file() {
     assert_eq!(a.outputs().len(), b.outputs().len());
     assert_eq!(a.inputs()[0].shape, (432, 432, 3));
 }
+
+#[test]
+fn format_order_is_set_per_stream() {
+    let device = open(compute_only());
+    let mut model = device.load_model_file(fixture("backbone_288.hef")).unwrap();
+    let name = model.inputs()[0].name.clone();
+    let nhwc = hef::FormatOrder::Nhwc.c_value();
+    let nchw = hef::FormatOrder::Nchw.c_value();
+    assert_eq!(model.inputs()[0].format_order, nhwc);
+    model
+        .set_format_order(Direction::Input, &name, nchw)
+        .unwrap();
+    assert_eq!(model.inputs()[0].format_order, nchw);
+    // Not a hailo_format_order_t value: refused by the table.
+    let err = model
+        .set_format_order(Direction::Input, &name, 99)
+        .unwrap_err();
+    assert_eq!(err.status(), Some(Status::InvalidArgument));
+    assert_eq!(model.inputs()[0].format_order, nchw);
+}

@@ -55,7 +55,7 @@ typedef struct {
     uint32_t revision;
 } hes_version;
 
-/** A device id: PCIe BDF, an IPv4 address (the USB part), or "[integrated]". */
+/** A device id: PCIe BDF, an IPv4 address (the USB part), or the integrated device id. */
 typedef struct {
     char id[HES_MAX_DEVICE_ID];
 } hes_device_id;

@@ -54,7 +54,7 @@ const _: () = {
         "Offset of field: hes_version::revision",
     ][::core::mem::offset_of!(hes_version, revision) - 8usize];
 };
-/// A device id: PCIe BDF, an IPv4 address (the USB part), or "[integrated]".
+/// A device id: PCIe BDF, an IPv4 address (the USB part), or the integrated device id.
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
 pub struct hes_device_id {

@@ -53,6 +53,10 @@ impl Drop for CmShared {
 /// (the hRPC client of a Hailo-10H reports lost communication otherwise).
 /// Dropping it aborts jobs still in flight; their completions arrive with
 /// `StreamAbort`.
+///
+/// It is `Send + Sync`: share it between threads with an `Arc` (or scoped
+/// borrows); calls into the backend are serialised per handle, and
+/// completions may be taken on any thread.
 pub struct ConfiguredModel {
     shared: Arc<CmShared>,
 }

@@ -9,7 +9,7 @@
 //! - [`scheduler`]: HailoRT's model scheduler rules as a pure function;
 //! - `core`: the device thread: queues, bursts, timing, statistics;
 //! - [`clock`]: real-time, virtual and manual (deterministic) time;
-//! - [`model`] and [`reference`]: the streams and how outputs are made;
+//! - [`model`] and [`mod@reference`]: the streams and how outputs are made;
 //! - [`faults`]: timeouts, closed communication, unavailable device, at
 //!   chosen jobs.
 //!
