@@ -7,7 +7,7 @@
 //! | [`figure`] | figures with units and provenance (measured on a device, or modelled with assumptions) |
 //! | [`hef_ops`] | operations per frame and precision of the graphs in a HEF |
 //! | [`measure`] | running HEFs on a device and measuring fps, latency, busy and compute share, switches, link |
-//! | [`bench`] | the `hailo-edge bench` sweep, its report files and plots |
+//! | [`bench`](mod@bench) | the `hailo-edge bench` sweep, its report files and plots |
 //! | [`utilisation`] | compute share against the INT8 and INT4 peaks, busy share |
 //! | [`stats`] | latency percentiles and jitter per stage (hdrhistogram), frame accounting |
 //! | [`report`] | the utilisation report schema (`report.json`) the planner reads |
