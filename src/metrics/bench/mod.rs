@@ -241,3 +241,51 @@ pub fn run_sweep(
         points: results,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(graphs: GraphsMode, hefs: usize) -> SweepConfig {
+        SweepConfig {
+            hefs: (0..hefs)
+                .map(|i| PathBuf::from(format!("g{i}.hef")))
+                .collect(),
+            batches: vec![1, 2, 4, 8],
+            thresholds: vec![0, 8],
+            timeouts: vec![Duration::ZERO, Duration::from_millis(20)],
+            graphs,
+            duration: Duration::from_secs(1),
+            pair_ratio: (3, 1),
+        }
+    }
+
+    #[test]
+    fn points_cover_the_grid() {
+        let both = config(GraphsMode::Both, 2).points().unwrap();
+        assert_eq!(both.len(), 4 * 2 * 2 * 3);
+        let pairs: Vec<_> = both.iter().filter(|p| p.mode == "pair").collect();
+        assert_eq!(pairs.len(), 16);
+        let weights: Vec<u32> = pairs[0].run.graphs.iter().map(|g| g.weight).collect();
+        assert_eq!(weights, [3, 1]);
+        assert_eq!(pairs[0].label, "g0+g1 3:1 b1 t0 0ms");
+        assert_eq!(
+            config(GraphsMode::One, 3).points().unwrap().len(),
+            4 * 2 * 2 * 3
+        );
+        assert_eq!(config(GraphsMode::Two, 2).points().unwrap().len(), 16);
+    }
+
+    #[test]
+    fn impossible_sweeps_are_refused_with_the_reason() {
+        let err = config(GraphsMode::Two, 1).points().unwrap_err().to_string();
+        assert!(err.contains("needs two HEFs"), "{err}");
+        let mut c = config(GraphsMode::One, 1);
+        c.batches = vec![1, 0];
+        assert!(c.points().unwrap_err().to_string().contains("batch size 0"));
+        let mut c = config(GraphsMode::One, 1);
+        c.timeouts.clear();
+        assert!(c.points().unwrap_err().to_string().contains("timeout"));
+        assert!(config(GraphsMode::One, 0).points().is_err());
+    }
+}
