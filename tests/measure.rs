@@ -296,3 +296,34 @@ fn a_threshold_with_a_timeout_trades_switches_for_batching() {
     let timeout_only = at(0, 20);
     assert!((sw(&timeout_only) / sw(&eager) - 1.0).abs() < 0.02);
 }
+
+#[test]
+fn impossible_runs_are_refused_naming_the_reason() {
+    let device = sim(DeviceProfile::hailo10h());
+    let mut config = RunConfig::single(fixture("backbone_288.hef"), Duration::from_millis(100));
+    config.batch = 0;
+    let err = measure::measure(&device, &config).unwrap_err().to_string();
+    assert!(err.contains("batch size 0"), "{err}");
+    let config = RunConfig::single(fixture("missing.hef"), Duration::from_millis(100));
+    let err = measure::measure(&device, &config).unwrap_err().to_string();
+    assert!(err.contains("missing.hef"), "{err}");
+    let config = RunConfig::single(fixture("header_v0.hef"), Duration::from_millis(100));
+    let err = measure::measure(&device, &config).unwrap_err().to_string();
+    assert!(
+        err.contains("header_v0.hef") && err.contains("computational ops"),
+        "{err}"
+    );
+    let manual = Device::open(Backend::Sim(
+        SimProfile::default().with_clock(Clock::Manual(hailo_edge::npu::sim::ManualClock::new())),
+    ))
+    .unwrap();
+    let config = RunConfig::single(fixture("backbone_288.hef"), Duration::from_millis(100));
+    let err = measure::measure(&manual, &config).unwrap_err().to_string();
+    assert!(err.contains("manual clock"), "{err}");
+    // A HEF without ops runs once they are given.
+    let mut config = RunConfig::single(fixture("backbone_288.hef"), Duration::from_millis(200));
+    config.graphs[0].ops_override = Some(71.2);
+    let m = measure::measure(&device, &config).unwrap();
+    assert_eq!(m.graphs[0].ops_source, "given");
+    assert!((m.graphs[0].ops_per_frame.value - 71.2).abs() < 1e-12);
+}

@@ -21,7 +21,8 @@ enum Graphs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// HailoRT when linked and a device is present, else the simulator.
+    /// HailoRT when linked and a device is present, else the default simulator (hailo10h,
+    /// virtual clock; --profile and --clock apply to `sim` only).
     Auto,
     /// The simulator.
     Sim,

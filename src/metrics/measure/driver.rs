@@ -232,6 +232,16 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
             "duration 0, expected a positive time".into(),
         ));
     }
+    if device
+        .sim_profile()
+        .is_some_and(|p| matches!(p.clock, crate::npu::sim::Clock::Manual(_)))
+    {
+        return Err(MeasureError::Config(
+            "the simulator's manual clock only moves when its feeder advances it; \
+             measure on the virtual or real-time clock"
+                .into(),
+        ));
+    }
     let mut fed = config
         .graphs
         .iter()

@@ -84,7 +84,8 @@ pub struct GraphRun {
     /// Frames of this graph per round of traffic (3 for the body graph and 1 for the face graph
     /// reproduce the rig's 3:1).
     pub weight: u32,
-    /// Operations per frame in GOPS, when neither HailoRT nor the HEF gives them.
+    /// Operations per frame in GOPS, taking precedence over HailoRT's and the HEF's count
+    /// (needed for HEFs that carry none). The simulator's timing still uses its own count.
     pub ops_override: Option<f64>,
 }
 
