@@ -123,6 +123,20 @@ fn bench_refuses_bad_arguments_naming_them() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("computational ops"));
+    cli()
+        .args([
+            "bench",
+            "--hef",
+            "fixtures/backbone_288.hef",
+            "--graphs",
+            "one",
+            "--ops",
+        ])
+        .args(["fixtures/backbone_288.hef=lots", "--out"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("`lots` is not a number"));
 }
 
 #[test]

@@ -187,6 +187,7 @@ fn small_sweep() -> bench::Sweep {
         graphs: GraphsMode::Both,
         duration: Duration::from_millis(300),
         pair_ratio: (3, 1),
+        ops_override: Default::default(),
     };
     let mut seen = Vec::new();
     let sweep = bench::run_sweep(

@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// A HEF to run (repeatable); default fixtures/backbone_288.hef and fixtures/backbone_432.hef.
     #[arg(long = "hef", value_name = "FILE")]
     hefs: Vec<PathBuf>,
+    /// Operations per frame of a HEF that carries none: FILE=GOPS, FILE as given to --hef
+    /// (repeatable; GOPS = 2 x GMAC).
+    #[arg(long = "ops", value_name = "FILE=GOPS")]
+    ops: Vec<String>,
     /// Run time per point, seconds (device time on the virtual clock).
     #[arg(long, default_value_t = 2.0, value_name = "S")]
     duration_per_point: f64,
@@ -136,6 +140,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         },
         duration: Duration::from_secs_f64(args.duration_per_point),
         pair_ratio: (3, 1),
+        ops_override: args
+            .ops
+            .iter()
+            .map(|spec| {
+                let (file, gops) = spec
+                    .split_once('=')
+                    .with_context(|| format!("--ops `{spec}`: expected FILE=GOPS"))?;
+                let gops: f64 = gops
+                    .parse()
+                    .with_context(|| format!("--ops `{spec}`: `{gops}` is not a number"))?;
+                anyhow::ensure!(
+                    gops.is_finite() && gops > 0.0,
+                    "--ops `{spec}`: expected a positive number of GOPS"
+                );
+                Ok((PathBuf::from(file), gops))
+            })
+            .collect::<anyhow::Result<_>>()?,
     };
     let n = config.points()?.len();
     let backend = match args.backend {

@@ -11,6 +11,7 @@
 pub mod plots;
 mod report;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -78,6 +79,8 @@ pub struct SweepConfig {
     pub duration: Duration,
     /// Frames of the first HEF per frame of the second in two-graph points.
     pub pair_ratio: (u32, u32),
+    /// Operations per frame (GOPS) given per HEF, for HEFs that carry none.
+    pub ops_override: BTreeMap<PathBuf, f64>,
 }
 
 /// One point of the sweep.
@@ -133,6 +136,10 @@ impl SweepConfig {
                 |s| s.to_string_lossy().into_owned(),
             )
         };
+        let graph = |hef: &PathBuf| GraphRun {
+            ops_override: self.ops_override.get(hef).copied(),
+            ..GraphRun::new(hef)
+        };
         let mut points = Vec::new();
         for &batch in &self.batches {
             for &threshold in &self.thresholds {
@@ -151,7 +158,7 @@ impl SweepConfig {
                                 label: format!("{} {settings}", stem(hef)),
                                 mode: "alone",
                                 run: RunConfig {
-                                    graphs: vec![GraphRun::new(hef)],
+                                    graphs: vec![graph(hef)],
                                     ..base.clone()
                                 },
                             });
@@ -164,10 +171,7 @@ impl SweepConfig {
                             label: format!("{}+{} {wa}:{wb} {settings}", stem(a), stem(b)),
                             mode: "pair",
                             run: RunConfig {
-                                graphs: vec![
-                                    GraphRun::new(a).with_weight(wa),
-                                    GraphRun::new(b).with_weight(wb),
-                                ],
+                                graphs: vec![graph(a).with_weight(wa), graph(b).with_weight(wb)],
                                 ..base
                             },
                         });
@@ -257,6 +261,7 @@ mod tests {
             graphs,
             duration: Duration::from_secs(1),
             pair_ratio: (3, 1),
+            ops_override: BTreeMap::new(),
         }
     }
 

@@ -54,7 +54,7 @@ pub enum MeasureError {
         source: NpuError,
     },
     /// No operations per frame for a graph: neither HailoRT nor the HEF gives them.
-    #[error("{file}: network group {graph} carries no computational ops; give them with ops_override (GOPS)")]
+    #[error("{file}: network group {graph} carries no computational ops; give them in GOPS (`bench --ops FILE=GOPS`, or GraphRun::ops_override)")]
     NoOps {
         /// The HEF.
         file: String,
