@@ -176,7 +176,7 @@ fn plan_uses_hef_op_counts() {
         .stdout
         .clone();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("HEF fixtures/backbone_288.hef"), "{out}");
+    assert!(out.contains("HEF backbone_288.hef"), "{out}");
     assert!(out.contains("168.5"), "{out}");
     // The planning model gives 17.83 GMAC (168.3 fps), so the HEF's figure really was used.
     let model = cli()

@@ -179,7 +179,12 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
             CostSource::PlanningModel => "planning model".to_owned(),
             CostSource::Given => "--gmac".to_owned(),
             CostSource::Counted { file } => format!("counted {file}"),
-            CostSource::Hef { file, .. } => format!("HEF {file}"),
+            CostSource::Hef { file, .. } => format!(
+                "HEF {}",
+                std::path::Path::new(file)
+                    .file_name()
+                    .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned())
+            ),
             other => format!("{other:?}"),
         };
         let util = format!(
