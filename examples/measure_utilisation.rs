@@ -76,8 +76,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     show("temperature C", d.temperature.as_ref());
     if let Some(cpu) = &m.host_cpu {
         println!(
-            "host CPU         {:.4} ms per frame, {:.1}% of one core (measured on this host)",
+            "host CPU         {:.4} ms per frame (submit {:.4}, complete {:.4}), {:.1}% of one core (measured on this host)",
             cpu.per_frame.value,
+            cpu.submit_per_frame.value,
+            cpu.complete_per_frame.value,
             100.0 * cpu.share_of_wall.value
         );
     }

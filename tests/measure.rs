@@ -77,7 +77,13 @@ fn backbone_288_alone_without_link_time_runs_at_the_planning_rate() {
         .not_reported
         .iter()
         .any(|n| n.contains("power: not modelled")));
-    assert!(m.host_cpu.is_some());
+    let cpu = m.host_cpu.as_ref().unwrap();
+    assert!(cpu.per_frame.provenance.is_measured());
+    assert!(cpu.submit_per_frame.value > 0.0 && cpu.complete_per_frame.value > 0.0);
+    assert!(
+        cpu.submit_per_frame.value + cpu.complete_per_frame.value <= cpu.per_frame.value * 1.01,
+        "stages exceed the whole: {cpu:?}"
+    );
 }
 
 #[test]

@@ -150,6 +150,8 @@ pub fn write_csv(sweep: &Sweep, path: &Path) -> Result<(), BenchError> {
         "power_w",
         "temperature_c",
         "host_cpu_ms_per_frame",
+        "host_cpu_submit_ms_per_frame",
+        "host_cpu_complete_ms_per_frame",
         "provenance",
     ])
     .map_err(|e| err(&e))?;
@@ -185,6 +187,8 @@ pub fn write_csv(sweep: &Sweep, path: &Path) -> Result<(), BenchError> {
                 opt(d.power.as_ref(), 1.0),
                 opt(d.temperature.as_ref(), 1.0),
                 opt(m.host_cpu.as_ref().map(|c| &c.per_frame), 1.0),
+                opt(m.host_cpu.as_ref().map(|c| &c.submit_per_frame), 1.0),
+                opt(m.host_cpu.as_ref().map(|c| &c.complete_per_frame), 1.0),
                 if m.on_device {
                     format!("measured on {}", m.device_id)
                 } else {

@@ -48,10 +48,14 @@ struct Fed {
     submitted_at: HashMap<u64, Instant>,
     latency: LatencyStats,
     samples_ms: Vec<f64>,
+    /// Thread CPU spent submitting frames (bindings included) and handling completions.
+    submit_cpu: Duration,
+    complete_cpu: Duration,
 }
 
 impl Fed {
     fn submit(&mut self) -> Result<(), MeasureError> {
+        let cpu = ThreadCpu::start();
         let bindings = match self.spare.pop() {
             Some(b) => b,
             None => self
@@ -66,10 +70,12 @@ impl Fed {
             .map_err(npu(|| format!("submitting a frame of {}", self.hef.name)))?;
         self.submitted_at.insert(id, at);
         self.in_flight += 1;
+        self.submit_cpu += cpu.elapsed().unwrap_or_default();
         Ok(())
     }
 
     fn complete(&mut self, c: crate::npu::Completion) -> Result<(), MeasureError> {
+        let cpu = ThreadCpu::start();
         let now = Instant::now();
         c.status
             .map_err(npu(|| format!("frame {} of {}", c.job, self.hef.name)))?;
@@ -83,6 +89,7 @@ impl Fed {
         self.in_flight -= 1;
         self.done += 1;
         self.spare.push(c.bindings);
+        self.complete_cpu += cpu.elapsed().unwrap_or_default();
         Ok(())
     }
 }
@@ -149,6 +156,8 @@ fn load(
         submitted_at: HashMap::new(),
         latency: LatencyStats::new(),
         samples_ms: Vec::new(),
+        submit_cpu: Duration::ZERO,
+        complete_cpu: Duration::ZERO,
     })
 }
 
@@ -280,6 +289,8 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
     let provenance = telemetry::provenance(device);
     let window_s = window.seconds();
     let frames: u64 = fed.iter().map(|f| f.done).sum();
+    let submit_cpu: Duration = fed.iter().map(|f| f.submit_cpu).sum();
+    let complete_cpu: Duration = fed.iter().map(|f| f.complete_cpu).sum();
     let graphs = fed
         .into_iter()
         .map(|f| graph_measurement(device, &window, &provenance, config, f))
@@ -289,12 +300,15 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
         .filter(|_| frames > 0 && !wall.is_zero())
         .map(|cpu| {
             let host = Provenance::measured("host (measuring thread)");
+            let per_frame = |d: Duration| Figure {
+                value: d.as_secs_f64() * 1e3 / frames as f64,
+                unit: Unit::Milliseconds,
+                provenance: host.clone(),
+            };
             HostCpu {
-                per_frame: Figure {
-                    value: cpu.as_secs_f64() * 1e3 / frames as f64,
-                    unit: Unit::Milliseconds,
-                    provenance: host.clone(),
-                },
+                per_frame: per_frame(cpu),
+                submit_per_frame: per_frame(submit_cpu),
+                complete_per_frame: per_frame(complete_cpu),
                 share_of_wall: Figure {
                     value: cpu.as_secs_f64() / wall.as_secs_f64(),
                     unit: Unit::Fraction,

@@ -185,8 +185,12 @@ pub struct GraphMeasurement {
 /// Host CPU spent by the thread that submits frames and handles completions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HostCpu {
-    /// CPU milliseconds per completed frame.
+    /// CPU milliseconds per completed frame, the whole loop (waiting for completions included).
     pub per_frame: Figure,
+    /// Of which submitting (taking bindings, `run_async`), per frame.
+    pub submit_per_frame: Figure,
+    /// Of which handling the completion (status, latency, returning the bindings), per frame.
+    pub complete_per_frame: Figure,
     /// CPU time over wall time of the run.
     pub share_of_wall: Figure,
 }
