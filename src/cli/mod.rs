@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod doctor;
 mod hef;
 mod ops;
@@ -27,6 +28,9 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
     Ops(ops::OpsArgs),
+    /// Measure fps, latency, busy and compute share over a sweep of batch sizes and scheduler
+    /// settings; write report.json (for `plan --from`), report.csv and plots.
+    Bench(bench::BenchArgs),
     /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
     Plan(plan::PlanArgs),
 }
@@ -39,6 +43,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Ops(args) => ops::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -30,6 +30,14 @@ pub enum CostSource {
         /// The file.
         file: String,
     },
+    /// The `computational_ops` a HEF carries (what HailoRT's `get_computational_ops` returns),
+    /// halved to MACs.
+    Hef {
+        /// The file.
+        file: String,
+        /// The network group.
+        graph: String,
+    },
 }
 
 /// The cost of the graph at one side.
