@@ -291,8 +291,9 @@ impl Source for V4l2Source {
             truth: None,
         };
         if buf.flags & sys::BUF_FLAG_ERROR != 0 {
-            return Err(FrameError::Empty {
+            return Err(FrameError::Flagged {
                 camera: frame.camera,
+                sequence: frame.sequence,
             }
             .into());
         }
