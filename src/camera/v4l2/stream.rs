@@ -44,9 +44,10 @@ pub struct V4l2Source {
 }
 
 struct Stream {
+    /// Unmapped before the device closes (fields drop in order).
+    maps: Vec<Mapping>,
     device: Device,
     negotiated: Negotiated,
-    maps: Vec<Mapping>,
 }
 
 impl V4l2Source {
