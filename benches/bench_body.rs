@@ -50,12 +50,17 @@ fn bench(c: &mut Criterion) {
             model
                 .skeleton_into(&rest, black_box(&pose), &mut skeleton)
                 .expect("pose fits");
-            model.skin_into(&rest, &skeleton, &mut vertices);
+            model
+                .skin_into(&rest, &skeleton, &mut vertices)
+                .expect("mesh rest");
             black_box(&vertices);
         })
     });
     c.bench_function("body/rest_from_phenotype", |b| {
         b.iter(|| black_box(model.rest(black_box(&phenotype))))
+    });
+    c.bench_function("body/rest_keypoints_only", |b| {
+        b.iter(|| black_box(model.rest_keypoints_only(black_box(&phenotype))))
     });
     c.bench_function("body/full_forward_with_phenotype", |b| {
         b.iter(|| {
@@ -63,7 +68,9 @@ fn bench(c: &mut Criterion) {
             model
                 .skeleton_into(&rest, black_box(&pose), &mut skeleton)
                 .expect("pose fits");
-            model.skin_into(&rest, &skeleton, &mut vertices);
+            model
+                .skin_into(&rest, &skeleton, &mut vertices)
+                .expect("mesh rest");
             black_box(&vertices);
         })
     });

@@ -161,3 +161,28 @@ fn folded_keypoints_equal_the_regressor_over_skinned_vertices() {
         assert!(error > 1e-6, "{}: a missing term went unnoticed", s.name);
     }
 }
+
+#[test]
+fn keypoint_only_rest_equals_the_mesh_rest() {
+    let model = Model::embedded().unwrap();
+    let (samples, _, _) = golden();
+    for s in &samples {
+        let full = model.rest(&s.phenotype);
+        let light = model.rest_keypoints_only(&s.phenotype);
+        assert!(light.vertices.is_empty());
+        assert_eq!(full.keypoints.terms.len(), light.keypoints.terms.len());
+        let a = model.keypoints(&full, &s.pose).unwrap();
+        let b = model.keypoints(&light, &s.pose).unwrap();
+        let error = (0..KEYPOINT_COUNT)
+            .map(|k| (a[k] - b[k]).norm())
+            .fold(0.0, f64::max);
+        assert!(
+            error < 1e-12,
+            "{}: keypoint-only rest differs by {error}",
+            s.name
+        );
+        assert!(max_error(&b, &s.keypoints) < TOLERANCE);
+        // It has no mesh: skinning it is an error, not silent garbage.
+        assert!(model.vertices(&light, &s.pose).is_err());
+    }
+}

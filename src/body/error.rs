@@ -24,6 +24,16 @@ pub enum BodyError {
     /// A pose does not fit the model.
     #[error("pose has {got} bone rotations, the model has {expected} bones")]
     PoseSize { got: usize, expected: usize },
+    /// Skinning needs a rest state with its mesh and an output of the mesh's size.
+    #[error(
+        "skinning needs {expected} rest vertices and outputs, got {rest} and {out} \
+         (a rest state from rest_keypoints_only has no mesh)"
+    )]
+    NoMesh {
+        rest: usize,
+        out: usize,
+        expected: usize,
+    },
     /// A phenotype slider is invalid.
     #[error("phenotype: {0}")]
     Phenotype(String),

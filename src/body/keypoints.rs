@@ -10,6 +10,7 @@ use nalgebra::{Point3, Vector3};
 
 use super::kinematics::Skeleton;
 use super::model::{Model, KEYPOINT_COUNT};
+use super::rest::TargetCoefficients;
 
 /// One non-zero (keypoint, bone) term.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,5 +77,113 @@ impl KeypointTerms {
             out[t.keypoint].coords += s.rotation * t.a + s.translation * t.b;
         }
         out
+    }
+}
+
+/// The folded terms as functions of the phenotype targets: `a_kj` is linear in the rest mesh,
+/// hence in the per-target coefficients, so each target's contribution to every non-zero
+/// (k, j) pair is summed once (in the targets' integer frame) and reused for any phenotype.
+#[derive(Debug, Clone)]
+pub struct KeypointBasis {
+    pairs: Vec<(usize, usize)>,
+    b: Vec<f64>,
+    /// `Σ_v r w T_v` per pair.
+    template: Vec<Vector3<f64>>,
+    /// `Σ_v r w k_tv` per target and pair, in thousandths of the MakeHuman frame.
+    targets: Vec<[f64; 3]>,
+}
+
+impl KeypointBasis {
+    /// Sums every target's contribution to every pair (one pass over the targets).
+    pub fn build(model: &Model) -> Self {
+        let d = model.data();
+        let mut index = std::collections::BTreeMap::new();
+        let mut per_vertex: Vec<Vec<(usize, f64)>> = vec![Vec::new(); model.vertex_count()];
+        for k in 0..KEYPOINT_COUNT {
+            let (lo, hi) = (
+                d.keypoint_offsets[k] as usize,
+                d.keypoint_offsets[k + 1] as usize,
+            );
+            for n in lo..hi {
+                let v = d.keypoint_vertices[n] as usize;
+                let r = f64::from(d.keypoint_weights[n]);
+                for (bone, w) in model.influences(v) {
+                    let next = index.len();
+                    let pair = *index.entry((k, bone)).or_insert(next);
+                    per_vertex[v].push((pair, r * w));
+                }
+            }
+        }
+        // Renumber pairs in (keypoint, bone) order, the order of `KeypointTerms::fold`.
+        let mut order = vec![0usize; index.len()];
+        let pairs: Vec<(usize, usize)> = index.keys().copied().collect();
+        for (sorted, (_, &first_seen)) in index.iter().enumerate() {
+            order[first_seen] = sorted;
+        }
+        let p = pairs.len();
+        let mut b = vec![0.0; p];
+        let mut template = vec![Vector3::zeros(); p];
+        for (v, list) in per_vertex.iter_mut().enumerate() {
+            for (pair, rw) in list.iter_mut() {
+                *pair = order[*pair];
+                b[*pair] += *rw;
+                template[*pair] += model.template[v] * *rw;
+            }
+        }
+        let t_count = d.target_offsets.len() - 1;
+        let mut targets = vec![[0.0f64; 3]; t_count * p];
+        for t in 0..t_count {
+            let (lo, hi) = (
+                d.target_offsets[t] as usize,
+                d.target_offsets[t + 1] as usize,
+            );
+            let row = &mut targets[t * p..(t + 1) * p];
+            for n in lo..hi {
+                let list = &per_vertex[usize::from(d.target_vertices[n])];
+                if list.is_empty() {
+                    continue;
+                }
+                let k = &d.target_values[3 * n..3 * n + 3];
+                for &(pair, rw) in list {
+                    for a in 0..3 {
+                        row[pair][a] += rw * f64::from(k[a]);
+                    }
+                }
+            }
+        }
+        Self {
+            pairs,
+            b,
+            template,
+            targets,
+        }
+    }
+
+    /// The folded terms for per-target coefficients.
+    pub(crate) fn terms(&self, coef: &TargetCoefficients) -> KeypointTerms {
+        let p = self.pairs.len();
+        let mut plain = vec![[0.0f64; 3]; p];
+        let mut newborn = vec![[0.0f64; 3]; p];
+        for (t, (&cp, &cn)) in coef.plain.iter().zip(&coef.newborn).enumerate() {
+            for (c, acc) in [(cp, &mut plain), (cn, &mut newborn)] {
+                if c == 0.0 {
+                    continue;
+                }
+                for (a, row) in acc.iter_mut().zip(&self.targets[t * p..(t + 1) * p]) {
+                    a[0] += c * row[0];
+                    a[1] += c * row[1];
+                    a[2] += c * row[2];
+                }
+            }
+        }
+        let terms = (0..p)
+            .map(|i| KeypointTerm {
+                keypoint: self.pairs[i].0,
+                bone: self.pairs[i].1,
+                a: coef.apply(&self.template[i], &plain[i], &newborn[i]),
+                b: self.b[i],
+            })
+            .collect();
+        KeypointTerms { terms }
     }
 }

@@ -3,7 +3,7 @@
 use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
 use serde::{Deserialize, Serialize};
 
-use super::model::Rest;
+use super::rest::Rest;
 use super::BodyError;
 
 /// A rigid transform `x -> rotation * x + translation`.

@@ -10,7 +10,8 @@ use nalgebra::{Point2, Point3, Vector3};
 
 use super::camera_model::Camera;
 use super::kinematics::Pose;
-use super::model::{Model, Rest, KEYPOINT_COUNT};
+use super::model::{Model, KEYPOINT_COUNT};
+use super::rest::Rest;
 use super::BodyError;
 
 /// Depth margin (metres) within which a keypoint counts as visible: keypoints lie inside the
@@ -53,7 +54,7 @@ pub fn render(model: &Model, rest: &Rest, pose: &Pose, camera: &Camera) -> Resul
     }
     let skeleton = model.skeleton(rest, pose)?;
     let mut world = vec![Point3::origin(); model.vertex_count()];
-    model.skin_into(rest, &skeleton, &mut world);
+    model.skin_into(rest, &skeleton, &mut world)?;
     let keypoints = rest.keypoints.evaluate(&skeleton);
     Ok(rasterise(model, &world, &keypoints, camera))
 }
