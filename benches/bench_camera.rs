@@ -1,0 +1,185 @@
+//! Preprocessing speed, single thread: 1280x720 YUYV -> 288x288x3 and
+//! 432x432x3, and 1280x720 MJPEG -> 288x288x3 (centre crop, antialiased
+//! bilinear), the cases `tools/bench_preprocess.sh` compares with OpenCV.
+//!
+//! `cargo bench --bench bench_camera` generates its own input. The script
+//! passes `--input DIR` (frame.yuyv and frame.jpg written by the OpenCV side,
+//! so both time the same bytes) and `--json FILE` for the comparison table.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hailo_edge::camera::preprocess::{
+    Filter, Fit, InputLayout, InputSpec, PreprocessConfig, Preprocessor,
+};
+use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
+
+/// Name, input format and bytes, tensor side, fit, filter, tensor layout.
+type Case<'a> = (String, PixelFormat, &'a [u8], u32, Fit, Filter, InputLayout);
+
+const W: u32 = 1280;
+const H: u32 = 720;
+
+fn main() {
+    let mut input: Option<PathBuf> = None;
+    let mut json: Option<PathBuf> = None;
+    let mut only = String::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--input" => input = args.next().map(PathBuf::from),
+            "--json" => json = args.next().map(PathBuf::from),
+            "--only" => only = args.next().unwrap_or_default(),
+            _ => {} // cargo bench passes --bench
+        }
+    }
+    let (yuyv, jpeg) = match &input {
+        Some(dir) => (
+            std::fs::read(dir.join("frame.yuyv")).expect("frame.yuyv"),
+            std::fs::read(dir.join("frame.jpg")).expect("frame.jpg"),
+        ),
+        None => generated(),
+    };
+    let mut cases: Vec<Case> = Vec::new();
+    for (filter, suffix) in [(Filter::Linear, ""), (Filter::Bilinear, "_aa")] {
+        for (name, format, data, side) in [
+            ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, &yuyv, 288),
+            ("yuyv_1280x720_to_432_crop", PixelFormat::Yuyv, &yuyv, 432),
+            ("mjpeg_1280x720_to_288_crop", PixelFormat::Mjpeg, &jpeg, 288),
+        ] {
+            cases.push((
+                format!("{name}{suffix}"),
+                format,
+                data,
+                side,
+                Fit::Crop,
+                filter,
+                InputLayout::Rgb,
+            ));
+        }
+    }
+    cases.push((
+        "yuyv_1280x720_to_288_letterbox".into(),
+        PixelFormat::Yuyv,
+        &yuyv,
+        288,
+        Fit::default(),
+        Filter::Linear,
+        InputLayout::Rgb,
+    ));
+    cases.push((
+        "yuyv_1280x720_to_nv12_288_crop".into(),
+        PixelFormat::Yuyv,
+        &yuyv,
+        288,
+        Fit::Crop,
+        Filter::Linear,
+        InputLayout::Nv12,
+    ));
+    let mut results = serde_json::Map::new();
+    println!(
+        "{:<40} {:>10} {:>10}",
+        "case (hailo-edge, 1 thread)", "median ms", "min ms"
+    );
+    for (name, format, data, side, fit, filter, layout) in
+        cases.into_iter().filter(|c| c.0.contains(&only))
+    {
+        let mut spec = InputSpec::rgb(side, side);
+        spec.layout = layout;
+        let mut pre = Preprocessor::new(
+            spec,
+            PreprocessConfig {
+                fit,
+                filter,
+                ..Default::default()
+            },
+        )
+        .expect("preprocessor");
+        let frame = Frame {
+            camera: CameraId(0),
+            format,
+            width: W,
+            height: H,
+            capture_ns: 0,
+            sequence: 0,
+            timestamp_source: TimestampSource::Synthetic,
+            data: PooledBuffer::detached(data.to_vec()),
+            truth: None,
+        };
+        let mut out = vec![0u8; pre.spec().layout.len(side, side)];
+        let (median, min) = time(|| {
+            pre.run_into(&frame, &mut out).expect("preprocess");
+        });
+        if let (Some(dir), true) = (
+            &input,
+            name.ends_with("288_crop") || name.ends_with("288_crop_aa"),
+        ) {
+            std::fs::write(dir.join(format!("{name}.rgb")), &out).expect("write output");
+        }
+        println!("{name:<40} {:>10.3} {:>10.3}", ms(median), ms(min));
+        results.insert(
+            name.clone(),
+            serde_json::json!({"median_ms": ms(median), "min_ms": ms(min)}),
+        );
+    }
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&results).expect("json"))
+            .expect("write json");
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Median and minimum over runs filling about one second, after a warm-up.
+fn time(mut f: impl FnMut()) -> (Duration, Duration) {
+    for _ in 0..20 {
+        f();
+    }
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while samples.len() < 50 || (start.elapsed() < Duration::from_secs(1) && samples.len() < 5000) {
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed());
+    }
+    samples.sort();
+    (samples[samples.len() / 2], samples[0])
+}
+
+/// A deterministic test picture: gradients, stripes and noise, as YUYV and as JPEG.
+fn generated() -> (Vec<u8>, Vec<u8>) {
+    let mut rgb = vec![0u8; (W * H * 3) as usize];
+    let mut seed = 12345u32;
+    for y in 0..H {
+        for x in 0..W {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let n = (seed >> 24) as i32 % 24 - 12;
+            let i = ((y * W + x) * 3) as usize;
+            let stripes = if (x / 40 + y / 40) % 2 == 0 { 40 } else { 0 };
+            rgb[i] = ((x * 255 / W) as i32 + n + stripes).clamp(0, 255) as u8;
+            rgb[i + 1] = ((y * 255 / H) as i32 + n).clamp(0, 255) as u8;
+            rgb[i + 2] = (128 + stripes - n).clamp(0, 255) as u8;
+        }
+    }
+    let mut yuyv = vec![0u8; (W * H * 2) as usize];
+    for (j, o) in yuyv.chunks_exact_mut(4).enumerate() {
+        let a = hailo_edge::camera::preprocess::rgb_to_yuv([
+            rgb[j * 6],
+            rgb[j * 6 + 1],
+            rgb[j * 6 + 2],
+        ]);
+        let b = hailo_edge::camera::preprocess::rgb_to_yuv([
+            rgb[j * 6 + 3],
+            rgb[j * 6 + 4],
+            rgb[j * 6 + 5],
+        ]);
+        o.copy_from_slice(&[a[0], a[1], b[0], a[2]]);
+    }
+    let mut jpeg = Vec::new();
+    jpeg_encoder::Encoder::new(&mut jpeg, 90)
+        .encode(&rgb, W as u16, H as u16, jpeg_encoder::ColorType::Rgb)
+        .expect("encode");
+    (yuyv, jpeg)
+}

@@ -1,0 +1,380 @@
+//! Per-camera calibration: the rig file's `[cameras.calibration]` table and
+//! import of OpenCV FileStorage YAML/JSON calibrations.
+//!
+//! The in-memory type is the body model's [`Camera`] (intrinsics fx, fy, cx,
+//! cy, distortion k1, k2, p1, p2, k3, world-to-camera R, t), shared with
+//! rendering, triangulation and the fit, so there is one camera model in the
+//! project. Pixel coordinates are continuous (the top-left pixel's centre is
+//! at 0.5, 0.5), the convention of the renderer and of the preprocessing
+//! transform; OpenCV puts pixel centres on integers, so its principal point
+//! is shifted by half a pixel on import.
+
+use std::path::Path;
+
+use nalgebra::{Matrix3, Rotation3, Vector3};
+use serde::{Deserialize, Serialize};
+use serde_yaml::Value;
+
+pub use crate::body::camera_model::{Camera, Distortion};
+
+/// A calibration as the rig file writes it (flat keys; unknown keys are errors).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationTable {
+    pub width: u32,
+    pub height: u32,
+    pub fx: f64,
+    pub fy: f64,
+    /// Principal point, continuous pixel coordinates.
+    pub cx: f64,
+    pub cy: f64,
+    #[serde(default)]
+    pub k1: f64,
+    #[serde(default)]
+    pub k2: f64,
+    #[serde(default)]
+    pub p1: f64,
+    #[serde(default)]
+    pub p2: f64,
+    #[serde(default)]
+    pub k3: f64,
+    /// World-to-camera rotation, row-major.
+    #[serde(rename = "R", default = "identity")]
+    pub rotation: [[f64; 3]; 3],
+    /// World-to-camera translation, metres.
+    #[serde(rename = "t", default)]
+    pub translation: [f64; 3],
+}
+
+fn identity() -> [[f64; 3]; 3] {
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+}
+
+impl From<CalibrationTable> for Camera {
+    fn from(c: CalibrationTable) -> Self {
+        Camera {
+            width: c.width,
+            height: c.height,
+            fx: c.fx,
+            fy: c.fy,
+            cx: c.cx,
+            cy: c.cy,
+            distortion: Distortion {
+                k1: c.k1,
+                k2: c.k2,
+                p1: c.p1,
+                p2: c.p2,
+                k3: c.k3,
+            },
+            rotation: Matrix3::from_fn(|r, k| c.rotation[r][k]),
+            translation: Vector3::from(c.translation),
+        }
+    }
+}
+
+impl From<&Camera> for CalibrationTable {
+    fn from(c: &Camera) -> Self {
+        let d = c.distortion;
+        Self {
+            width: c.width,
+            height: c.height,
+            fx: c.fx,
+            fy: c.fy,
+            cx: c.cx,
+            cy: c.cy,
+            k1: d.k1,
+            k2: d.k2,
+            p1: d.p1,
+            p2: d.p2,
+            k3: d.k3,
+            rotation: std::array::from_fn(|r| std::array::from_fn(|k| c.rotation[(r, k)])),
+            translation: [c.translation.x, c.translation.y, c.translation.z],
+        }
+    }
+}
+
+/// Rotation matrix of an axis-angle vector (OpenCV `rvec`, Rodrigues' formula).
+pub fn rodrigues(r: [f64; 3]) -> Matrix3<f64> {
+    Rotation3::new(Vector3::from(r)).into_inner()
+}
+
+/// Checks a calibration makes sense.
+///
+/// # Errors
+/// [`CalibError::Invalid`] naming `origin` and the field.
+pub fn validate(c: &Camera, origin: &str) -> Result<(), CalibError> {
+    let bad = |field: &str, what: String| CalibError::Invalid {
+        origin: origin.to_string(),
+        field: field.to_string(),
+        what,
+    };
+    if c.width == 0 || c.height == 0 {
+        return Err(bad(
+            "width/height",
+            format!("{}x{} is empty", c.width, c.height),
+        ));
+    }
+    if !(c.fx > 0.0 && c.fy > 0.0) {
+        return Err(bad(
+            "fx/fy",
+            format!("focal lengths {} {} must be positive", c.fx, c.fy),
+        ));
+    }
+    let r = &c.rotation;
+    if (r * r.transpose() - Matrix3::identity()).abs().max() > 1e-6
+        || (r.determinant() - 1.0).abs() > 1e-6
+    {
+        return Err(bad(
+            "rotation",
+            "not an orthonormal right-handed rotation".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads an OpenCV FileStorage calibration (YAML with `%YAML:1.0` and
+/// `!!opencv-matrix`, or JSON): `camera_matrix`, `distortion_coefficients`,
+/// `image_width`/`image_height`, and optionally `R`/`T` or `rvec`/`tvec`
+/// (common aliases accepted). `size` is used when the file has no image size.
+///
+/// # Errors
+/// [`CalibError`] naming the file and the key that is missing or malformed.
+pub fn from_opencv_file(path: &Path, size: Option<(u32, u32)>) -> Result<Camera, CalibError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| CalibError::Io {
+        origin: origin.clone(),
+        source: e,
+    })?;
+    from_opencv_str(&text, &origin, size)
+}
+
+/// As [`from_opencv_file`], from text; `origin` names it in errors.
+///
+/// # Errors
+/// See [`from_opencv_file`].
+pub fn from_opencv_str(
+    text: &str,
+    origin: &str,
+    size: Option<(u32, u32)>,
+) -> Result<Camera, CalibError> {
+    let parse = |what: String| CalibError::Parse {
+        origin: origin.to_string(),
+        what,
+    };
+    let root: Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| parse(e.to_string()))?
+    } else {
+        // serde_yaml reads YAML 1.2; OpenCV writes a `%YAML:1.0` directive it rejects.
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with("%YAML"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        serde_yaml::from_str(&body).map_err(|e| parse(e.to_string()))?
+    };
+    let root = untag(root);
+    let doc = Doc {
+        root: &root,
+        origin,
+    };
+    let k = doc.matrix(
+        &[
+            "camera_matrix",
+            "cameraMatrix",
+            "K",
+            "M",
+            "intrinsic_matrix",
+        ],
+        3,
+        3,
+    )?;
+    let d = doc
+        .optional_matrix(&["distortion_coefficients", "dist_coeffs", "distCoeffs", "D"])?
+        .unwrap_or_default();
+    if ![0, 4, 5, 8, 12, 14].contains(&d.len()) {
+        return Err(CalibError::Invalid {
+            origin: origin.to_string(),
+            field: "distortion_coefficients".into(),
+            what: format!("{} values; expected 4, 5, 8, 12 or 14", d.len()),
+        });
+    }
+    if d.len() > 5 && d[5..].iter().any(|v| *v != 0.0) {
+        log::warn!("{origin}: rational/thin-prism distortion terms beyond k3 are ignored");
+    }
+    let dist = |i: usize| d.get(i).copied().unwrap_or(0.0);
+    let (width, height) = match (
+        doc.int(&["image_width", "width"]),
+        doc.int(&["image_height", "height"]),
+    ) {
+        (Some(w), Some(h)) => (w, h),
+        _ => size.ok_or_else(|| CalibError::Missing {
+            origin: origin.to_string(),
+            keys: "image_width/image_height".into(),
+        })?,
+    };
+    let rotation = if let Some(r) = doc.optional_matrix(&["R", "rotation_matrix", "rotation"])? {
+        if r.len() == 3 {
+            rodrigues([r[0], r[1], r[2]])
+        } else if r.len() == 9 {
+            Matrix3::from_row_slice(&r)
+        } else {
+            return Err(CalibError::Invalid {
+                origin: origin.to_string(),
+                field: "R".into(),
+                what: format!("{} values; expected 3x3 or a 3-vector", r.len()),
+            });
+        }
+    } else if let Some(r) = doc.optional_matrix(&["rvec", "rvecs"])? {
+        if r.len() != 3 {
+            return Err(CalibError::Invalid {
+                origin: origin.to_string(),
+                field: "rvec".into(),
+                what: format!("{} values, expected 3", r.len()),
+            });
+        }
+        rodrigues([r[0], r[1], r[2]])
+    } else {
+        Matrix3::identity()
+    };
+    let translation = match doc.optional_matrix(&[
+        "T",
+        "t",
+        "tvec",
+        "tvecs",
+        "translation",
+        "translation_vector",
+    ])? {
+        Some(t) if t.len() == 3 => Vector3::new(t[0], t[1], t[2]),
+        Some(t) => {
+            return Err(CalibError::Invalid {
+                origin: origin.to_string(),
+                field: "T".into(),
+                what: format!("{} values, expected 3", t.len()),
+            })
+        }
+        None => Vector3::zeros(),
+    };
+    let calib = Camera {
+        width,
+        height,
+        fx: k[0],
+        fy: k[4],
+        // OpenCV's pixel centres are integers; ours are at +0.5.
+        cx: k[2] + 0.5,
+        cy: k[5] + 0.5,
+        distortion: Distortion {
+            k1: dist(0),
+            k2: dist(1),
+            p1: dist(2),
+            p2: dist(3),
+            k3: dist(4),
+        },
+        rotation,
+        translation,
+    };
+    validate(&calib, origin)?;
+    Ok(calib)
+}
+
+/// Why a calibration could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibError {
+    #[error("{origin}: {source}")]
+    Io {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: not OpenCV FileStorage YAML or JSON: {what}")]
+    Parse { origin: String, what: String },
+    #[error("{origin}: no {keys}")]
+    Missing { origin: String, keys: String },
+    #[error("{origin}: {field}: {what}")]
+    Invalid {
+        origin: String,
+        field: String,
+        what: String,
+    },
+}
+
+/// Drops YAML tags (`!!opencv-matrix`), keeping what they tag.
+fn untag(v: Value) -> Value {
+    match v {
+        Value::Tagged(t) => untag(t.value),
+        Value::Mapping(m) => Value::Mapping(m.into_iter().map(|(k, v)| (k, untag(v))).collect()),
+        Value::Sequence(s) => Value::Sequence(s.into_iter().map(untag).collect()),
+        other => other,
+    }
+}
+
+struct Doc<'a> {
+    root: &'a Value,
+    origin: &'a str,
+}
+
+impl Doc<'_> {
+    fn find<'k>(&self, keys: &[&'k str]) -> Option<(&'k str, &Value)> {
+        keys.iter().find_map(|k| self.root.get(*k).map(|v| (*k, v)))
+    }
+
+    fn int(&self, keys: &[&str]) -> Option<u32> {
+        self.find(keys)
+            .and_then(|(_, v)| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    }
+
+    fn matrix(&self, keys: &[&str], rows: usize, cols: usize) -> Result<Vec<f64>, CalibError> {
+        let m = self
+            .optional_matrix(keys)?
+            .ok_or_else(|| CalibError::Missing {
+                origin: self.origin.to_string(),
+                keys: keys.join(" / "),
+            })?;
+        if m.len() != rows * cols {
+            return Err(CalibError::Invalid {
+                origin: self.origin.to_string(),
+                field: keys[0].to_string(),
+                what: format!("{} values, expected {rows}x{cols}", m.len()),
+            });
+        }
+        Ok(m)
+    }
+
+    /// A `{rows, cols, dt, data}` matrix (or a plain list) under one of `keys`.
+    fn optional_matrix(&self, keys: &[&str]) -> Result<Option<Vec<f64>>, CalibError> {
+        let Some((key, v)) = self.find(keys) else {
+            return Ok(None);
+        };
+        let bad = |what: String| CalibError::Invalid {
+            origin: self.origin.to_string(),
+            field: key.to_string(),
+            what,
+        };
+        let data = match v.get("data") {
+            Some(d) => d,
+            None => v,
+        };
+        let values = data
+            .as_sequence()
+            .ok_or_else(|| bad("expected a matrix with a data list".into()))?
+            .iter()
+            .map(|x| {
+                x.as_f64()
+                    .ok_or_else(|| bad(format!("non-numeric entry {x:?}")))
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        if let (Some(r), Some(c)) = (
+            v.get("rows").and_then(Value::as_u64),
+            v.get("cols").and_then(Value::as_u64),
+        ) {
+            if (r * c) as usize != values.len() {
+                return Err(bad(format!("{r}x{c} matrix with {} values", values.len())));
+            }
+        }
+        Ok(Some(values))
+    }
+}
+
+#[cfg(test)]
+mod tests;

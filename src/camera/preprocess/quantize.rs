@@ -1,0 +1,83 @@
+//! Quantisation of normalised pixels into a HEF input's UINT8 range.
+//!
+//! Most HEFs fold normalisation into the network and take raw 0..255 pixels;
+//! then nothing is done here. When the rig says the network expects
+//! `(x / 255 - mean) / std` quantised with the input's `(zp, scale)`, each
+//! channel becomes a 256-entry table applied while the output is written.
+
+use serde::{Deserialize, Serialize};
+
+use hef::{QuantInfo, Quantization};
+
+/// Per-channel normalisation the network was trained with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Normalize {
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+}
+
+/// Builds the per-channel tables, or `None` when the input takes raw pixels.
+///
+/// # Errors
+/// A description of what is wrong with the quantisation (zero scale, wrong
+/// number of per-feature entries).
+pub fn tables(
+    normalize: Option<Normalize>,
+    quant: &Quantization,
+) -> Result<Option<Box<[[u8; 256]; 3]>>, String> {
+    let Some(norm) = normalize else {
+        return Ok(None);
+    };
+    let per_channel: [QuantInfo; 3] = match quant {
+        Quantization::Uniform(q) => [*q; 3],
+        Quantization::PerFeature(qs) if qs.len() == 3 => [qs[0], qs[1], qs[2]],
+        Quantization::PerFeature(qs) => {
+            return Err(format!(
+                "{} per-feature quant entries, expected 3",
+                qs.len()
+            ))
+        }
+    };
+    let mut t = Box::new([[0u8; 256]; 3]);
+    for c in 0..3 {
+        let q = per_channel[c];
+        if q.scale == 0.0 || norm.std[c] == 0.0 {
+            return Err(format!("channel {c}: zero scale or std"));
+        }
+        for x in 0..256 {
+            let real = (x as f32 / 255.0 - norm.mean[c]) / norm.std[c];
+            t[c][x] = q.quantize(real).clamp(0.0, 255.0) as u8;
+        }
+    }
+    Ok(Some(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imagenet_normalisation_quantises_as_hailort_would() {
+        let norm = Normalize {
+            mean: [0.485, 0.456, 0.406],
+            std: [0.229, 0.224, 0.225],
+        };
+        let q = QuantInfo {
+            zp: 128.0,
+            scale: 0.02,
+            limvals_min: -2.56,
+            limvals_max: 2.54,
+        };
+        let t = tables(Some(norm), &Quantization::Uniform(q))
+            .unwrap()
+            .unwrap();
+        // x = 124 (~mean red): real ~ 0 -> zp.
+        let real = (124.0 / 255.0 - 0.485) / 0.229;
+        assert_eq!(t[0][124], (real / 0.02 + 128.0f32).round() as u8);
+        assert_eq!(t[0][0], 22); // (-0.485/0.229)/0.02 + 128 = 22.1
+        assert_eq!(t[2][255], 255); // saturates
+        assert!(tables(None, &Quantization::Uniform(q)).unwrap().is_none());
+        let bad = Quantization::PerFeature(vec![q; 2]);
+        assert!(tables(Some(norm), &bad).unwrap_err().contains("expected 3"));
+    }
+}

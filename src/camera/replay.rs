@@ -1,0 +1,280 @@
+//! Playing an MCAP recording back as camera sources.
+//!
+//! Every frame comes back with the bytes, capture stamp and sequence it was
+//! recorded with, in recorded order, so a replayed run is deterministic.
+//! Pacing is either as fast as possible or the original timing, measured from
+//! one start instant shared by all cameras of the recording, so relative
+//! timing across cameras is kept too.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+
+use super::calib::Camera;
+use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
+use super::pool::BufferPool;
+use super::record::ImageMessage;
+use super::source::{Source, SourceError, SourceInfo};
+
+/// How fast frames are handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// As soon as asked.
+    AsFastAsPossible,
+    /// At the recorded capture times, relative to the first frame.
+    Original,
+}
+
+/// Why a recording cannot be played.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: MCAP: {source}", path.display())]
+    Mcap {
+        path: PathBuf,
+        #[source]
+        source: mcap::McapError,
+    },
+    #[error("{}: channel {topic}: {what}", path.display())]
+    Channel {
+        path: PathBuf,
+        topic: String,
+        what: String,
+    },
+}
+
+struct Entry {
+    payload: Payload,
+}
+
+enum Payload {
+    /// Bytes of the file (uncompressed chunks are read in place).
+    Range(Range<usize>),
+    Owned(Vec<u8>),
+}
+
+struct CameraTrack {
+    info: SourceInfo,
+    calibration: Option<Camera>,
+    entries: Vec<Entry>,
+}
+
+/// A recording read into memory and indexed per camera.
+pub struct Recording {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    tracks: Vec<CameraTrack>,
+    first_ns: u64,
+}
+
+impl Recording {
+    /// Reads and indexes `path`.
+    ///
+    /// # Errors
+    /// [`ReplayError`] naming the file and, for a malformed channel, its topic.
+    pub fn open(path: &Path) -> Result<Arc<Self>, ReplayError> {
+        let bytes = std::fs::read(path).map_err(|source| ReplayError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mc = |source| ReplayError::Mcap {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut tracks: Vec<CameraTrack> = Vec::new();
+        let mut channel_track = std::collections::HashMap::new();
+        let mut first_ns = u64::MAX;
+        let base = bytes.as_ptr() as usize;
+        for message in mcap::MessageStream::new(&bytes).map_err(mc)? {
+            let message = message.map_err(mc)?;
+            let ch = &message.channel;
+            if !ch.topic.ends_with("/image") {
+                continue;
+            }
+            let track = match channel_track.get(&ch.id) {
+                Some(&t) => t,
+                None => {
+                    let (info, calibration) = track_info(path, &ch.topic, &ch.metadata)?;
+                    tracks.push(CameraTrack {
+                        info,
+                        calibration,
+                        entries: Vec::new(),
+                    });
+                    channel_track.insert(ch.id, tracks.len() - 1);
+                    tracks.len() - 1
+                }
+            };
+            first_ns = first_ns.min(message.log_time);
+            let payload = match &message.data {
+                std::borrow::Cow::Borrowed(b) => {
+                    let start = b.as_ptr() as usize - base;
+                    Payload::Range(start..start + b.len())
+                }
+                std::borrow::Cow::Owned(v) => Payload::Owned(v.clone()),
+            };
+            tracks[track].entries.push(Entry { payload });
+        }
+        tracks.sort_by_key(|t| t.info.camera);
+        Ok(Arc::new(Self {
+            path: path.to_path_buf(),
+            bytes,
+            tracks,
+            first_ns: if first_ns == u64::MAX { 0 } else { first_ns },
+        }))
+    }
+
+    /// The recorded cameras, by camera id.
+    pub fn cameras(&self) -> impl Iterator<Item = &SourceInfo> {
+        self.tracks.iter().map(|t| &t.info)
+    }
+
+    /// A camera's recorded calibration.
+    pub fn calibration(&self, camera: CameraId) -> Option<Camera> {
+        self.tracks
+            .iter()
+            .find(|t| t.info.camera == camera)?
+            .calibration
+    }
+
+    /// Frames recorded for a camera.
+    pub fn frame_count(&self, camera: CameraId) -> usize {
+        self.tracks
+            .iter()
+            .find(|t| t.info.camera == camera)
+            .map_or(0, |t| t.entries.len())
+    }
+
+    /// One source per recorded camera, sharing one start instant for pacing.
+    pub fn sources(self: &Arc<Self>, pacing: Pacing) -> Vec<ReplaySource> {
+        let start = Instant::now();
+        (0..self.tracks.len())
+            .map(|track| ReplaySource {
+                recording: Arc::clone(self),
+                track,
+                next: 0,
+                pacing,
+                start,
+                pool: BufferPool::new(8),
+            })
+            .collect()
+    }
+}
+
+fn track_info(
+    path: &Path,
+    topic: &str,
+    meta: &std::collections::BTreeMap<String, String>,
+) -> Result<(SourceInfo, Option<Camera>), ReplayError> {
+    let bad = |what: String| ReplayError::Channel {
+        path: path.to_path_buf(),
+        topic: topic.to_string(),
+        what,
+    };
+    let get = |k: &str| {
+        meta.get(k)
+            .ok_or_else(|| bad(format!("no `{k}` in channel metadata")))
+    };
+    let num = |k: &str| -> Result<u32, ReplayError> {
+        get(k)?
+            .parse()
+            .map_err(|_| bad(format!("`{k}` is not an integer")))
+    };
+    let format =
+        PixelFormat::from_name(get("format")?).ok_or_else(|| bad("unknown `format`".into()))?;
+    let timestamp_source = TimestampSource::from_name(get("timestamp_source")?)
+        .ok_or_else(|| bad("unknown `timestamp_source`".into()))?;
+    let calibration = match meta.get("calibration") {
+        Some(json) => {
+            Some(serde_json::from_str(json).map_err(|e| bad(format!("calibration: {e}")))?)
+        }
+        None => None,
+    };
+    let info = SourceInfo {
+        camera: CameraId(num("camera")?),
+        name: get("name")?.clone(),
+        format,
+        width: num("width")?,
+        height: num("height")?,
+        fps: get("fps")?
+            .parse()
+            .map_err(|_| bad("`fps` is not a number".into()))?,
+        timestamp_source,
+    };
+    Ok((info, calibration))
+}
+
+/// One camera of a recording.
+pub struct ReplaySource {
+    recording: Arc<Recording>,
+    track: usize,
+    next: usize,
+    pacing: Pacing,
+    start: Instant,
+    pool: BufferPool,
+}
+
+impl Source for ReplaySource {
+    fn info(&self) -> &SourceInfo {
+        &self.recording.tracks[self.track].info
+    }
+
+    fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        let rec = &self.recording;
+        let track = &rec.tracks[self.track];
+        let Some(entry) = track.entries.get(self.next) else {
+            return Err(SourceError::EndOfStream);
+        };
+        self.next += 1;
+        let bytes = match &entry.payload {
+            Payload::Range(r) => &rec.bytes[r.clone()],
+            Payload::Owned(v) => v.as_slice(),
+        };
+        let corrupt = |what: String| SourceError::Unsupported {
+            device: format!("{} ({})", rec.path.display(), track.info.camera),
+            what,
+        };
+        let msg: ImageMessage<'_> = serde_json::from_slice(bytes)
+            .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
+        let capture_ns = msg.timestamp.to_ns();
+        let engine = base64::engine::general_purpose::STANDARD;
+        let mut data = self.pool.zeroed(msg.data.len() / 4 * 3 + 3);
+        let n = engine
+            .decode_slice(msg.data.as_bytes(), &mut data)
+            .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
+        data.truncate(n);
+        if self.pacing == Pacing::Original {
+            let due = self.start + Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        let timestamp_source = TimestampSource::from_name(&msg.timestamp_source)
+            .unwrap_or(track.info.timestamp_source);
+        let frame = Frame {
+            camera: track.info.camera,
+            format: track.info.format,
+            width: msg.width.unwrap_or(track.info.width),
+            height: msg.height.unwrap_or(track.info.height),
+            capture_ns,
+            sequence: msg.sequence,
+            timestamp_source,
+            data,
+            truth: None,
+        };
+        frame.check_size()?;
+        Ok(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+use super::*;
+use crate::camera::pool::PooledBuffer;
+use crate::camera::record::{RecordedCamera, Recorder};
+use nalgebra::{Point3, Vector3};
+
+struct Expect {
+    camera: u32,
+    format: PixelFormat,
+    w: u32,
+    h: u32,
+}
+
+const CAMS: [Expect; 4] = [
+    Expect {
+        camera: 0,
+        format: PixelFormat::Yuyv,
+        w: 64,
+        h: 48,
+    },
+    Expect {
+        camera: 1,
+        format: PixelFormat::Nv12,
+        w: 32,
+        h: 16,
+    },
+    Expect {
+        camera: 2,
+        format: PixelFormat::Grey,
+        w: 40,
+        h: 30,
+    },
+    Expect {
+        camera: 3,
+        format: PixelFormat::Mjpeg,
+        w: 16,
+        h: 16,
+    },
+];
+
+fn info(e: &Expect) -> SourceInfo {
+    SourceInfo {
+        camera: CameraId(e.camera),
+        name: format!("test{}", e.camera),
+        format: e.format,
+        width: e.w,
+        height: e.h,
+        fps: 100.0,
+        timestamp_source: TimestampSource::DriverStartOfExposure,
+    }
+}
+
+/// Frames of all cameras, 10 ms apart, with a sequence gap, in capture order.
+fn frames() -> Vec<Frame> {
+    let mut out = Vec::new();
+    for k in 0..12u64 {
+        for e in &CAMS {
+            if e.camera == 1 && k == 5 {
+                continue; // a driver drop
+            }
+            let len = e.format.frame_len(e.w, e.h).unwrap_or(200 + k as usize);
+            let data: Vec<u8> = (0..len)
+                .map(|i| (i as u64 * 31 + k * 7 + u64::from(e.camera)) as u8)
+                .collect();
+            out.push(Frame {
+                camera: CameraId(e.camera),
+                format: e.format,
+                width: e.w,
+                height: e.h,
+                capture_ns: 5_000_000_000 + k * 10_000_000 + u64::from(e.camera) * 1_234,
+                sequence: 1000 + k,
+                timestamp_source: TimestampSource::DriverStartOfExposure,
+                data: PooledBuffer::detached(data),
+                truth: None,
+            });
+        }
+    }
+    out
+}
+
+fn calibration() -> Camera {
+    let mut c = Camera::look_at(
+        Point3::new(2.0, 1.0, 1.5),
+        Point3::new(0.0, 0.0, 1.0),
+        Vector3::z(),
+        64,
+        48,
+        70.0,
+    )
+    .unwrap();
+    c.distortion.k1 = -0.1;
+    c
+}
+
+fn record(path: &Path) -> Vec<Frame> {
+    let cams: Vec<RecordedCamera> = CAMS
+        .iter()
+        .map(|e| RecordedCamera {
+            info: info(e),
+            calibration: (e.camera == 0).then(calibration),
+        })
+        .collect();
+    let mut rec = Recorder::create(path, &cams).unwrap();
+    let frames = frames();
+    for f in &frames {
+        rec.write(f).unwrap();
+    }
+    assert_eq!(rec.finish().unwrap(), frames.len() as u64);
+    frames
+}
+
+#[test]
+fn record_then_replay_gives_identical_frames_and_stamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("four.mcap");
+    let written = record(&path);
+    let rec = Recording::open(&path).unwrap();
+    let infos: Vec<SourceInfo> = rec.cameras().cloned().collect();
+    assert_eq!(infos, CAMS.iter().map(info).collect::<Vec<_>>());
+    assert_eq!(rec.calibration(CameraId(0)), Some(calibration()));
+    assert_eq!(rec.calibration(CameraId(1)), None);
+    let mut replayed = Vec::new();
+    for mut src in rec.sources(Pacing::AsFastAsPossible) {
+        loop {
+            match src.next_frame() {
+                Ok(f) => replayed.push(f),
+                Err(SourceError::EndOfStream) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    replayed.sort_by_key(|f| (f.capture_ns, f.camera));
+    assert_eq!(replayed.len(), written.len());
+    for (a, b) in written.iter().zip(&replayed) {
+        assert_eq!(
+            (a.camera, a.format, a.width, a.height),
+            (b.camera, b.format, b.width, b.height)
+        );
+        assert_eq!(
+            (a.capture_ns, a.sequence, a.timestamp_source),
+            (b.capture_ns, b.sequence, b.timestamp_source)
+        );
+        assert_eq!(&a.data[..], &b.data[..], "{} seq {}", a.camera, a.sequence);
+    }
+    check_with_python(&path, &written);
+}
+
+#[test]
+fn original_pacing_keeps_recorded_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("paced.mcap");
+    record(&path);
+    let rec = Recording::open(&path).unwrap();
+    let mut src = rec.sources(Pacing::Original).remove(0);
+    let t0 = Instant::now();
+    let mut n = 0;
+    while src.next_frame().is_ok() {
+        n += 1;
+    }
+    let took = t0.elapsed();
+    assert_eq!(n, 12);
+    // 12 frames 10 ms apart: the last is due 110 ms after the first.
+    assert!(took >= Duration::from_millis(105), "{took:?}");
+    assert!(took < Duration::from_millis(1000), "{took:?}");
+}
+
+#[test]
+fn a_damaged_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.mcap");
+    std::fs::write(&path, b"not an mcap file at all").unwrap();
+    let e = Recording::open(&path).err().unwrap().to_string();
+    assert!(e.contains("bad.mcap"), "{e}");
+}
+
+/// Reads the file back with the Python `mcap` package (tools/check_mcap.py):
+/// an independent reader. Skipped when python3 or the package is missing,
+/// except under CI, where that is a failure.
+fn check_with_python(path: &Path, written: &[Frame]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/check_mcap.py");
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import mcap"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI: python3 with the `mcap` package is required (pip install mcap)"
+        );
+        eprintln!("skipping the Python MCAP check: python3 with `mcap` not found");
+        return;
+    }
+    let mut expect = std::collections::BTreeMap::<String, Vec<(u64, u64, usize)>>::new();
+    for f in written {
+        expect
+            .entry(format!("/{}/image", f.camera))
+            .or_default()
+            .push((f.capture_ns, f.sequence, f.data.len()));
+    }
+    let expect_path = path.with_extension("expect.json");
+    std::fs::write(&expect_path, serde_json::to_vec(&expect).unwrap()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(path)
+        .arg(&expect_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "check_mcap.py failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Negative control: the script notices one missing frame.
+    if let Some(v) = expect.get_mut("/cam1/image") {
+        v.pop();
+    }
+    std::fs::write(&expect_path, serde_json::to_vec(&expect).unwrap()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(path)
+        .arg(&expect_path)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "check_mcap.py accepted a wrong frame count"
+    );
+}

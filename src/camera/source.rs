@@ -1,0 +1,97 @@
+//! The one trait every camera source implements: V4L2, synthetic, replay.
+
+use std::time::Duration;
+
+use super::frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
+
+/// What a source delivers, fixed once it is open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceInfo {
+    pub camera: CameraId,
+    /// Device path, recording name or scene name, for messages.
+    pub name: String,
+    pub format: PixelFormat,
+    pub width: u32,
+    pub height: u32,
+    /// Nominal frame rate (frames per second).
+    pub fps: f64,
+    pub timestamp_source: TimestampSource,
+}
+
+impl SourceInfo {
+    /// Nominal time between frames.
+    pub fn frame_period(&self) -> Duration {
+        Duration::from_secs_f64(1.0 / self.fps.max(1e-3))
+    }
+}
+
+/// A camera, real or not: a blocking stream of frames.
+///
+/// A source runs on its own thread (one per camera, blocking on the driver).
+/// Errors say whether the stream can go on: [`SourceError::is_recoverable`]
+/// errors are counted and the next frame is read; a
+/// [`SourceError::Disconnected`] source is retried with [`Source::reconnect`].
+pub trait Source: Send {
+    /// What this source delivers.
+    fn info(&self) -> &SourceInfo;
+
+    /// Blocks until the next frame.
+    ///
+    /// # Errors
+    /// [`SourceError::BadFrame`] for one unusable frame (the stream goes on),
+    /// [`SourceError::Disconnected`] when the device went away,
+    /// [`SourceError::EndOfStream`] when a finite source is done.
+    fn next_frame(&mut self) -> Result<Frame, SourceError>;
+
+    /// Tries once to bring a disconnected source back.
+    ///
+    /// # Errors
+    /// The reason it is still unavailable.
+    fn reconnect(&mut self) -> Result<(), SourceError> {
+        Err(SourceError::Disconnected {
+            device: self.info().name.clone(),
+            reason: "this source cannot reconnect".into(),
+        })
+    }
+
+    /// Frames the driver dropped so far (gaps in its sequence numbers).
+    fn driver_drops(&self) -> u64 {
+        0
+    }
+}
+
+/// Why a source produced no frame.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// One frame could not be used; the stream goes on.
+    #[error(transparent)]
+    BadFrame(#[from] FrameError),
+    /// The device is gone (unplugged, closed); try [`Source::reconnect`].
+    #[error("{device}: disconnected: {reason}")]
+    Disconnected { device: String, reason: String },
+    /// No frame within the timeout.
+    #[error("{device}: no frame within {timeout:?}")]
+    Timeout { device: String, timeout: Duration },
+    /// A finite source (a recording) has no more frames.
+    #[error("end of stream")]
+    EndOfStream,
+    /// The device cannot deliver what the rig asks for.
+    #[error("{device}: {what}")]
+    Unsupported { device: String, what: String },
+    /// An I/O error on a device or file.
+    #[error("{device}: {context}: {source}")]
+    Io {
+        device: String,
+        context: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SourceError {
+    /// Whether the next call to [`Source::next_frame`] may succeed without a reconnect.
+    pub fn is_recoverable(&self) -> bool {
+        matches!(self, Self::BadFrame(_) | Self::Timeout { .. })
+    }
+}

@@ -1,0 +1,523 @@
+//! Synthetic cameras: a scene rendered into calibrated virtual cameras, with
+//! ground truth attached to every frame.
+//!
+//! Time is a pure function of the frame index (`t = sequence / fps`), so a
+//! synthetic run is repeatable frame for frame. Cameras of one rig share a
+//! start stamp, so their capture times are on one clock and sync can be
+//! tested against the truth. Pacing is real time or as fast as possible.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nalgebra::{Point3, Vector3};
+
+use super::calib::Camera;
+use super::frame::{CameraId, Frame, GroundTruth, PixelFormat, TimestampSource};
+use super::pool::BufferPool;
+use super::preprocess::rgb_to_yuv;
+use super::source::{Source, SourceError, SourceInfo};
+
+mod anny;
+
+pub use anny::AnnyScene;
+
+/// Something that can be rendered into a calibrated camera at a time.
+///
+/// [`AnnyScene`] renders the ANNY body through the body model's renderer;
+/// [`MarkerScene`] is a light test pattern that needs no model.
+pub trait Scene: Send + Sync {
+    /// Short name for logs and recordings.
+    fn name(&self) -> &str;
+
+    /// Renders the scene at `t` seconds into `rgb` (`width * height * 3`,
+    /// the camera's size) and returns the ground truth for this camera.
+    ///
+    /// # Errors
+    /// A [`SceneError`] when the scene cannot be rendered into this camera.
+    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError>;
+}
+
+/// Why a scene could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("scene {scene}: {what}")]
+pub struct SceneError {
+    pub scene: String,
+    pub what: String,
+}
+
+/// A repeatable test scene: coloured spheres swinging on smooth periodic
+/// paths around the origin (a calibration and sync target, not a body model).
+#[derive(Debug, Clone)]
+pub struct MarkerScene {
+    /// Marker centres at rest (world metres, z up).
+    pub rest: Vec<[f64; 3]>,
+    /// Marker radius, metres.
+    pub radius: f64,
+    /// Period of the motion, seconds.
+    pub period: f64,
+}
+
+impl Default for MarkerScene {
+    fn default() -> Self {
+        // 17 points around a pelvis at the origin: a vertical chain from the
+        // feet to the head and two arms, roughly person-sized.
+        let mut rest = Vec::new();
+        for i in 0..7 {
+            rest.push([0.0, 0.0, -0.8 + 0.25 * f64::from(i)]);
+        }
+        for side in [-1.0, 1.0] {
+            for i in 1..=5 {
+                rest.push([side * 0.13 * f64::from(i), 0.0, 0.45 - 0.05 * f64::from(i)]);
+            }
+        }
+        Self {
+            rest,
+            radius: 0.04,
+            period: 4.0,
+        }
+    }
+}
+
+impl MarkerScene {
+    /// Marker positions at `t` and the pose parameters (sway angle, twist angle).
+    pub fn state(&self, t: f64) -> (Vec<[f64; 3]>, [f64; 2]) {
+        let w = std::f64::consts::TAU / self.period;
+        let sway = 0.3 * (w * t).sin();
+        let twist = 0.8 * (0.5 * w * t).sin();
+        let (ss, cs) = sway.sin_cos();
+        let (st, ct) = twist.sin_cos();
+        let pts = self
+            .rest
+            .iter()
+            .map(|&[x, y, z]| {
+                // Sway about the x axis through the floor point, then twist about z.
+                let (y1, z1) = (y * cs - z * ss, y * ss + z * cs);
+                [x * ct - y1 * st, x * st + y1 * ct, z1]
+            })
+            .collect();
+        (pts, [sway, twist])
+    }
+}
+
+impl Scene for MarkerScene {
+    fn name(&self) -> &str {
+        "markers"
+    }
+
+    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError> {
+        let (w, h) = (camera.width as usize, camera.height as usize);
+        rgb.fill(96);
+        let (pts, pose) = self.state(t);
+        let mut keypoints_2d = Vec::with_capacity(pts.len());
+        // Far markers first, so near ones cover them.
+        let mut order: Vec<(usize, f64)> = pts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i, camera.to_camera(&Point3::from(*p)).z))
+            .collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for &(i, z) in &order {
+            let Some(px) = camera.project(&Point3::from(pts[i])) else {
+                continue;
+            };
+            let r = (self.radius * camera.fx / z).max(1.5);
+            let colour = palette(i);
+            let (cx, cy) = (px.x, px.y);
+            let (x0, x1) = (
+                (cx - r).floor().max(0.0) as usize,
+                ((cx + r).ceil().max(0.0) as usize).min(w),
+            );
+            let (y0, y1) = (
+                (cy - r).floor().max(0.0) as usize,
+                ((cy + r).ceil().max(0.0) as usize).min(h),
+            );
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    let (dx, dy) = (x as f64 + 0.5 - cx, y as f64 + 0.5 - cy);
+                    if dx * dx + dy * dy <= r * r {
+                        rgb[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&colour);
+                    }
+                }
+            }
+        }
+        for p in &pts {
+            keypoints_2d.push(
+                camera
+                    .project(&Point3::from(*p))
+                    .map(|q| [q.x as f32, q.y as f32]),
+            );
+        }
+        Ok(GroundTruth {
+            keypoints_2d,
+            keypoints_3d: pts.iter().map(|p| p.map(|v| v as f32)).collect(),
+            pose: pose.iter().map(|&v| v as f32).collect(),
+        })
+    }
+}
+
+fn palette(i: usize) -> [u8; 3] {
+    const P: [[u8; 3]; 6] = [
+        [230, 60, 50],
+        [60, 200, 80],
+        [50, 90, 230],
+        [240, 220, 60],
+        [220, 80, 220],
+        [240, 240, 240],
+    ];
+    P[i % P.len()]
+}
+
+/// One virtual camera of a synthetic rig.
+#[derive(Debug, Clone)]
+pub struct SyntheticCamera {
+    pub camera: CameraId,
+    pub calibration: Camera,
+    pub format: PixelFormat,
+    pub fps: f64,
+    /// Capture-time offset from the rig's start (unsynchronised cameras).
+    pub offset_ns: u64,
+}
+
+/// Renders a [`Scene`] into one camera.
+pub struct SyntheticSource {
+    cam: SyntheticCamera,
+    info: SourceInfo,
+    scene: Arc<dyn Scene>,
+    start_ns: u64,
+    start: Instant,
+    real_time: bool,
+    next: u64,
+    /// Frames skipped because rendering fell behind real time.
+    dropped: u64,
+    rgb: Vec<u8>,
+    pool: BufferPool,
+}
+
+/// CLOCK_MONOTONIC now, ns (the clock V4L2 drivers stamp with).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl SyntheticSource {
+    /// Sources for every camera of a rig, sharing one start stamp.
+    ///
+    /// # Errors
+    /// [`SourceError::Unsupported`] for MJPEG (no encoder in the runtime) or
+    /// an odd size in a 4:2:2 / 4:2:0 format.
+    pub fn rig(
+        scene: Arc<dyn Scene>,
+        cameras: &[SyntheticCamera],
+        real_time: bool,
+    ) -> Result<Vec<Self>, SourceError> {
+        let start_ns = monotonic_ns();
+        let start = Instant::now();
+        cameras
+            .iter()
+            .map(|c| {
+                let (w, h) = (c.calibration.width, c.calibration.height);
+                let unsupported = |what: String| SourceError::Unsupported {
+                    device: format!("synthetic {}", c.camera),
+                    what,
+                };
+                if c.format.frame_len(w, h).is_none() {
+                    return Err(unsupported(format!(
+                        "cannot synthesise {} frames",
+                        c.format
+                    )));
+                }
+                if c.format.needs_even_size() && (w % 2 != 0 || h % 2 != 0) {
+                    return Err(unsupported(format!(
+                        "{w}x{h} is odd; {} needs even sizes",
+                        c.format
+                    )));
+                }
+                Ok(Self {
+                    info: SourceInfo {
+                        camera: c.camera,
+                        name: format!("synthetic {} ({})", c.camera, scene.name()),
+                        format: c.format,
+                        width: w,
+                        height: h,
+                        fps: c.fps,
+                        timestamp_source: TimestampSource::Synthetic,
+                    },
+                    cam: c.clone(),
+                    scene: Arc::clone(&scene),
+                    start_ns,
+                    start,
+                    real_time,
+                    next: 0,
+                    dropped: 0,
+                    rgb: vec![0; w as usize * h as usize * 3],
+                    pool: BufferPool::new(8),
+                })
+            })
+            .collect()
+    }
+
+    /// The buffer pool (its counters show steady-state allocation).
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+}
+
+impl Source for SyntheticSource {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        if self.real_time {
+            // A camera whose host falls behind loses frames: skip to the one
+            // due now and count the gap, as a driver's sequence would show.
+            let elapsed = self.start.elapsed().as_nanos() as f64 - self.cam.offset_ns as f64;
+            let due = (elapsed * self.cam.fps / 1e9).floor();
+            if due > self.next as f64 {
+                self.dropped += due as u64 - self.next;
+                self.next = due as u64;
+            }
+        }
+        let seq = self.next;
+        self.next += 1;
+        let rel_ns = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
+        if self.real_time {
+            let due = self.start + Duration::from_nanos(rel_ns);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        let t = rel_ns as f64 * 1e-9;
+        let truth = self
+            .scene
+            .render(t, &self.cam.calibration, &mut self.rgb)
+            .map_err(|e| SourceError::Unsupported {
+                device: self.info.name.clone(),
+                what: e.to_string(),
+            })?;
+        let (w, h) = (self.info.width as usize, self.info.height as usize);
+        let len = self
+            .info
+            .format
+            .frame_len(self.info.width, self.info.height)
+            .unwrap_or(0);
+        let mut data = self.pool.zeroed(len);
+        encode(&self.rgb, w, h, self.info.format, &mut data);
+        Ok(Frame {
+            camera: self.info.camera,
+            format: self.info.format,
+            width: self.info.width,
+            height: self.info.height,
+            capture_ns: self.start_ns + rel_ns,
+            sequence: seq,
+            timestamp_source: TimestampSource::Synthetic,
+            data,
+            truth: Some(Arc::new(truth)),
+        })
+    }
+
+    fn driver_drops(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// Packs an RGB image into a camera format (BT.601 limited range for YUV).
+fn encode(rgb: &[u8], w: usize, h: usize, format: PixelFormat, out: &mut [u8]) {
+    let px = |i: usize| [rgb[i * 3], rgb[i * 3 + 1], rgb[i * 3 + 2]];
+    match format {
+        PixelFormat::Rgb24 => out.copy_from_slice(rgb),
+        PixelFormat::Grey => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = rgb_to_yuv(px(i))[0];
+            }
+        }
+        PixelFormat::Yuyv => {
+            for (j, o) in out.chunks_exact_mut(4).enumerate() {
+                let (a, b) = (rgb_to_yuv(px(2 * j)), rgb_to_yuv(px(2 * j + 1)));
+                let u = (u16::from(a[1]) + u16::from(b[1])).div_ceil(2) as u8;
+                let v = (u16::from(a[2]) + u16::from(b[2])).div_ceil(2) as u8;
+                o.copy_from_slice(&[a[0], u, b[0], v]);
+            }
+        }
+        PixelFormat::Nv12 => {
+            let (y_plane, uv) = out.split_at_mut(w * h);
+            for (i, o) in y_plane.iter_mut().enumerate() {
+                *o = rgb_to_yuv(px(i))[0];
+            }
+            for cy in 0..h / 2 {
+                for cx in 0..w / 2 {
+                    let (mut su, mut sv) = (0u16, 0u16);
+                    for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                        let [_, u, v] = rgb_to_yuv(px((2 * cy + dy) * w + 2 * cx + dx));
+                        su += u16::from(u);
+                        sv += u16::from(v);
+                    }
+                    uv[(cy * w / 2 + cx) * 2] = ((su + 2) / 4) as u8;
+                    uv[(cy * w / 2 + cx) * 2 + 1] = ((sv + 2) / 4) as u8;
+                }
+            }
+        }
+        PixelFormat::Mjpeg => {}
+    }
+}
+
+/// The demo rig: four cameras at mixed resolutions and rates around a
+/// subject whose root (pelvis) is at the origin, facing -y: three body
+/// cameras 3 m away (in front and 70 degrees to each side) and a face camera
+/// 0.9 m in front of the head, placed as the body module's demo rig.
+///
+/// # Errors
+/// [`SourceError::Unsupported`] if a camera cannot be placed (never for these constants).
+pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
+    let target = Point3::new(0.0, 0.0, 0.05);
+    let head = Point3::new(0.0, 0.0, 0.62);
+    let body_eye = |deg: f64| {
+        let a = deg.to_radians();
+        target + Vector3::new(3.0 * a.cos(), 3.0 * a.sin(), 0.35)
+    };
+    let cams = [
+        (
+            640,
+            480,
+            60.0,
+            PixelFormat::Yuyv,
+            body_eye(-90.0),
+            target,
+            50.0,
+        ),
+        (
+            800,
+            600,
+            30.0,
+            PixelFormat::Nv12,
+            body_eye(-20.0),
+            target,
+            50.0,
+        ),
+        (
+            640,
+            480,
+            30.0,
+            PixelFormat::Yuyv,
+            body_eye(-160.0),
+            target,
+            50.0,
+        ),
+        (
+            1280,
+            720,
+            30.0,
+            PixelFormat::Yuyv,
+            head + Vector3::new(0.0, -0.9, 0.05),
+            head,
+            40.0,
+        ),
+    ];
+    cams.iter()
+        .enumerate()
+        .map(|(i, &(w, h, fps, format, eye, at, fov))| {
+            let calibration = Camera::look_at(eye, at, Vector3::z(), w, h, fov).map_err(|e| {
+                SourceError::Unsupported {
+                    device: format!("synthetic cam{i}"),
+                    what: e.to_string(),
+                }
+            })?;
+            Ok(SyntheticCamera {
+                camera: CameraId(i as u32),
+                calibration,
+                format,
+                fps,
+                offset_ns: 0,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::camera::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+
+    #[test]
+    fn frames_carry_truth_and_repeat_exactly() {
+        let scene: Arc<dyn Scene> = Arc::new(MarkerScene::default());
+        let rig = demo_rig().unwrap();
+        let mut a = SyntheticSource::rig(Arc::clone(&scene), &rig, false).unwrap();
+        let mut b = SyntheticSource::rig(scene, &rig, false).unwrap();
+        for _ in 0..3 {
+            for (sa, sb) in a.iter_mut().zip(b.iter_mut()) {
+                let (fa, fb) = (sa.next_frame().unwrap(), sb.next_frame().unwrap());
+                fa.check_size().unwrap();
+                assert_eq!(&fa.data[..], &fb.data[..]);
+                assert_eq!(fa.capture_ns - sa.start_ns, fb.capture_ns - sb.start_ns);
+                let truth = fa.truth.as_ref().unwrap();
+                assert_eq!(truth.keypoints_2d.len(), 17);
+                assert!(
+                    truth.keypoints_2d.iter().all(Option::is_some),
+                    "all markers in view"
+                );
+            }
+        }
+        // 60 fps camera: the third frame is 2/60 s after the first.
+        let s = &mut a[0];
+        let f = s.next_frame().unwrap();
+        assert_eq!(f.sequence, 3);
+        assert_eq!(f.capture_ns - s.start_ns, 50_000_000);
+    }
+
+    #[test]
+    fn ground_truth_lands_on_the_rendered_marker() {
+        // Through the preprocessing transform: the tensor pixel at a truth
+        // keypoint has the marker's colour.
+        let scene = MarkerScene::default();
+        let cam = demo_rig().unwrap()[0].clone();
+        let mut src = SyntheticSource::rig(Arc::new(scene), &[cam], false)
+            .unwrap()
+            .remove(0);
+        let frame = src.next_frame().unwrap();
+        let mut pre = Preprocessor::new(
+            InputSpec::rgb(288, 288),
+            PreprocessConfig {
+                fit: Fit::Crop,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let t = pre.run(&frame).unwrap();
+        let truth = frame.truth.as_ref().unwrap();
+        // Marker 0 (bottom of the chain) is red and not hidden behind others.
+        let [x, y] = truth.keypoints_2d[0].unwrap();
+        let [tx, ty] = t.transform.to_tensor([f64::from(x), f64::from(y)]);
+        let i = (ty as usize * 288 + tx as usize) * 3;
+        let px = &t.data[i..i + 3];
+        assert!(
+            px[0] > 180 && px[1] < 110 && px[2] < 110,
+            "{px:?} at {tx},{ty}"
+        );
+    }
+
+    #[test]
+    fn steady_state_synthesis_does_not_allocate_frame_buffers() {
+        let mut src = SyntheticSource::rig(
+            Arc::new(MarkerScene::default()),
+            &demo_rig().unwrap()[..1],
+            false,
+        )
+        .unwrap()
+        .remove(0);
+        for _ in 0..3 {
+            drop(src.next_frame().unwrap());
+        }
+        let warm = src.pool().stats().allocations;
+        for _ in 0..20 {
+            drop(src.next_frame().unwrap());
+        }
+        assert_eq!(src.pool().stats().allocations, warm);
+    }
+}

@@ -1,0 +1,86 @@
+//! `hailo-edge cameras`: the V4L2 capture devices, their formats, sizes and rates.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use hailo_edge::camera::v4l2::{self, DeviceSummary, Sizes};
+
+#[derive(Debug, Args)]
+pub struct CamerasArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: CamerasArgs) -> anyhow::Result<ExitCode> {
+    let mut found = Vec::new();
+    let mut failed = 0;
+    for entry in v4l2::list_devices() {
+        match entry {
+            Ok(d) => found.push(d),
+            Err(e) => {
+                failed += 1;
+                eprintln!("warning: {e}");
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else if found.is_empty() {
+        println!(
+            "no V4L2 capture devices found (looked at {} /dev/video* node(s){})",
+            v4l2::device_nodes().len(),
+            if failed > 0 {
+                format!(", {failed} could not be opened")
+            } else {
+                String::new()
+            }
+        );
+        println!("without cameras, `cargo run --example capture_four` runs on synthetic cameras");
+    } else {
+        for d in &found {
+            print_device(d);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_device(d: &DeviceSummary) {
+    println!(
+        "{}: {} (driver {}, bus {}){}",
+        d.path.display(),
+        d.caps.card,
+        d.caps.driver,
+        d.caps.bus,
+        if d.caps.streaming {
+            ""
+        } else {
+            " [no streaming I/O: unusable]"
+        }
+    );
+    for f in &d.formats {
+        let note = if f.supported { "" } else { "  (not handled)" };
+        println!("  {} {}{note}", f.fourcc, f.description);
+        match &f.sizes {
+            Sizes::Discrete(_) => {
+                for ((w, h), rates) in &f.rates {
+                    let rates: Vec<String> = rates
+                        .iter()
+                        .map(|r| {
+                            format!("{r:.3}")
+                                .trim_end_matches('0')
+                                .trim_end_matches('.')
+                                .to_string()
+                        })
+                        .collect();
+                    println!("    {w}x{h} @ {} fps", rates.join(", "));
+                }
+            }
+            Sizes::Stepwise { width, height } => println!(
+                "    {}..{} step {} x {}..{} step {}",
+                width[0], width[1], width[2], height[0], height[1], height[2]
+            ),
+        }
+    }
+}
