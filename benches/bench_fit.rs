@@ -72,7 +72,7 @@ fn time_warm(
     let mut total = Duration::ZERO;
     let mut i = 0usize;
     for _ in 0..iters {
-        if i % frames.len() == 0 {
+        if i.is_multiple_of(frames.len()) {
             fitter.reset();
             fitter.fit(&frames[0]).expect("cold frame");
             i += 1;

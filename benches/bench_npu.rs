@@ -12,11 +12,12 @@
 
 use std::time::{Duration, Instant};
 
+use std::hint::black_box;
+
 use criterion::Criterion;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Bindings, ConfiguredModel, Device};
-use std::hint::black_box;
 
 fn tiny_hef() -> Vec<u8> {
     use hef::samples::{group, stream};

@@ -241,6 +241,12 @@ fn main() -> anyhow::Result<()> {
         s.incomplete,
         s.unused
     );
+    if o.devices.is_empty() {
+        println!(
+            "(synthetic cameras render on this machine's CPU: drv-drp counts frames skipped because \
+             rendering fell behind real time, q-drop frames this loop could not take in time)"
+        );
+    }
     println!(
         "recorded {written} frames to {} ({:.1} MB)",
         out.display(),

@@ -119,3 +119,28 @@ fn render_writes_four_views_and_ground_truth() {
     assert_eq!(truth["views"].as_array().unwrap().len(), 4);
     assert_eq!(truth["views"][0]["keypoints"].as_array().unwrap().len(), 23);
 }
+
+#[test]
+fn convert_names_a_file_that_is_not_a_wheel() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = write(&dir, "fake.whl", "not a zip");
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "convert", "--wheel"])
+        .arg(&fake)
+        .arg("-o")
+        .arg(dir.path().join("out.safetensors"))
+        .assert()
+        .failure()
+        .stderr(contains("fake.whl").and(contains("zip")));
+    let missing = dir.path().join("missing.whl");
+    Command::cargo_bin("hailo-edge")
+        .unwrap()
+        .args(["body", "convert", "--wheel"])
+        .arg(&missing)
+        .arg("-o")
+        .arg(dir.path().join("out.safetensors"))
+        .assert()
+        .failure()
+        .stderr(contains("missing.whl"));
+}

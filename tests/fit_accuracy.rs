@@ -2,8 +2,8 @@
 //! four cameras, 2 px noise and 5% dropped keypoints: MPJPE at most 20 mm over the 23
 //! keypoints and at most 3 iterations per frame after the first on smooth sequences.
 //!
-//! The subject's phenotype is known here (calibration is exercised by the example
-//! `fit_accuracy` and the unit tests, and is slow in debug builds).
+//! The fitter starts from the default body and calibrates the subject's phenotype over eight
+//! frames first, as the pipeline does.
 
 use hailo_edge::body::fit::{anny, synthetic, FitConfig, Pose};
 use hailo_edge::body::projection::demo_rig;
@@ -20,14 +20,24 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
     let truth = anny::rig_from_rest(model, &model.rest(&phenotype)).unwrap();
     let limits = anny::default_limits(&truth).unwrap();
     let active = anny::active_bones(&truth).unwrap();
-    let mut fitter =
-        anny::fitter(model, &phenotype, cameras.clone(), FitConfig::default()).unwrap();
-    anny::enable_vertices(&mut fitter, model, &phenotype);
+    let default = Default::default();
+    let mut fitter = anny::fitter(model, &default, cameras.clone(), FitConfig::default()).unwrap();
+    anny::enable_vertices(&mut fitter, model, &default);
     let detections = synthetic::Detections {
         noise_px: 2.0,
         drop_rate: 0.05,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(77);
+    let calibration_frames: Vec<_> = (0..8)
+        .map(|_| {
+            let pose = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+            let kp = synthetic::keypoints(&truth, &pose);
+            synthetic::observe(&cameras, &kp, detections, &mut rng)
+        })
+        .collect();
+    let cal = anny::calibrate(&mut fitter, model, &calibration_frames, 4).unwrap();
+    println!("calibration: {cal:?}");
+    assert!(cal.final_error_px < cal.initial_error_px, "{cal:?}");
     let (mut fit, mut tri, mut reference, mut n, mut n_tri) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let mut max_warm_iterations = 0;
     for _ in 0..3 {

@@ -84,11 +84,20 @@ def rust_figures():
     )
     target = pathlib.Path(env.get("CARGO_TARGET_DIR", ROOT / "target"))
     out = {}
-    for name in ["keypoint_forward", "mesh_forward", "rest_from_phenotype", "full_forward_with_phenotype"]:
+    for name in [
+        "keypoint_forward",
+        "mesh_forward",
+        "rest_from_phenotype",
+        "rest_keypoints_only",
+        "full_forward_with_phenotype",
+    ]:
         estimates = target / "criterion" / f"body_{name}" / "new" / "estimates.json"
         data = json.loads(estimates.read_text())
         out[name] = data["median"]["point_estimate"] * 1e-9  # ns -> s
     return out
+
+
+LOAD_BEFORE = os.getloadavg()
 
 
 def main():
@@ -96,6 +105,7 @@ def main():
     torch_n = torch_figures(os.cpu_count() or 1)
     rust = rust_figures()
     us = lambda s: f"{s * 1e6:10.1f} us"
+    print(f"load average before/after: {LOAD_BEFORE} / {os.getloadavg()}")
     print(f"torch {torch.__version__}, anny {anny.models.model_data.ANNY_VERSION}, float32, batch 1")
     print(f"  torch full forward, 1 thread          {us(torch1['full'])}")
     print(f"  torch full forward, {os.cpu_count()} threads         {us(torch_n['full'])}")

@@ -353,7 +353,7 @@ impl ModelData {
                 Err(format!("{name} has {got} values, expected {want}"))
             }
         };
-        if self.template_vertices.len() % 3 != 0 || v == 0 {
+        if !self.template_vertices.len().is_multiple_of(3) || v == 0 {
             return Err("template_vertices is not a non-empty V×3 array".into());
         }
         if b == 0 || b > 256 {

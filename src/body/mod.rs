@@ -39,6 +39,11 @@
 //! posed head moves every point it drives by `ω × (p − head_i)`; the update in pose terms is
 //! `D_i ← E_pᵀ exp([ω]) E_p D_i` with `E_p = W_p.rot U_pᵀ`.
 //!
+//! [`Model::rest`] costs about 2 ms (one sweep of the sparse phenotype targets);
+//! [`Model::rest_keypoints_only`] gives the same skeleton and keypoint terms without the mesh
+//! in about 0.1 ms, for phenotype calibration. [`Model::keypoints_into`] is the allocation-free
+//! per-frame keypoint forward (about 3 µs).
+//!
 //! Checked against the package's own torch forward on golden samples (`tools/anny_golden.py`,
 //! `tests/body_golden.rs`): vertices and keypoints within 1e-9 m.
 //!

@@ -223,7 +223,8 @@ pub fn triangulate(
         .collect()
 }
 
-/// All subsets of the set bits of `mask` with `size` members.
+/// All subsets of the set bits of `mask` with `size` members (enumerated over all masks below
+/// the highest view: exhaustive, meant for rigs of a handful of cameras).
 fn subsets(mask: u32, size: usize) -> impl Iterator<Item = u32> {
     let top = 32 - mask.leading_zeros();
     (0..(1u64 << top))

@@ -202,6 +202,8 @@ pub enum FrameError {
     },
     #[error("{camera}: empty frame")]
     Empty { camera: CameraId },
+    #[error("{camera}: the driver flagged frame {sequence} as corrupt")]
+    Flagged { camera: CameraId, sequence: u64 },
 }
 
 #[cfg(test)]

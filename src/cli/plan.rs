@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
 use hailo_edge::metrics::report::UtilisationReport;
+use hailo_edge::metrics::{hef_ops, ops};
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;
@@ -28,6 +28,10 @@ pub struct PlanArgs {
     /// Count the graph at SIDE from an ONNX file (repeatable); the count must be complete.
     #[arg(long = "onnx", value_name = "SIDE=FILE")]
     onnx: Vec<String>,
+    /// Take the GMAC of a graph from the computational ops a HEF carries (repeatable): SIDE=FILE,
+    /// or FILE to use the side of the HEF's input.
+    #[arg(long = "hef", value_name = "[SIDE=]FILE")]
+    hef: Vec<String>,
     /// Utilisation of the peak to plan with (assumed).
     #[arg(long, default_value_t = plan::DEFAULT_UTILISATION, conflicts_with = "from")]
     utilisation: f64,
@@ -80,6 +84,36 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             report.total_macs() as f64 / 1e9,
             CostSource::Counted {
                 file: file.to_owned(),
+            },
+        )?;
+    }
+    for spec in &args.hef {
+        let (side, file) = match spec.split_once('=') {
+            Some(_) => {
+                let (side, file) = split_pair(spec, "--hef", "SIDE=FILE or FILE")?;
+                (Some(side), file)
+            }
+            None => (None, spec.as_str()),
+        };
+        let graphs = hef_ops::read_hef(file.as_ref()).with_context(|| format!("--hef {spec}"))?;
+        let g = graphs
+            .first()
+            .with_context(|| format!("--hef {spec}: no network group"))?;
+        let gmac = g.gmac().with_context(|| {
+            format!(
+                "--hef {spec}: network group {} carries no computational ops; give --gmac SIDE=GMAC",
+                g.name
+            )
+        })?;
+        let side = side.or(g.side).with_context(|| {
+            format!("--hef {spec}: the HEF's input is not square; give SIDE=FILE")
+        })?;
+        costs.set(
+            side,
+            gmac,
+            CostSource::Hef {
+                file: file.to_owned(),
+                graph: g.name.clone(),
             },
         )?;
     }
@@ -145,6 +179,12 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
             CostSource::PlanningModel => "planning model".to_owned(),
             CostSource::Given => "--gmac".to_owned(),
             CostSource::Counted { file } => format!("counted {file}"),
+            CostSource::Hef { file, .. } => format!(
+                "HEF {}",
+                std::path::Path::new(file)
+                    .file_name()
+                    .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned())
+            ),
             other => format!("{other:?}"),
         };
         let util = format!(

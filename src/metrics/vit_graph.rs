@@ -88,13 +88,13 @@ impl VitSpec {
 
     /// Checks the spec can be built: the side a multiple of the patch, heads dividing the width.
     pub fn validate(&self) -> Result<(), String> {
-        if self.patch == 0 || self.side == 0 || self.side % self.patch != 0 {
+        if self.patch == 0 || self.side == 0 || !self.side.is_multiple_of(self.patch) {
             return Err(format!(
                 "side {} is not a positive multiple of patch {}",
                 self.side, self.patch
             ));
         }
-        if self.heads == 0 || self.embed % self.heads != 0 {
+        if self.heads == 0 || !self.embed.is_multiple_of(self.heads) {
             return Err(format!(
                 "{} heads do not divide width {}",
                 self.heads, self.embed
@@ -103,7 +103,7 @@ impl VitSpec {
         if self.layers < TAPS[3] {
             return Err(format!("{} layers, the taps need {}", self.layers, TAPS[3]));
         }
-        if self.num_windows == 0 || self.grid() % self.num_windows != 0 {
+        if self.num_windows == 0 || !self.grid().is_multiple_of(self.num_windows) {
             return Err(format!(
                 "a grid of {} patches cannot be cut into {} windows per side",
                 self.grid(),

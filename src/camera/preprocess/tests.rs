@@ -261,6 +261,21 @@ fn bad_frames_are_errors_not_panics() {
             other => panic!("case {i}: {other:?}"),
         }
     }
+    // An output buffer of the wrong size is an error too.
+    let mut small = vec![0u8; 10];
+    let luma_frame = frame(PixelFormat::Grey, 64, 48, luma.clone());
+    let err = pre.run_into(&luma_frame, &mut small).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PreprocessError::OutputSize {
+                expected: 3072,
+                actual: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
     // A JPEG of another size than the stream declares.
     let err = pre
         .run(&frame(PixelFormat::Mjpeg, 32, 48, good))

@@ -44,9 +44,10 @@ pub struct V4l2Source {
 }
 
 struct Stream {
+    /// Unmapped before the device closes (fields drop in order).
+    maps: Vec<Mapping>,
     device: Device,
     negotiated: Negotiated,
-    maps: Vec<Mapping>,
 }
 
 impl V4l2Source {
@@ -291,8 +292,9 @@ impl Source for V4l2Source {
             truth: None,
         };
         if buf.flags & sys::BUF_FLAG_ERROR != 0 {
-            return Err(FrameError::Empty {
+            return Err(FrameError::Flagged {
                 camera: frame.camera,
+                sequence: frame.sequence,
             }
             .into());
         }

@@ -32,7 +32,7 @@ impl FromStr for Camera {
         if side == 0 || fps == 0 {
             return Err(bad("side and fps must be positive"));
         }
-        if side % 12 != 0 {
+        if !side.is_multiple_of(12) {
             return Err(bad("the backbone needs a side divisible by 12"));
         }
         Ok(Self { side, fps })

@@ -30,6 +30,14 @@ pub enum CostSource {
         /// The file.
         file: String,
     },
+    /// The `computational_ops` a HEF carries (what HailoRT's `get_computational_ops` returns),
+    /// halved to MACs.
+    Hef {
+        /// The file.
+        file: String,
+        /// The network group.
+        graph: String,
+    },
 }
 
 /// The cost of the graph at one side.
@@ -103,7 +111,7 @@ impl CostModel {
         if let Some(c) = self.known.get(&side) {
             return Ok(c.clone());
         }
-        if side == 0 || side % SIDE_MULTIPLE != 0 {
+        if side == 0 || !side.is_multiple_of(SIDE_MULTIPLE) {
             return Err(PlanError::NoCost {
                 side,
                 reason: format!(

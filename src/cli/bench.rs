@@ -1,0 +1,262 @@
+//! `hailo-edge bench`: sweep batch size, scheduler threshold and timeout, one graph or two,
+//! over HEFs; write report.json, sweep.json, report.csv and plots.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use hailo_edge::metrics::bench::{self, plots, GraphsMode, SweepConfig};
+use hailo_edge::npu::sim::{Clock, DeviceProfile, SimProfile};
+use hailo_edge::npu::{Backend, Device};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Graphs {
+    One,
+    Two,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// HailoRT when linked and a device is present, else the default simulator (hailo10h,
+    /// virtual clock; --profile and --clock apply to `sim` only).
+    Auto,
+    /// The simulator.
+    Sim,
+    /// HailoRT (fails when this build does not link it).
+    Hailort,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProfileArg {
+    /// Hailo-10H on PCIe Gen3 x4.
+    Hailo10h,
+    /// Hailo-10H over USB-Ethernet.
+    Hailo10hUsb,
+    /// Hailo-10H with link time left out.
+    Hailo10hNoLink,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ClockArg {
+    /// As fast as possible on modelled device time (deterministic figures).
+    Virtual,
+    /// The simulator sleeps until each modelled completion.
+    Realtime,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A HEF to run (repeatable); default fixtures/backbone_288.hef and fixtures/backbone_432.hef.
+    #[arg(long = "hef", value_name = "FILE")]
+    hefs: Vec<PathBuf>,
+    /// Operations per frame of a HEF that carries none: FILE=GOPS, FILE as given to --hef
+    /// (repeatable; GOPS = 2 x GMAC).
+    #[arg(long = "ops", value_name = "FILE=GOPS")]
+    ops: Vec<String>,
+    /// Run time per point, seconds (device time on the virtual clock).
+    #[arg(long, default_value_t = 2.0, value_name = "S")]
+    duration_per_point: f64,
+    /// Batch sizes.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u16, 2, 4, 8])]
+    batch: Vec<u16>,
+    /// Scheduler thresholds, frames.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 8])]
+    threshold: Vec<u32>,
+    /// Scheduler timeouts, ms.
+    #[arg(long = "timeout-ms", value_delimiter = ',', default_values_t = [0u64, 20])]
+    timeout_ms: Vec<u64>,
+    /// Each HEF alone, the first two together at 3:1, or both.
+    #[arg(long, value_enum, default_value = "both")]
+    graphs: Graphs,
+    /// Which device.
+    #[arg(long, value_enum, default_value = "sim")]
+    backend: BackendArg,
+    /// Simulator profile.
+    #[arg(long, value_enum, default_value = "hailo10h")]
+    profile: ProfileArg,
+    /// Simulator clock.
+    #[arg(long, value_enum, default_value = "virtual")]
+    clock: ClockArg,
+    /// HailoRT device id (PCIe BDF or IP address of the USB part).
+    #[arg(long, value_name = "ID")]
+    device: Option<String>,
+    /// Output directory (created).
+    #[arg(long, default_value = "bench-out", value_name = "DIR")]
+    out: PathBuf,
+}
+
+fn sim_profile(args: &BenchArgs) -> SimProfile {
+    let device = match args.profile {
+        ProfileArg::Hailo10h => DeviceProfile::hailo10h(),
+        ProfileArg::Hailo10hUsb => DeviceProfile::hailo10h_usb(),
+        ProfileArg::Hailo10hNoLink => {
+            let mut p = DeviceProfile::hailo10h().with_link(hailo_edge::npu::sim::Link::free());
+            p.name = "hailo10h-no-link".into();
+            p
+        }
+    };
+    let clock = match args.clock {
+        ClockArg::Virtual => Clock::Virtual,
+        ClockArg::Realtime => Clock::RealTime,
+    };
+    SimProfile::new(device).with_clock(clock)
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if !(args.duration_per_point.is_finite() && args.duration_per_point > 0.0) {
+        anyhow::bail!(
+            "--duration-per-point {}: expected a positive number of seconds",
+            args.duration_per_point
+        );
+    }
+    let hefs = if args.hefs.is_empty() {
+        vec![
+            PathBuf::from("fixtures/backbone_288.hef"),
+            PathBuf::from("fixtures/backbone_432.hef"),
+        ]
+    } else {
+        args.hefs.clone()
+    };
+    for h in &hefs {
+        anyhow::ensure!(h.is_file(), "--hef {}: no such file", h.display());
+    }
+    let config = SweepConfig {
+        hefs,
+        batches: args.batch.clone(),
+        thresholds: args.threshold.clone(),
+        timeouts: args
+            .timeout_ms
+            .iter()
+            .map(|&ms| Duration::from_millis(ms))
+            .collect(),
+        graphs: match args.graphs {
+            Graphs::One => GraphsMode::One,
+            Graphs::Two => GraphsMode::Two,
+            Graphs::Both => GraphsMode::Both,
+        },
+        duration: Duration::from_secs_f64(args.duration_per_point),
+        pair_ratio: (3, 1),
+        ops_override: args
+            .ops
+            .iter()
+            .map(|spec| {
+                let (file, gops) = spec
+                    .split_once('=')
+                    .with_context(|| format!("--ops `{spec}`: expected FILE=GOPS"))?;
+                let gops: f64 = gops
+                    .parse()
+                    .with_context(|| format!("--ops `{spec}`: `{gops}` is not a number"))?;
+                anyhow::ensure!(
+                    gops.is_finite() && gops > 0.0,
+                    "--ops `{spec}`: expected a positive number of GOPS"
+                );
+                Ok((PathBuf::from(file), gops))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let n = config.points()?.len();
+    let backend = match args.backend {
+        BackendArg::Auto => Backend::Auto,
+        BackendArg::Sim => Backend::Sim(sim_profile(&args)),
+        BackendArg::Hailort => Backend::HailoRt {
+            device_id: args.device.clone(),
+        },
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
+    // indicatif hides the bar when stderr is not a terminal.
+    let bar = ProgressBar::new(n as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let sweep = bench::run_sweep(
+        || Device::open(backend.clone()),
+        &config,
+        |i, label| {
+            bar.set_position(i as u64);
+            bar.set_message(label.to_owned());
+        },
+    )?;
+    bar.finish_and_clear();
+
+    let report = bench::utilisation_report(&sweep)?;
+    if let Err(e) = bench::check_provenance(&report) {
+        anyhow::bail!("the report mislabels a figure: {e}");
+    }
+    let write = |name: &str, text: String| -> anyhow::Result<PathBuf> {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    let mut files = vec![
+        write("report.json", report.to_json())?,
+        write("sweep.json", sweep.to_json())?,
+    ];
+    let csv = args.out.join("report.csv");
+    bench::write_csv(&sweep, &csv)?;
+    files.push(csv);
+    files.extend(plots::write_plots(&sweep, &args.out)?);
+
+    println!("backend: {}", sweep.backend);
+    println!("points: {}", sweep.points.len());
+    println!();
+    println!(
+        "{:<46} {:<14} {:>9} {:>8} {:>8} {:>7} {:>9} {:>9}",
+        "point", "graph", "fps", "INT8 %", "INT4 %", "busy %", "sw/s", "ms/sw"
+    );
+    for p in &sweep.points {
+        let d = &p.measurement.device;
+        for g in &p.measurement.graphs {
+            println!(
+                "{:<46} {:<14} {:>9.1} {:>8.1} {:>8.1} {:>7} {:>9} {:>9}",
+                p.label,
+                g.name,
+                g.fps.value,
+                100.0 * g.compute.of_int8_peak.value,
+                100.0 * g.compute.of_int4_peak.value,
+                d.busy
+                    .as_ref()
+                    .map_or("n/a".into(), |b| format!("{:.1}", 100.0 * b.value)),
+                d.switches_per_s
+                    .as_ref()
+                    .map_or("n/a".into(), |s| format!("{:.1}", s.value)),
+                d.time_per_switch
+                    .as_ref()
+                    .map_or("n/a".into(), |s| format!("{:.3}", s.value)),
+            );
+        }
+    }
+    println!();
+    if let Some(first) = sweep.points.first() {
+        let m = &first.measurement;
+        if m.on_device {
+            println!("every figure is measured on {}", m.device_id);
+        } else {
+            println!("every device figure is MODELLED by the simulator; assumed values:");
+            for a in m.assumptions() {
+                println!("  {} = {}", a.name, a.value);
+            }
+        }
+        for note in &m.device.not_reported {
+            println!("not reported: {note}");
+        }
+        if let Some(g) = m.graphs.first() {
+            println!("precision: {} ({})", g.precision, g.precision_basis);
+        }
+    }
+    println!();
+    println!("wrote:");
+    for f in &files {
+        println!("  {}", f.display());
+    }
+    println!(
+        "plan with it: hailo-edge plan --from {} --camera 288@120 ...",
+        args.out.join("report.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,201 @@
+//! `hailo-edge bench`, `ops FILE.hef` and `plan --hef` / `plan --from` from the command line.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn cli() -> Command {
+    let mut c = Command::cargo_bin("hailo-edge").unwrap();
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+#[test]
+fn bench_writes_reports_and_plots_that_plan_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    cli()
+        .args([
+            "bench",
+            "--batch",
+            "1,2",
+            "--threshold",
+            "0",
+            "--timeout-ms",
+            "0",
+        ])
+        .args(["--duration-per-point", "0.2", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("MODELLED by the simulator"))
+        .stdout(predicate::str::contains("switch_cost_s = 0.001"))
+        .stdout(predicate::str::contains("power: not modelled"));
+    for name in ["report.json", "sweep.json", "report.csv"] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+    let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
+    // Header + 2 batches x (288 alone, 432 alone, pair with two graphs).
+    assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
+    for stem in [
+        "fps_vs_batch",
+        "utilisation_vs_batch",
+        "latency_cdf",
+        "switch_cost_histogram",
+    ] {
+        let png = image::open(out.join(format!("{stem}.png"))).unwrap();
+        assert_eq!((png.width(), png.height()), (900, 560), "{stem}");
+        // Not a blank canvas: some pixels are not white.
+        let rgb = png.to_rgb8();
+        assert!(
+            rgb.pixels().filter(|p| p.0 != [255, 255, 255]).count() > 1000,
+            "{stem}"
+        );
+        let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{stem}"
+        );
+    }
+    let report = out.join("report.json");
+    cli()
+        .args([
+            "plan", "--camera", "288@120", "--camera", "432@120", "--from",
+        ])
+        .arg(&report)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("per graph side from the report"))
+        .stdout(predicate::str::contains("switch_cost_s"));
+    // A report edited to claim a measurement on the simulator fails the bench's check.
+    let text = std::fs::read_to_string(&report).unwrap();
+    let parsed = hailo_edge::metrics::report::UtilisationReport::from_json("r", &text).unwrap();
+    hailo_edge::metrics::bench::check_provenance(&parsed).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["graphs"][0]["fps"]["provenance"] =
+        serde_json::json!({"kind": "measured", "device": "sim-0"});
+    let lying =
+        hailo_edge::metrics::report::UtilisationReport::from_json("r", &value.to_string()).unwrap();
+    let err = hailo_edge::metrics::bench::check_provenance(&lying).unwrap_err();
+    assert!(err.contains("graphs[0].fps"), "{err}");
+}
+
+#[test]
+fn bench_refuses_bad_arguments_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    cli()
+        .args([
+            "bench",
+            "--graphs",
+            "two",
+            "--hef",
+            "fixtures/backbone_288.hef",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("needs two HEFs"));
+    cli()
+        .args(["bench", "--hef", "fixtures/missing.hef", "--out"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("fixtures/missing.hef"));
+    cli()
+        .args(["bench", "--batch", "0", "--out"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("batch size 0"));
+    cli()
+        .args([
+            "bench",
+            "--hef",
+            "fixtures/header_v0.hef",
+            "--graphs",
+            "one",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("computational ops"));
+    cli()
+        .args([
+            "bench",
+            "--hef",
+            "fixtures/backbone_288.hef",
+            "--graphs",
+            "one",
+            "--ops",
+        ])
+        .args(["fixtures/backbone_288.hef=lots", "--out"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("`lots` is not a number"));
+}
+
+#[test]
+fn ops_reads_the_hef_count_or_says_there_is_none() {
+    cli()
+        .args(["ops", "fixtures/backbone_432.hef"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("97.400 GOPS = 48.700 GMAC"))
+        .stdout(predicate::str::contains("UINT8"));
+    cli()
+        .args(["ops", "fixtures/header_v0.hef"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("carries no computational ops"));
+    cli()
+        .args(["ops", "fixtures/corrupt_bad_magic.hef"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("corrupt_bad_magic.hef"));
+}
+
+#[test]
+fn plan_uses_hef_op_counts() {
+    // 35.6 G ops per frame at 30 % of 20 TOPS: 168.5 fps.
+    let out = cli()
+        .args([
+            "plan",
+            "--camera",
+            "288@120",
+            "--hef",
+            "fixtures/backbone_288.hef",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("HEF backbone_288.hef"), "{out}");
+    assert!(out.contains("168.5"), "{out}");
+    // The planning model gives 17.83 GMAC (168.3 fps), so the HEF's figure really was used.
+    let model = cli()
+        .args(["plan", "--camera", "288@120"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(model.stdout).unwrap().contains("168.5"));
+    cli()
+        .args([
+            "plan",
+            "--camera",
+            "288@120",
+            "--hef",
+            "288=fixtures/header_v0.hef",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("carries no computational ops"));
+    assert!(Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/backbone_288.hef")
+        .is_file());
+}
