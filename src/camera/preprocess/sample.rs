@@ -46,13 +46,6 @@ impl Taps {
     }
 }
 
-#[inline(always)]
-fn lerp2(a: u32, b: u32, c: u32, d: u32, wx: u32, wy: u32) -> u8 {
-    let top = a * (256 - wx) + b * wx;
-    let bottom = c * (256 - wx) + d * wx;
-    ((top * (256 - wy) + bottom * wy + (1 << 15)) >> 16) as u8
-}
-
 /// Scratch for the fused path (reused across frames).
 #[derive(Debug, Default)]
 pub struct Sampler {
@@ -428,35 +421,66 @@ impl Sampler {
         self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
         self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
         let stride = w as usize * channels;
-        for y in 0..dh as usize {
+        // Blend only the span of each row the taps touch, then gather pairs
+        // from it as in the YUV path.
+        let first = self.lx.i0.first().copied().unwrap_or(0) as usize * channels;
+        let last = (self.lx.i1.last().copied().unwrap_or(0) as usize + 1) * channels;
+        let len = last.saturating_sub(first);
+        self.lo.build(&self.lx, channels, 0, first);
+        self.row_l.resize(len + ROW_PAD, 0);
+        assert!(
+            self.lo.reach(channels, channels - 1) <= self.row_l.len(),
+            "sampling taps outside the source rows"
+        );
+        let dwu = dw as usize;
+        for oy in 0..dh as usize {
             let (r0, r1, wy) = (
-                &src[self.ly.i0[y] as usize * stride..],
-                &src[self.ly.i1[y] as usize * stride..],
-                self.ly.w[y],
+                self.ly.i0[oy] as usize * stride,
+                self.ly.i1[oy] as usize * stride,
+                self.ly.w[oy],
             );
-            let o = (dy as usize + y) * tw * 3 + dx as usize * 3;
-            for (x, px) in out[o..o + dw as usize * 3].chunks_exact_mut(3).enumerate() {
-                let (a, b, wx) = (
-                    self.lx.i0[x] as usize * channels,
-                    self.lx.i1[x] as usize * channels,
-                    self.lx.w[x],
-                );
-                for c in 0..3 {
-                    let k = if channels == 1 { 0 } else { c };
-                    let v = lerp2(
-                        r0[a + k].into(),
-                        r0[b + k].into(),
-                        r1[a + k].into(),
-                        r1[b + k].into(),
-                        wx,
-                        wy,
-                    );
-                    px[c] = match lut {
-                        None => v,
-                        Some(t) => t[c][v as usize],
-                    };
+            blend_rows(
+                &mut self.row_l[..len],
+                &src[r0 + first..r0 + last],
+                &src[r1 + first..r1 + last],
+                wy,
+            );
+            let o = (dy as usize + oy) * tw * 3 + dx as usize * 3;
+            let dst = &mut out[o..o + dwu * 3];
+            // SAFETY: the reach was checked against the row length above.
+            unsafe {
+                if channels == 1 {
+                    gather_packed::<1>(dst, &self.row_l, &self.lo);
+                } else {
+                    gather_packed::<3>(dst, &self.row_l, &self.lo);
                 }
             }
+            if let Some(t) = lut {
+                for px in dst.chunks_exact_mut(3) {
+                    px.copy_from_slice(&[
+                        t[0][px[0] as usize],
+                        t[1][px[1] as usize],
+                        t[2][px[2] as usize],
+                    ]);
+                }
+            }
+        }
+    }
+}
+
+/// Packed grey (`CH` = 1, replicated) or RGB (`CH` = 3) pairs to RGB pixels.
+///
+/// # Safety
+/// `taps.reach(CH, CH - 1) <= row.len()`.
+#[inline(always)]
+unsafe fn gather_packed<const CH: usize>(dst: &mut [u8], row: &[u8], taps: &PairTaps) {
+    for ((px, &off), &w) in dst.chunks_exact_mut(3).zip(&taps.off).zip(&taps.w) {
+        let p = off as usize;
+        for (c, v) in px.iter_mut().enumerate() {
+            let k = if CH == 1 { 0 } else { c };
+            // SAFETY: the caller guarantees every `off + CH + CH - 1` is inside `row`.
+            let (a, b) = unsafe { (*row.get_unchecked(p + k), *row.get_unchecked(p + CH + k)) };
+            *v = lerp16(a, b, w);
         }
     }
 }
@@ -580,6 +604,60 @@ mod tests {
                 off, want,
                 "{layout:?} {d:?}: shifted weights went unnoticed"
             );
+        }
+    }
+
+    #[test]
+    fn packed_sampler_equals_the_two_pass_reference() {
+        let (w, h) = (40u32, 24u32);
+        let lerp =
+            |a: u8, b: u8, t: u32| ((u32::from(a) * (256 - t) + u32::from(b) * t + 128) >> 8) as u8;
+        for channels in [1usize, 3] {
+            let src: Vec<u8> = (0..w as usize * h as usize * channels)
+                .map(|i| (i * 37 % 251) as u8)
+                .collect();
+            for (crop, d) in [
+                ([8.0, 0.0, 24.0, 24.0], (17u32, 17u32)),
+                ([0.0, 0.0, 40.0, 24.0], (60, 36)),
+            ] {
+                let (mut lx, mut ly) = (Taps::default(), Taps::default());
+                lx.plan(d.0, crop[0], crop[2], 1.0, 0.5, w);
+                ly.plan(d.1, crop[1], crop[3], 1.0, 0.5, h);
+                let reference = |shift: u32| {
+                    let mut out = Vec::new();
+                    for oy in 0..d.1 as usize {
+                        for ox in 0..d.0 as usize {
+                            for c in 0..3 {
+                                let k = if channels == 1 { 0 } else { c };
+                                let at = |x: u32, y: u32| {
+                                    src[(y as usize * w as usize + x as usize) * channels + k]
+                                };
+                                let wy = ly.w[oy] + shift;
+                                let v = |x: u32| lerp(at(x, ly.i0[oy]), at(x, ly.i1[oy]), wy);
+                                out.push(lerp(v(lx.i0[ox]), v(lx.i1[ox]), lx.w[ox] + shift));
+                            }
+                        }
+                    }
+                    out
+                };
+                let mut got = vec![0; d.0 as usize * d.1 as usize * 3];
+                Sampler::default().packed_to_rgb(
+                    &src,
+                    (w, h),
+                    channels,
+                    crop,
+                    &mut got,
+                    d.0 as usize,
+                    [0, 0, d.0, d.1],
+                    &None,
+                );
+                assert_eq!(got, reference(0), "{channels} channels, {crop:?} -> {d:?}");
+                assert_ne!(
+                    got,
+                    reference(1),
+                    "negative control: shifted weights went unnoticed"
+                );
+            }
         }
     }
 }
