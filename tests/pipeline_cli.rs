@@ -9,10 +9,13 @@ use hailo_edge::pipeline::{run, RigConfig, RunOptions};
 fn run_duration_writes_a_report_whose_accounting_adds_up() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
+    let mcap = dir.path().join("run.mcap");
     Command::cargo_bin("hailo-edge")
         .unwrap()
         .args(["run", "--duration", "1", "--quiet", "--report"])
         .arg(&report)
+        .arg("--record")
+        .arg(&mcap)
         .assert()
         .success()
         .stderr(predicates::str::contains("2 px noise"));
@@ -34,6 +37,18 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
         );
     }
     assert_eq!(json["what_ran"]["backend"], "Sim");
+    // Every frame the NPU stage took was recorded, with the results, in one MCAP file.
+    let taken: u64 = json["cameras"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["frames"]["captured"].as_u64().unwrap()
+                - c["frames"]["dropped"]["camera_queue"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(json["recorded"]["frames"].as_u64().unwrap(), taken);
+    assert!(std::fs::metadata(&mcap).unwrap().len() > 0);
 }
 
 #[test]
