@@ -63,6 +63,19 @@ pub struct Sampler {
     y: Vec<u8>,
     u2: Vec<u8>,
     v2: Vec<u8>,
+    /// What the taps above were planned for; planning again only when it changes.
+    planned: Option<PlanKey>,
+}
+
+/// The inputs tap planning depends on: source kind (layout or channel count),
+/// source size, crop (as bits) and output size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PlanKey(u8, (u32, u32), [u64; 4], (u32, u32));
+
+impl PlanKey {
+    fn new(kind: u8, size: (u32, u32), crop: [f64; 4], out: (u32, u32)) -> Self {
+        Self(kind, size, crop.map(f64::to_bits), out)
+    }
 }
 
 /// Horizontal taps as pairs of neighbouring samples: the first sample's byte
@@ -288,23 +301,27 @@ impl Sampler {
         lut: &ChannelLut,
     ) {
         let [x0, y0, cw, ch] = crop;
-        self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
-        self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
-        // Chroma samples sit between the two (or four) luma samples they cover.
-        // Chroma is resampled at half the output width (one U, V per output
-        // pixel pair, as in 4:2:2), which halves its cost; the source has no
-        // more chroma detail than that once shrunk.
         let cn = dw.div_ceil(2);
-        self.cx.plan(
-            cn,
-            x0,
-            cw * f64::from(2 * cn) / f64::from(dw.max(1)),
-            2.0,
-            1.0,
-            w / 2,
-        );
-        if layout == YuvLayout::Nv12 {
-            self.cy.plan(dh, y0, ch, 2.0, 1.0, h / 2);
+        let key = PlanKey::new(layout as u8, (w, h), crop, (dw, dh));
+        let replan = self.planned != Some(key);
+        if replan {
+            self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
+            self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+            // Chroma samples sit between the two (or four) luma samples they cover.
+            // Chroma is resampled at half the output width (one U, V per output
+            // pixel pair, as in 4:2:2), which halves its cost; the source has no
+            // more chroma detail than that once shrunk.
+            self.cx.plan(
+                cn,
+                x0,
+                cw * f64::from(2 * cn) / f64::from(dw.max(1)),
+                2.0,
+                1.0,
+                w / 2,
+            );
+            if layout == YuvLayout::Nv12 {
+                self.cy.plan(dh, y0, ch, 2.0, 1.0, h / 2);
+            }
         }
         let (w, h) = (w as usize, h as usize);
         // Byte steps between samples, and where U and V sit in a chroma sample.
@@ -327,8 +344,11 @@ impl Sampler {
         };
         // Every pair below stays inside its blended row: the spans end one
         // sample past the last tap (checked once per frame, below).
-        self.lo.build(&self.lx, luma_step, 0, l_span.0);
-        self.co.build(&self.cx, chroma_step, u_off, c_span.0);
+        if replan {
+            self.lo.build(&self.lx, luma_step, 0, l_span.0);
+            self.co.build(&self.cx, chroma_step, u_off, c_span.0);
+            self.planned = Some(key);
+        }
         let dwu = dw as usize;
         // Zero padding past each span: a single-sample axis pairs its only
         // sample with the padding at weight 0, which reads but never uses it.
@@ -418,15 +438,22 @@ impl Sampler {
         lut: &ChannelLut,
     ) {
         let [x0, y0, cw, ch] = crop;
-        self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
-        self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+        let key = PlanKey::new(0x10 | channels as u8, (w, h), crop, (dw, dh));
+        let replan = self.planned != Some(key);
+        if replan {
+            self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
+            self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+        }
         let stride = w as usize * channels;
         // Blend only the span of each row the taps touch, then gather pairs
         // from it as in the YUV path.
         let first = self.lx.i0.first().copied().unwrap_or(0) as usize * channels;
         let last = (self.lx.i1.last().copied().unwrap_or(0) as usize + 1) * channels;
         let len = last.saturating_sub(first);
-        self.lo.build(&self.lx, channels, 0, first);
+        if replan {
+            self.lo.build(&self.lx, channels, 0, first);
+            self.planned = Some(key);
+        }
         self.row_l.resize(len + ROW_PAD, 0);
         assert!(
             self.lo.reach(channels, channels - 1) <= self.row_l.len(),
@@ -486,178 +513,5 @@ unsafe fn gather_packed<const CH: usize>(dst: &mut [u8], row: &[u8], taps: &Pair
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The straightforward two-pass sampler the fused one must equal bit for
-    /// bit: vertical blend of each sample, then horizontal, with the taps'
-    /// own `(i0, i1, w)` (no pairing, no 16-bit tricks).
-    fn reference(
-        src: &[u8],
-        (w, h): (u32, u32),
-        layout: YuvLayout,
-        crop: [f64; 4],
-        (dw, dh): (u32, u32),
-        shift: u32,
-    ) -> Vec<u8> {
-        let [x0, y0, cw, ch] = crop;
-        let (mut lx, mut ly, mut cx, mut cy) = Default::default();
-        Taps::plan(&mut lx, dw, x0, cw, 1.0, 0.5, w);
-        Taps::plan(&mut ly, dh, y0, ch, 1.0, 0.5, h);
-        let cn = dw.div_ceil(2);
-        Taps::plan(
-            &mut cx,
-            cn,
-            x0,
-            cw * f64::from(2 * cn) / f64::from(dw),
-            2.0,
-            1.0,
-            w / 2,
-        );
-        Taps::plan(&mut cy, dh, y0, ch, 2.0, 1.0, h / 2);
-        let (w, h) = (w as usize, h as usize);
-        let lerp =
-            |a: u8, b: u8, t: u32| ((u32::from(a) * (256 - t) + u32::from(b) * t + 128) >> 8) as u8;
-        // Byte of luma sample (x, y) and of chroma sample (x, y), U (0) or V (1).
-        let luma = |x: usize, y: usize| match layout {
-            YuvLayout::Yuyv => src[y * w * 2 + x * 2],
-            YuvLayout::Nv12 => src[y * w + x],
-        };
-        let chroma = |x: usize, y: usize, c: usize, ry: usize| match layout {
-            YuvLayout::Yuyv => src[ry * w * 2 + x * 4 + 1 + 2 * c],
-            YuvLayout::Nv12 => src[w * h + y * w + x * 2 + c],
-        };
-        let at = |t: &Taps, i: usize| (t.i0[i] as usize, t.i1[i] as usize, t.w[i] + shift);
-        let mut out = Vec::new();
-        for oy in 0..dh as usize {
-            let (r0, r1, wy) = at(&ly, oy);
-            let (c0, c1, cwy) = match layout {
-                YuvLayout::Yuyv => (r0, r1, wy),
-                YuvLayout::Nv12 => at(&cy, oy),
-            };
-            for ox in 0..dw as usize {
-                let (a, b, wx) = at(&lx, ox);
-                let y = lerp(
-                    lerp(luma(a, r0), luma(a, r1), wy),
-                    lerp(luma(b, r0), luma(b, r1), wy),
-                    wx,
-                );
-                let (ca, cb, cwx) = at(&cx, ox / 2);
-                let uv = [0, 1].map(|c| {
-                    let v = |x: usize| lerp(chroma(x, c0, c, r0), chroma(x, c1, c, r1), cwy);
-                    lerp(v(ca), v(cb), cwx)
-                });
-                out.extend(super::yuv_to_rgb(y, uv[0], uv[1]));
-            }
-        }
-        out
-    }
-
-    fn fused(
-        src: &[u8],
-        size: (u32, u32),
-        layout: YuvLayout,
-        crop: [f64; 4],
-        d: (u32, u32),
-    ) -> Vec<u8> {
-        let mut out = vec![0; d.0 as usize * d.1 as usize * 3];
-        Sampler::default().yuv_to_rgb(
-            src,
-            size,
-            layout,
-            crop,
-            &mut out,
-            d.0 as usize,
-            [0, 0, d.0, d.1],
-            &None,
-        );
-        out
-    }
-
-    #[test]
-    fn fused_sampler_equals_the_two_pass_reference() {
-        let mut seed = 7u32;
-        for (layout, (w, h), crop, d) in [
-            (YuvLayout::Yuyv, (64, 36), [14.0, 0.0, 36.0, 36.0], (29, 29)),
-            (YuvLayout::Yuyv, (64, 36), [0.0, 0.0, 64.0, 36.0], (40, 22)),
-            (YuvLayout::Yuyv, (64, 36), [0.0, 0.0, 64.0, 36.0], (100, 60)),
-            (YuvLayout::Nv12, (64, 36), [14.0, 0.0, 36.0, 36.0], (29, 29)),
-            (YuvLayout::Nv12, (64, 36), [0.0, 0.0, 64.0, 36.0], (100, 60)),
-            (YuvLayout::Yuyv, (2, 2), [0.0, 0.0, 2.0, 2.0], (3, 3)),
-        ] {
-            let len = (w * h * 2) as usize;
-            let src: Vec<u8> = (0..len)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                    (seed >> 24) as u8
-                })
-                .collect();
-            let want = reference(&src, (w, h), layout, crop, d, 0);
-            assert_eq!(
-                fused(&src, (w, h), layout, crop, d),
-                want,
-                "{layout:?} {w}x{h} {crop:?} -> {d:?}"
-            );
-            // Negative control: the comparison notices weights one step off.
-            let off = reference(&src, (w, h), layout, crop, d, 1);
-            assert_ne!(
-                off, want,
-                "{layout:?} {d:?}: shifted weights went unnoticed"
-            );
-        }
-    }
-
-    #[test]
-    fn packed_sampler_equals_the_two_pass_reference() {
-        let (w, h) = (40u32, 24u32);
-        let lerp =
-            |a: u8, b: u8, t: u32| ((u32::from(a) * (256 - t) + u32::from(b) * t + 128) >> 8) as u8;
-        for channels in [1usize, 3] {
-            let src: Vec<u8> = (0..w as usize * h as usize * channels)
-                .map(|i| (i * 37 % 251) as u8)
-                .collect();
-            for (crop, d) in [
-                ([8.0, 0.0, 24.0, 24.0], (17u32, 17u32)),
-                ([0.0, 0.0, 40.0, 24.0], (60, 36)),
-            ] {
-                let (mut lx, mut ly) = (Taps::default(), Taps::default());
-                lx.plan(d.0, crop[0], crop[2], 1.0, 0.5, w);
-                ly.plan(d.1, crop[1], crop[3], 1.0, 0.5, h);
-                let reference = |shift: u32| {
-                    let mut out = Vec::new();
-                    for oy in 0..d.1 as usize {
-                        for ox in 0..d.0 as usize {
-                            for c in 0..3 {
-                                let k = if channels == 1 { 0 } else { c };
-                                let at = |x: u32, y: u32| {
-                                    src[(y as usize * w as usize + x as usize) * channels + k]
-                                };
-                                let wy = ly.w[oy] + shift;
-                                let v = |x: u32| lerp(at(x, ly.i0[oy]), at(x, ly.i1[oy]), wy);
-                                out.push(lerp(v(lx.i0[ox]), v(lx.i1[ox]), lx.w[ox] + shift));
-                            }
-                        }
-                    }
-                    out
-                };
-                let mut got = vec![0; d.0 as usize * d.1 as usize * 3];
-                Sampler::default().packed_to_rgb(
-                    &src,
-                    (w, h),
-                    channels,
-                    crop,
-                    &mut got,
-                    d.0 as usize,
-                    [0, 0, d.0, d.1],
-                    &None,
-                );
-                assert_eq!(got, reference(0), "{channels} channels, {crop:?} -> {d:?}");
-                assert_ne!(
-                    got,
-                    reference(1),
-                    "negative control: shifted weights went unnoticed"
-                );
-            }
-        }
-    }
-}
+#[path = "sample_tests.rs"]
+mod tests;
