@@ -15,8 +15,18 @@ use std::time::Duration;
 
 use hailo_edge::pipeline::{run, RigConfig, RunOptions};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
     env_logger::init();
+    match run_rig() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_rig() -> Result<(), Box<dyn std::error::Error>> {
     let devices: Vec<String> = std::env::args().skip(1).collect();
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
     if !devices.is_empty() {

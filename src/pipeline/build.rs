@@ -247,18 +247,18 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                 camera: c.name.clone(),
                 message,
             };
-            if let Some(path) = &c.calibration_file {
-                need_file(format!("camera[{i}].calibration_file"), path)?;
-                let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
-                    .map_err(|e| bad(e.to_string()))?;
-                return Ok(calib);
-            }
             if let Some(("v4l2", dev)) = c.source.split_once(':') {
                 if !Path::new(dev).exists() {
                     return Err(bad(format!(
                         "device {dev} does not exist (`camera[{i}].source`)"
                     )));
                 }
+            }
+            if let Some(path) = &c.calibration_file {
+                need_file(format!("camera[{i}].calibration_file"), path)?;
+                let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
+                    .map_err(|e| bad(e.to_string()))?;
+                return Ok(calib);
             }
             if c.source != "synthetic" {
                 return Err(bad(format!(
