@@ -46,13 +46,6 @@ impl Taps {
     }
 }
 
-#[inline(always)]
-fn lerp2(a: u32, b: u32, c: u32, d: u32, wx: u32, wy: u32) -> u8 {
-    let top = a * (256 - wx) + b * wx;
-    let bottom = c * (256 - wx) + d * wx;
-    ((top * (256 - wy) + bottom * wy + (1 << 15)) >> 16) as u8
-}
-
 /// Scratch for the fused path (reused across frames).
 #[derive(Debug, Default)]
 pub struct Sampler {
@@ -60,26 +53,130 @@ pub struct Sampler {
     ly: Taps,
     cx: Taps,
     cy: Taps,
-    /// Byte offsets and weights of the horizontal taps, luma then chroma.
-    lo: Vec<(u32, u32, u32)>,
-    co: Vec<(u32, u32, u32)>,
+    /// Horizontal tap pairs, luma then chroma.
+    lo: PairTaps,
+    co: PairTaps,
     /// One vertically blended source row (luma, and chroma for NV12).
     row_l: Vec<u8>,
     row_c: Vec<u8>,
-    /// One output row of Y, U and V.
+    /// One output row of Y, U and V (chroma already widened to full width).
     y: Vec<u8>,
-    u: Vec<u8>,
-    v: Vec<u8>,
     u2: Vec<u8>,
     v2: Vec<u8>,
+    /// What the taps above were planned for; planning again only when it changes.
+    planned: Option<PlanKey>,
 }
 
-/// Each value twice: half-width chroma to full width.
-#[inline]
-fn widen(half: &[u8], full: &mut [u8]) {
-    for (pair, &c) in full.chunks_exact_mut(2).zip(half) {
-        pair[0] = c;
-        pair[1] = c;
+/// The inputs tap planning depends on: source kind (layout or channel count),
+/// source size, crop (as bits) and output size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PlanKey(u8, (u32, u32), [u64; 4], (u32, u32));
+
+impl PlanKey {
+    fn new(kind: u8, size: (u32, u32), crop: [f64; 4], out: (u32, u32)) -> Self {
+        Self(kind, size, crop.map(f64::to_bits), out)
+    }
+}
+
+/// Horizontal taps as pairs of neighbouring samples: the first sample's byte
+/// offset in a row (the second is one sample step further) and the second
+/// sample's weight.
+///
+/// A tap clamped at the last sample (`i0 == i1`) becomes the pair ending
+/// there with weight 256, which gives the same value exactly; so every pair
+/// is two fixed steps apart, one offset per output instead of two, and the
+/// weight fits 16-bit arithmetic.
+#[derive(Debug, Default, Clone)]
+pub(super) struct PairTaps {
+    off: Vec<u32>,
+    w: Vec<u16>,
+}
+
+impl PairTaps {
+    /// Pairs from `taps`, samples `step` bytes apart starting at byte `base`
+    /// of the source row, minus `origin` (the first byte kept in the row).
+    fn build(&mut self, taps: &Taps, step: usize, base: usize, origin: usize) {
+        self.off.clear();
+        self.w.clear();
+        for ((&a, &b), &w) in taps.i0.iter().zip(&taps.i1).zip(&taps.w) {
+            let (first, w) = if a == b && a > 0 {
+                (a - 1, 256)
+            } else {
+                (a, w)
+            };
+            self.off
+                .push((first as usize * step + base - origin) as u32);
+            self.w.push(w as u16);
+        }
+    }
+
+    /// One past the largest byte a gather with sample step `step` and extra
+    /// offset `delta` reads.
+    fn reach(&self, step: usize, delta: usize) -> usize {
+        self.off
+            .iter()
+            .map(|&o| o as usize + step + delta + 1)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Bytes after each blended row, enough for the widest pair (YUYV chroma: 4 + 2).
+const ROW_PAD: usize = 8;
+
+/// `(a * (256 - w) + b * w + 128) >> 8` in 16 bits: at most 255 * 256 + 128.
+#[inline(always)]
+fn lerp16(a: u8, b: u8, w: u16) -> u8 {
+    ((u16::from(a) * (256 - w) + u16::from(b) * w + 128) >> 8) as u8
+}
+
+/// Luma: `out[i] = lerp(row[off], row[off + STEP], w)`.
+///
+/// # Safety
+/// `taps.reach(STEP, 0) <= row.len()`.
+#[inline(always)]
+unsafe fn gather_luma<const STEP: usize>(out: &mut [u8], row: &[u8], taps: &PairTaps) {
+    for ((o, &off), &w) in out.iter_mut().zip(&taps.off).zip(&taps.w) {
+        let p = off as usize;
+        // SAFETY: the caller guarantees every `off + STEP` is inside `row`.
+        let (a, b) = unsafe { (*row.get_unchecked(p), *row.get_unchecked(p + STEP)) };
+        *o = lerp16(a, b, w);
+    }
+}
+
+/// Chroma: U at `off`, V at `off + VD`, the pair's second sample `STEP` on;
+/// each value written twice (one chroma sample per output pixel pair).
+///
+/// # Safety
+/// `taps.reach(STEP, VD) <= row.len()`.
+#[inline(always)]
+unsafe fn gather_chroma<const STEP: usize, const VD: usize>(
+    u2: &mut [u8],
+    v2: &mut [u8],
+    row: &[u8],
+    taps: &PairTaps,
+) {
+    for (((u, v), &off), &w) in u2
+        .chunks_exact_mut(2)
+        .zip(v2.chunks_exact_mut(2))
+        .zip(&taps.off)
+        .zip(&taps.w)
+    {
+        let p = off as usize;
+        // SAFETY: the caller guarantees every `off + STEP + VD` is inside `row`.
+        let (u0, u1, v0, v1) = unsafe {
+            (
+                *row.get_unchecked(p),
+                *row.get_unchecked(p + STEP),
+                *row.get_unchecked(p + VD),
+                *row.get_unchecked(p + STEP + VD),
+            )
+        };
+        let (cu, cv) = (lerp16(u0, u1, w), lerp16(v0, v1, w));
+        u[0] = cu;
+        u[1] = cu;
+        v[0] = cv;
+        v[1] = cv;
     }
 }
 
@@ -138,37 +235,6 @@ fn convert_row_generic(dst: &mut [u8], y: &[u8], u: &[u8], v: &[u8]) {
         dst[3 * i + 1] = rgb[1];
         dst[3 * i + 2] = rgb[2];
     }
-}
-
-/// `out[i] = lerp(row[a + delta], row[b + delta], w)` for each tap `(a, b, w)`.
-///
-/// # Safety
-/// Every `a + delta` and `b + delta` must be below `row.len()`.
-#[inline]
-unsafe fn gather_row(out: &mut [u8], row: &[u8], taps: &[(u32, u32, u32)], delta: usize) {
-    for (o, &(a, b, w)) in out.iter_mut().zip(taps) {
-        // SAFETY: the caller guarantees both taps are inside `row`.
-        let (x, y) = unsafe {
-            (
-                *row.get_unchecked(a as usize + delta),
-                *row.get_unchecked(b as usize + delta),
-            )
-        };
-        *o = lerp(x, y, w);
-    }
-}
-
-/// The largest tap offset, to check all taps against a row once per frame.
-fn max_tap(taps: &[(u32, u32, u32)]) -> usize {
-    taps.iter()
-        .map(|&(a, b, _)| a.max(b) as usize)
-        .max()
-        .unwrap_or(0)
-}
-
-#[inline(always)]
-fn lerp(a: u8, b: u8, w: u32) -> u8 {
-    ((u32::from(a) * (256 - w) + u32::from(b) * w + 128) >> 8) as u8
 }
 
 impl Sampler {
@@ -235,23 +301,27 @@ impl Sampler {
         lut: &ChannelLut,
     ) {
         let [x0, y0, cw, ch] = crop;
-        self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
-        self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
-        // Chroma samples sit between the two (or four) luma samples they cover.
-        // Chroma is resampled at half the output width (one U, V per output
-        // pixel pair, as in 4:2:2), which halves its cost; the source has no
-        // more chroma detail than that once shrunk.
         let cn = dw.div_ceil(2);
-        self.cx.plan(
-            cn,
-            x0,
-            cw * f64::from(2 * cn) / f64::from(dw.max(1)),
-            2.0,
-            1.0,
-            w / 2,
-        );
-        if layout == YuvLayout::Nv12 {
-            self.cy.plan(dh, y0, ch, 2.0, 1.0, h / 2);
+        let key = PlanKey::new(layout as u8, (w, h), crop, (dw, dh));
+        let replan = self.planned != Some(key);
+        if replan {
+            self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
+            self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+            // Chroma samples sit between the two (or four) luma samples they cover.
+            // Chroma is resampled at half the output width (one U, V per output
+            // pixel pair, as in 4:2:2), which halves its cost; the source has no
+            // more chroma detail than that once shrunk.
+            self.cx.plan(
+                cn,
+                x0,
+                cw * f64::from(2 * cn) / f64::from(dw.max(1)),
+                2.0,
+                1.0,
+                w / 2,
+            );
+            if layout == YuvLayout::Nv12 {
+                self.cy.plan(dh, y0, ch, 2.0, 1.0, h / 2);
+            }
         }
         let (w, h) = (w as usize, h as usize);
         // Byte steps between samples, and where U and V sit in a chroma sample.
@@ -272,61 +342,32 @@ impl Sampler {
             }
             YuvLayout::Nv12 => ((l_first, l_last.min(w)), (c_first, c_last.min(w))),
         };
-        // Every offset below stays inside its blended row: taps are clamped
-        // to the last sample, and the spans end one sample past the last tap.
-        self.lo.clear();
-        self.lo
-            .extend(
-                self.lx
-                    .i0
-                    .iter()
-                    .zip(&self.lx.i1)
-                    .zip(&self.lx.w)
-                    .map(|((&a, &b), &wt)| {
-                        (
-                            (a as usize * luma_step - l_span.0) as u32,
-                            (b as usize * luma_step - l_span.0) as u32,
-                            wt,
-                        )
-                    }),
-            );
-        self.co.clear();
-        self.co
-            .extend(
-                self.cx
-                    .i0
-                    .iter()
-                    .zip(&self.cx.i1)
-                    .zip(&self.cx.w)
-                    .map(|((&a, &b), &wt)| {
-                        (
-                            (a as usize * chroma_step + u_off - c_span.0) as u32,
-                            (b as usize * chroma_step + u_off - c_span.0) as u32,
-                            wt,
-                        )
-                    }),
-            );
+        // Every pair below stays inside its blended row: the spans end one
+        // sample past the last tap (checked once per frame, below).
+        if replan {
+            self.lo.build(&self.lx, luma_step, 0, l_span.0);
+            self.co.build(&self.cx, chroma_step, u_off, c_span.0);
+            self.planned = Some(key);
+        }
         let dwu = dw as usize;
-        self.row_l.resize(l_span.1 - l_span.0, 0);
-        self.row_c.resize(c_span.1 - c_span.0, 0);
+        // Zero padding past each span: a single-sample axis pairs its only
+        // sample with the padding at weight 0, which reads but never uses it.
+        let (l_len, c_len) = (l_span.1 - l_span.0, c_span.1 - c_span.0);
+        self.row_l.resize(l_len + ROW_PAD, 0);
+        self.row_c.resize(c_len + ROW_PAD, 0);
         self.y.resize(dwu, 0);
-        self.u.resize(cn as usize, 0);
-        self.v.resize(cn as usize, 0);
         self.u2.resize(cn as usize * 2, 0);
         self.v2.resize(cn as usize * 2, 0);
         let luma_stride = if layout == YuvLayout::Yuyv { w * 2 } else { w };
+        let chroma_len = match layout {
+            YuvLayout::Yuyv => self.row_l.len(),
+            YuvLayout::Nv12 => self.row_c.len(),
+        };
         assert!(
-            self.lo.is_empty()
-                || (max_tap(&self.lo) < self.row_l.len()
-                    && max_tap(&self.co) + v_delta < self.row_c.len().max(self.row_l.len())),
+            self.lo.reach(luma_step, 0) <= self.row_l.len()
+                && self.co.reach(chroma_step, v_delta) <= chroma_len,
             "sampling taps outside the source rows"
         );
-        if layout == YuvLayout::Nv12 {
-            assert!(
-                self.co.is_empty() || max_tap(&self.co) + v_delta < self.row_c.len(),
-                "chroma taps outside the UV row"
-            );
-        }
         for oy in 0..dh as usize {
             let (r0, r1, wy) = (
                 self.ly.i0[oy] as usize,
@@ -335,7 +376,12 @@ impl Sampler {
             );
             let row =
                 |r: usize, (s, e): (usize, usize)| &src[r * luma_stride + s..r * luma_stride + e];
-            blend_rows(&mut self.row_l, row(r0, l_span), row(r1, l_span), wy);
+            blend_rows(
+                &mut self.row_l[..l_len],
+                row(r0, l_span),
+                row(r1, l_span),
+                wy,
+            );
             let chroma_row: &[u8] = match layout {
                 YuvLayout::Yuyv => &self.row_l,
                 YuvLayout::Nv12 => {
@@ -346,21 +392,25 @@ impl Sampler {
                     );
                     let base = w * h;
                     let crow = |r: usize| &src[base + r * w + c_span.0..base + r * w + c_span.1];
-                    blend_rows(&mut self.row_c, crow(c0), crow(c1), cwy);
+                    blend_rows(&mut self.row_c[..c_len], crow(c0), crow(c1), cwy);
                     &self.row_c
                 }
             };
-            // SAFETY: `lo` and `co` (plus `v_delta`) were checked against the row lengths above.
-            unsafe {
-                gather_row(&mut self.y, &self.row_l, &self.lo, 0);
-                gather_row(&mut self.u, chroma_row, &self.co, 0);
-                gather_row(&mut self.v, chroma_row, &self.co, v_delta);
-            }
             let o = (dy as usize + oy) * tw * 3 + dx as usize * 3;
             let dst = &mut out[o..o + dwu * 3];
-            // Chroma back to full width (each value covers an output pixel pair).
-            widen(&self.u, &mut self.u2);
-            widen(&self.v, &mut self.v2);
+            // SAFETY: both reaches were checked against the row lengths above.
+            unsafe {
+                match layout {
+                    YuvLayout::Yuyv => {
+                        gather_luma::<2>(&mut self.y, &self.row_l, &self.lo);
+                        gather_chroma::<4, 2>(&mut self.u2, &mut self.v2, chroma_row, &self.co);
+                    }
+                    YuvLayout::Nv12 => {
+                        gather_luma::<1>(&mut self.y, &self.row_l, &self.lo);
+                        gather_chroma::<2, 1>(&mut self.u2, &mut self.v2, chroma_row, &self.co);
+                    }
+                }
+            }
             convert_row(dst, &self.y, &self.u2, &self.v2);
             if let Some(t) = lut {
                 for px in dst.chunks_exact_mut(3) {
@@ -388,38 +438,80 @@ impl Sampler {
         lut: &ChannelLut,
     ) {
         let [x0, y0, cw, ch] = crop;
-        self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
-        self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+        let key = PlanKey::new(0x10 | channels as u8, (w, h), crop, (dw, dh));
+        let replan = self.planned != Some(key);
+        if replan {
+            self.lx.plan(dw, x0, cw, 1.0, 0.5, w);
+            self.ly.plan(dh, y0, ch, 1.0, 0.5, h);
+        }
         let stride = w as usize * channels;
-        for y in 0..dh as usize {
+        // Blend only the span of each row the taps touch, then gather pairs
+        // from it as in the YUV path.
+        let first = self.lx.i0.first().copied().unwrap_or(0) as usize * channels;
+        let last = (self.lx.i1.last().copied().unwrap_or(0) as usize + 1) * channels;
+        let len = last.saturating_sub(first);
+        if replan {
+            self.lo.build(&self.lx, channels, 0, first);
+            self.planned = Some(key);
+        }
+        self.row_l.resize(len + ROW_PAD, 0);
+        assert!(
+            self.lo.reach(channels, channels - 1) <= self.row_l.len(),
+            "sampling taps outside the source rows"
+        );
+        let dwu = dw as usize;
+        for oy in 0..dh as usize {
             let (r0, r1, wy) = (
-                &src[self.ly.i0[y] as usize * stride..],
-                &src[self.ly.i1[y] as usize * stride..],
-                self.ly.w[y],
+                self.ly.i0[oy] as usize * stride,
+                self.ly.i1[oy] as usize * stride,
+                self.ly.w[oy],
             );
-            let o = (dy as usize + y) * tw * 3 + dx as usize * 3;
-            for (x, px) in out[o..o + dw as usize * 3].chunks_exact_mut(3).enumerate() {
-                let (a, b, wx) = (
-                    self.lx.i0[x] as usize * channels,
-                    self.lx.i1[x] as usize * channels,
-                    self.lx.w[x],
-                );
-                for c in 0..3 {
-                    let k = if channels == 1 { 0 } else { c };
-                    let v = lerp2(
-                        r0[a + k].into(),
-                        r0[b + k].into(),
-                        r1[a + k].into(),
-                        r1[b + k].into(),
-                        wx,
-                        wy,
-                    );
-                    px[c] = match lut {
-                        None => v,
-                        Some(t) => t[c][v as usize],
-                    };
+            blend_rows(
+                &mut self.row_l[..len],
+                &src[r0 + first..r0 + last],
+                &src[r1 + first..r1 + last],
+                wy,
+            );
+            let o = (dy as usize + oy) * tw * 3 + dx as usize * 3;
+            let dst = &mut out[o..o + dwu * 3];
+            // SAFETY: the reach was checked against the row length above.
+            unsafe {
+                if channels == 1 {
+                    gather_packed::<1>(dst, &self.row_l, &self.lo);
+                } else {
+                    gather_packed::<3>(dst, &self.row_l, &self.lo);
+                }
+            }
+            if let Some(t) = lut {
+                for px in dst.chunks_exact_mut(3) {
+                    px.copy_from_slice(&[
+                        t[0][px[0] as usize],
+                        t[1][px[1] as usize],
+                        t[2][px[2] as usize],
+                    ]);
                 }
             }
         }
     }
 }
+
+/// Packed grey (`CH` = 1, replicated) or RGB (`CH` = 3) pairs to RGB pixels.
+///
+/// # Safety
+/// `taps.reach(CH, CH - 1) <= row.len()`.
+#[inline(always)]
+unsafe fn gather_packed<const CH: usize>(dst: &mut [u8], row: &[u8], taps: &PairTaps) {
+    for ((px, &off), &w) in dst.chunks_exact_mut(3).zip(&taps.off).zip(&taps.w) {
+        let p = off as usize;
+        for (c, v) in px.iter_mut().enumerate() {
+            let k = if CH == 1 { 0 } else { c };
+            // SAFETY: the caller guarantees every `off + CH + CH - 1` is inside `row`.
+            let (a, b) = unsafe { (*row.get_unchecked(p + k), *row.get_unchecked(p + CH + k)) };
+            *v = lerp16(a, b, w);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sample_tests.rs"]
+mod tests;
