@@ -11,11 +11,12 @@ use super::{Check, Transports};
 
 /// Whether this build links HailoRT.
 ///
-/// The NPU layer's build sets `cfg(hailort_linked)` when it finds an
-/// installed HailoRT; without it the runtime uses its simulator. Declared
-/// with check-cfg in the workspace lints.
+/// `hailort-sys` builds the real table (and sets `cfg(hailort_linked)` for
+/// itself) when the `hailort` feature finds an installed HailoRT; without it
+/// the runtime uses its simulator. Asking the crate, rather than reading a cfg
+/// here, keeps the answer true in every crate that links it.
 pub fn hailort_compiled_in() -> bool {
-    cfg!(hailort_linked)
+    hailort_sys::hailort_api().is_some()
 }
 
 /// Directories searched for `libhailort.so.X.Y.Z` when the library is not
@@ -201,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(not(hailort_linked))]
+    #[cfg(not(feature = "hailort"))]
     fn not_linked_by_default() {
         assert!(!hailort_compiled_in());
     }
