@@ -222,19 +222,8 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
 #[cfg(test)]
 mod tests {
     use super::super::grid_sample::FastPadding;
+    use super::super::test_util::random;
     use super::*;
-
-    fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
-            })
-            .collect()
-    }
 
     #[test]
     fn equals_grid_sample_times_weights_summed() {

@@ -303,6 +303,7 @@ fn next_patch(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::max_diff;
     use super::*;
     use tract_onnx::tract_hir::tract_core::ops::math;
 
@@ -317,18 +318,6 @@ mod tests {
         op.eval_out_of_plan(v).unwrap().unwrap()[0]
             .clone()
             .into_tensor()
-    }
-
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        assert_eq!(a.shape(), b.shape());
-        let (a, b) = (
-            super::super::f32s(a).unwrap(),
-            super::super::f32s(b).unwrap(),
-        );
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
     }
 
     #[test]

@@ -313,19 +313,8 @@ pub fn onnx_fast() -> tract_onnx::Onnx {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::{max_diff, random};
     use super::*;
-
-    fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
-            })
-            .collect()
-    }
 
     fn run(op: &dyn TypedOp, x: &Tensor, grid: &Tensor) -> Tensor {
         let out = op
@@ -333,18 +322,6 @@ mod tests {
             .unwrap()
             .unwrap();
         out[0].clone().into_tensor()
-    }
-
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        assert_eq!(a.shape(), b.shape());
-        let (a, b) = (
-            super::super::f32s(a).unwrap(),
-            super::super::f32s(b).unwrap(),
-        );
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
     }
 
     #[test]

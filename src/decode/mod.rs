@@ -31,6 +31,35 @@ pub use keypoints::{Detection, Keypoint, KeypointMapping};
 /// Number of backbone maps the decoder reads (ViT taps after layers 3, 6, 9 and 12).
 pub const TAPS: usize = 4;
 
+/// Helpers shared by the kernel tests: seeded inputs and the largest difference.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use tract_onnx::prelude::Tensor;
+
+    /// `n` values in `[lo, hi)` from a xorshift seeded by `seed`: repeatable inputs.
+    pub fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
+            })
+            .collect()
+    }
+
+    /// The largest absolute element difference of two f32 tensors of one shape.
+    pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        assert_eq!(a.shape(), b.shape());
+        let (a, b) = (super::f32s(a).unwrap(), super::f32s(b).unwrap());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+}
+
 /// The elements of a dense f32 tensor.
 pub(crate) fn f32s(t: &tract_onnx::prelude::Tensor) -> tract_onnx::prelude::TractResult<&[f32]> {
     t.try_as_plain_ram()?.as_slice::<f32>()
