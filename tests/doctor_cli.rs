@@ -112,6 +112,41 @@ fn budget_from_hef_files_matches_the_formula() {
 }
 
 #[test]
+fn budget_from_a_rig_file_matches_its_cameras_and_hefs() {
+    let f = pcie_box();
+    let run = |extra: &[&str]| {
+        let out = doctor(&f).arg("--json").args(extra).assert().success();
+        let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        json["budget"].clone()
+    };
+    let rig = format!("{}/examples/rig.toml", env!("CARGO_MANIFEST_DIR"));
+    let from_rig = run(&["--config", &rig]);
+    let from_flags = run(&[
+        "--hef",
+        &fixture("backbone_288.hef"),
+        "--hef",
+        &fixture("backbone_432.hef"),
+    ]);
+    assert_eq!(from_rig["rig"], "3x288@120 + 1x432@120");
+    assert_eq!(from_rig["shapes"], "hef");
+    assert_eq!(from_rig["in_bytes_per_s"], from_flags["in_bytes_per_s"]);
+    assert_eq!(from_rig["out_bytes_per_s"], from_flags["out_bytes_per_s"]);
+    // Negative control: a rig file naming a missing HEF is an error naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("rig.toml");
+    let text = std::fs::read_to_string(&rig)
+        .unwrap()
+        .replace("../fixtures/backbone_288.hef", &fixture("backbone_288.hef"))
+        .replace("../fixtures/backbone_432.hef", "missing_432.hef");
+    std::fs::write(&broken, text).unwrap();
+    doctor(&f)
+        .args(["--config", broken.to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(contains("missing_432.hef"));
+}
+
+#[test]
 fn bad_flags_name_the_value() {
     let f = pcie_box();
     doctor(&f)

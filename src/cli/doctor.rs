@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -29,6 +29,10 @@ pub struct DoctorArgs {
     /// the RF-DETR backbone's shapes.
     #[arg(long = "hef", value_name = "FILE")]
     hefs: Vec<PathBuf>,
+    /// A rig file (as for `hailo-edge run`): its cameras' rates and its graphs'
+    /// HEFs give the link budget, instead of --camera and --hef.
+    #[arg(long, value_name = "RIG.toml", conflicts_with_all = ["cameras", "hefs"])]
+    config: Option<PathBuf>,
     /// The USB part's hRPC address.
     #[arg(long, default_value_t = DEFAULT_CARD_ADDR)]
     card: SocketAddr,
@@ -47,7 +51,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.cameras
     };
-    let rig = if args.hefs.is_empty() {
+    let rig = if let Some(path) = &args.config {
+        rig_from_config(path)?
+    } else if args.hefs.is_empty() {
         Rig::with_backbone(cameras).context("--camera")?
     } else {
         let graphs = graphs_from_hefs(&args.hefs).context("--hef")?;
@@ -94,4 +100,42 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The budget's rig from a rig file: each camera at its rate into the input
+/// side of its graph's HEF.
+fn rig_from_config(path: &Path) -> anyhow::Result<Rig> {
+    let config = hailo_edge::pipeline::RigConfig::load(path)?;
+    let mut graphs = Vec::new();
+    let mut sides = Vec::new();
+    for graph in &config.graphs {
+        let io = graphs_from_hefs(std::slice::from_ref(&graph.hef))
+            .with_context(|| format!("{}: graph `{}`", path.display(), graph.name))?;
+        let side = io.first().map(|g| g.input_side).with_context(|| {
+            format!(
+                "{}: {} has no network group",
+                path.display(),
+                graph.hef.display()
+            )
+        })?;
+        sides.push((graph.name.as_str(), side));
+        graphs.extend(io);
+    }
+    let cameras = config
+        .cameras
+        .iter()
+        .map(|c| {
+            let side = sides
+                .iter()
+                .find(|(name, _)| *name == c.graph)
+                .map(|&(_, side)| side)
+                .expect("the rig file's validation ties every camera to a graph");
+            Camera {
+                side,
+                fps: c.fps.round() as u32,
+            }
+        })
+        .collect();
+    Rig::with_graphs(cameras, graphs, ShapeSource::Hef)
+        .with_context(|| format!("{}: cameras and graphs", path.display()))
 }
