@@ -150,6 +150,15 @@ pub struct DecoderConfig {
     /// Decoder worker threads.
     #[serde(default = "default_threads")]
     pub threads: usize,
+    /// Most frames past the camera queues and not yet decoded (batching, on the
+    /// device, waiting for or in a decoder). Default: one batch per graph plus
+    /// one frame per decoder thread, which keeps the device and every decoder
+    /// busy while frames never age in a queue behind a slow stage: when a stage
+    /// cannot keep up, the frames wait and drop at the camera queues, oldest
+    /// first. Raise it when the device is the bottleneck and the decoder fast,
+    /// so the device's next batch is ready while the last one is decoded.
+    #[serde(default)]
+    pub in_flight: Option<usize>,
 }
 
 fn default_engine() -> String {
@@ -164,6 +173,7 @@ impl Default for DecoderConfig {
         Self {
             engine: default_engine(),
             threads: default_threads(),
+            in_flight: None,
         }
     }
 }
@@ -323,6 +333,25 @@ impl RigConfig {
             .map_err(|p| bad("body.keypoints".into(), p))?;
         if self.decoder.threads == 0 {
             return Err(bad("decoder.threads".into(), "must be at least 1".into()));
+        }
+        if let Some(n) = self.decoder.in_flight {
+            // Cameras of one rate are admitted an instant at a time, and a
+            // graph's batch must fit: fewer slots would never admit anything.
+            let need = self
+                .graphs
+                .iter()
+                .map(|g| usize::from(self.batch(g)))
+                .max()
+                .unwrap_or(1)
+                .max(self.cameras.len());
+            if n < need {
+                return Err(bad(
+                    "decoder.in_flight".into(),
+                    format!(
+                        "{n} is too few: at least {need} (the cameras of one instant, and the largest batch)"
+                    ),
+                ));
+            }
         }
         if !(self.body.noise_px >= 0.0 && self.body.noise_px.is_finite()) {
             return Err(bad(
@@ -488,6 +517,7 @@ impl RigConfig {
             decoder: DecoderConfig {
                 engine: default_engine(),
                 threads: 2,
+                in_flight: None,
             },
             body: BodyConfig {
                 keypoints: "ground_truth".into(),
@@ -530,6 +560,16 @@ impl RigConfig {
             } else {
                 0.0
             }
+        })
+    }
+
+    /// Most frames past the camera queues at once: as configured, else one
+    /// batch per graph plus one frame per decoder thread (at least one
+    /// instant of every camera).
+    pub fn in_flight(&self) -> usize {
+        self.decoder.in_flight.unwrap_or_else(|| {
+            let batches: usize = self.graphs.iter().map(|g| usize::from(self.batch(g))).sum();
+            (batches + self.decoder.threads.max(1)).max(self.cameras.len())
         })
     }
 

@@ -14,7 +14,7 @@ use crate::npu::Bindings;
 
 use super::stamp::{thread_cpu_ns, Clock, Stage};
 use super::stats::{DropStage, LiveStats};
-use super::work::{DecodeWork, ViewResult};
+use super::work::{DecodeWork, Returned, ViewResult};
 
 /// One backbone output the decoder reads, as the HEF describes it.
 #[derive(Debug, Clone)]
@@ -39,7 +39,11 @@ pub struct DecodeWorker {
     pub graphs: Vec<GraphDecode>,
     pub input: Receiver<DecodeWork>,
     pub output: Sender<ViewResult>,
-    pub recycle: Sender<(usize, Bindings)>,
+    /// Buffers back to the NPU stage once decoded (which also frees the
+    /// frame's in-flight slot).
+    pub recycle: Sender<Returned>,
+    /// This thread's index in the pool.
+    pub index: usize,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
 }
@@ -106,7 +110,12 @@ impl DecodeWorker {
                 .cpu
                 .decoded_frames
                 .fetch_add(1, Ordering::Relaxed);
-            let _ = self.recycle.send((g, bindings));
+            let _ = self.recycle.send(Returned {
+                graph: g,
+                camera: meta.camera,
+                worker: self.index,
+                bindings,
+            });
             match detection {
                 Ok(detection) => {
                     meta.stamps.leave(Stage::Decode, self.clock.now_ns());

@@ -4,10 +4,17 @@
 //! HailoRT scheduler, or by hand every K frames) and routes completions to
 //! the decoder pool.
 //!
-//! Backpressure: a graph takes no frame while its batch is full or its jobs in
-//! flight are at the limit, and routing a completion blocks while the decoder's
-//! queue is full; either way the camera queues fill and drop their oldest frame
-//! (counted by the capture threads).
+//! Backpressure: the stage admits a frame only while fewer than the rig's
+//! in-flight limit are past the camera queues and not yet decoded, and while
+//! its graph's batch and jobs in flight have room. When the device or the
+//! decoders cannot keep up, frames therefore wait in the camera queues, which
+//! drop their oldest (counted by the capture threads), and never age in a
+//! queue behind the slow stage: what is admitted is the newest frame there is.
+//!
+//! Routing: a completion goes to the decoder thread with the fewest frames
+//! queued, except that a camera with a frame still in some thread's queue
+//! stays with that thread, so each camera's views leave the pool in capture
+//! order (the sync needs that) without one busy thread holding up the others.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +28,7 @@ use crate::npu::{Bindings, ConfiguredModel, NpuError};
 
 use super::stamp::{thread_cpu_ns, Clock, Stage, Stamps};
 use super::stats::{DropStage, LiveStats};
-use super::work::{DecodeWork, FrameMeta};
+use super::work::{DecodeWork, FrameMeta, Returned};
 
 /// How the graphs share the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,10 +82,6 @@ impl Lane {
         }
     }
 
-    fn has_room(&self) -> bool {
-        self.has_room_for(1)
-    }
-
     fn has_room_for(&self, frames: usize) -> bool {
         self.pending.len() + frames <= self.batch
             && self.pending.len() + self.in_flight.len() + frames <= self.max_in_flight
@@ -95,8 +98,8 @@ pub struct NpuStage {
     /// One queue per decoder thread; camera `c` goes to `c % len` so each camera's
     /// frames stay in capture order.
     pub decode: Vec<Sender<DecodeWork>>,
-    /// Buffers coming back from the decoders, per graph.
-    pub recycle: Receiver<(usize, Bindings)>,
+    /// Buffers coming back from the decoders.
+    pub recycle: Receiver<Returned>,
     pub switching: Switching,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
@@ -110,6 +113,72 @@ pub struct NpuStage {
     last_set_ns: u64,
     active: Option<usize>,
     closed: Vec<bool>,
+    admission: Admission,
+    routing: Routing,
+}
+
+/// Frames past the camera queues and not yet decoded, against a limit.
+#[derive(Debug)]
+struct Admission {
+    limit: usize,
+    held: usize,
+}
+
+impl Admission {
+    fn has_room_for(&self, frames: usize) -> bool {
+        self.held + frames <= self.limit
+    }
+
+    fn release(&mut self) {
+        self.held = self.held.saturating_sub(1);
+    }
+}
+
+/// Which decoder thread gets the next completion.
+#[derive(Debug)]
+struct Routing {
+    /// Per decoder thread: frames sent and not yet returned.
+    queued: Vec<usize>,
+    /// Per camera: the thread holding its frames, and how many.
+    camera: Vec<Option<(usize, usize)>>,
+}
+
+impl Routing {
+    fn new(workers: usize, cameras: usize) -> Self {
+        Self {
+            queued: vec![0; workers],
+            camera: vec![None; cameras],
+        }
+    }
+
+    /// The thread for camera `c`'s next frame (and counts it as sent).
+    fn pick(&mut self, c: usize) -> usize {
+        let w = match self.camera[c] {
+            Some((w, _)) => w,
+            None => (0..self.queued.len())
+                .min_by_key(|&w| self.queued[w])
+                .unwrap_or(0),
+        };
+        if let Some(q) = self.queued.get_mut(w) {
+            *q += 1;
+        }
+        let held = self.camera[c].map_or(0, |(_, n)| n);
+        self.camera[c] = Some((w, held + 1));
+        w
+    }
+
+    /// Thread `w` is done with (or never got) one frame of camera `c`.
+    fn done(&mut self, w: usize, c: usize) {
+        if let Some(q) = self.queued.get_mut(w) {
+            *q = q.saturating_sub(1);
+        }
+        if let Some(slot) = self.camera.get_mut(c) {
+            *slot = match *slot {
+                Some((w, n)) if n > 1 => Some((w, n - 1)),
+                _ => None,
+            };
+        }
+    }
 }
 
 impl NpuStage {
@@ -120,12 +189,14 @@ impl NpuStage {
         camera_graph: Vec<usize>,
         cameras: Vec<Receiver<Frame>>,
         decode: Vec<Sender<DecodeWork>>,
-        recycle: Receiver<(usize, Bindings)>,
+        recycle: Receiver<Returned>,
         switching: Switching,
         stats: Arc<LiveStats>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         let n = cameras.len();
+        let workers = decode.len();
+        let batches: usize = lanes.iter().map(|l| l.batch).sum();
         Self {
             lanes,
             preprocessors,
@@ -142,7 +213,18 @@ impl NpuStage {
             last_set_ns: 0,
             active: None,
             closed: vec![false; n],
+            admission: Admission {
+                limit: (batches + workers.max(1)).max(n),
+                held: 0,
+            },
+            routing: Routing::new(workers, n),
         }
+    }
+
+    /// Most frames past the camera queues and not yet decoded (at least one
+    /// per camera, so an instant always fits).
+    pub fn set_in_flight_limit(&mut self, limit: usize) {
+        self.admission.limit = limit.max(self.cameras.len()).max(1);
     }
 
     /// Runs until every camera queue is closed and empty and every frame has left
@@ -190,11 +272,18 @@ impl NpuStage {
     }
 
     fn take_recycled(&mut self) {
-        while let Ok((g, b)) = self.recycle.try_recv() {
-            if let Some(lane) = self.lanes.get_mut(g) {
-                lane.spare.push(b);
+        while let Ok(r) = self.recycle.try_recv() {
+            self.admission.release();
+            self.routing.done(r.worker, r.camera);
+            if let Some(lane) = self.lanes.get_mut(r.graph) {
+                lane.spare.push(r.bindings);
             }
         }
+    }
+
+    /// Room for `frames` more frames of graph `g`.
+    fn has_room(&self, g: usize, frames: usize) -> bool {
+        self.admission.has_room_for(frames) && self.lanes[g].has_room_for(frames)
     }
 
     /// Takes every frame waiting in a camera queue whose graph has room.
@@ -203,7 +292,7 @@ impl NpuStage {
             return self.take_sets(stall_ns);
         }
         for c in 0..self.cameras.len() {
-            while !self.closed[c] && self.lanes[self.camera_graph[c]].has_room() {
+            while !self.closed[c] && self.has_room(self.camera_graph[c], 1) {
                 match self.cameras[c].try_recv() {
                     Ok(frame) => self.accept(c, frame),
                     Err(TryRecvError::Empty) => break,
@@ -242,10 +331,11 @@ impl NpuStage {
                 }
                 return;
             }
-            let room = (0..self.lanes.len()).all(|g| {
-                let n = open.iter().filter(|&&c| self.camera_graph[c] == g).count();
-                self.lanes[g].has_room_for(n)
-            });
+            let room = self.admission.has_room_for(open.len())
+                && (0..self.lanes.len()).all(|g| {
+                    let n = open.iter().filter(|&&c| self.camera_graph[c] == g).count();
+                    self.lanes[g].has_room_for(n)
+                });
             if !room {
                 return;
             }
@@ -310,6 +400,7 @@ impl NpuStage {
         }
         lane.last_frame_ns = now;
         lane.pending.push((meta, bindings));
+        self.admission.held += 1;
         if let Some(r) = &self.record {
             // Blocks while the recorder is behind: recording is lossless.
             let _ = r.send(super::record::Item::Frame(frame));
@@ -335,27 +426,36 @@ impl NpuStage {
                     log::warn!("graph {}: job {} failed: {e}", lane.cm.name(), done.job);
                     self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
                     lane.spare.push(done.bindings);
+                    self.admission.release();
                     continue;
                 }
                 meta.stamps.leave(Stage::Npu, self.clock.now_ns());
                 if let Some(bypass) = &self.bypass {
                     lane.spare.push(done.bindings);
+                    self.admission.release();
                     let _ = bypass.send(super::work::ViewResult {
                         meta,
                         detection: None,
                     });
                     continue;
                 }
-                let worker = meta.camera % self.decode.len().max(1);
                 let camera = meta.camera;
+                let worker = self.routing.pick(camera);
                 let work = DecodeWork {
                     meta,
                     bindings: done.bindings,
                 };
-                // Blocks while the decoder is behind: that is the backpressure.
-                if let Err(failed) = self.decode[worker].send(work) {
+                // Never blocks: a decoder queue holds as many frames as may be
+                // in flight.
+                let sent = match self.decode.get(worker) {
+                    Some(tx) => tx.send(work).map_err(|failed| failed.0),
+                    None => Err(work),
+                };
+                if let Err(work) = sent {
                     self.stats.cameras[camera].drop_at(DropStage::Decode);
-                    lane.spare.push(failed.0.bindings);
+                    lane.spare.push(work.bindings);
+                    self.routing.done(worker, camera);
+                    self.admission.release();
                 }
             }
         }
@@ -462,6 +562,7 @@ impl NpuStage {
                     Err(e) => {
                         log::warn!("graph {}: submit failed: {e}", lane.cm.name());
                         self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+                        self.admission.release();
                     }
                 }
             }
@@ -483,7 +584,7 @@ impl NpuStage {
         for c in 0..self.cameras.len() {
             // Taking sets, a camera with a frame queued waits for the others.
             let waits = self.instant_sets.is_some() && !self.cameras[c].is_empty();
-            if !self.closed[c] && !waits && self.lanes[self.camera_graph[c]].has_room() {
+            if !self.closed[c] && !waits && self.has_room(self.camera_graph[c], 1) {
                 sel.recv(&self.cameras[c]);
                 any = true;
             }
@@ -494,11 +595,110 @@ impl NpuStage {
                 any = true;
             }
         }
+        if self.admission.held > 0 {
+            // A decoded frame frees a slot (and its buffers).
+            sel.recv(&self.recycle);
+            any = true;
+        }
         if !any {
             std::thread::sleep(timeout.min(Duration::from_micros(200)));
             return;
         }
         // Only wakes; the next round takes what is ready.
         let _ = sel.ready_timeout(timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Admission, Routing};
+
+    #[test]
+    fn a_camera_stays_with_its_thread_while_it_has_frames_there() {
+        let mut r = Routing::new(2, 3);
+        let first = r.pick(0);
+        // Camera 0 again: same thread, although the other one is idle.
+        assert_eq!(r.pick(0), first);
+        // Camera 1 has nothing queued: the least loaded thread.
+        let other = r.pick(1);
+        assert_ne!(other, first);
+        assert_eq!(r.queued, {
+            let mut q = vec![0, 0];
+            q[first] = 2;
+            q[other] = 1;
+            q
+        });
+        r.done(first, 0);
+        assert_eq!(r.pick(0), first, "one frame of camera 0 is still there");
+        r.done(first, 0);
+        r.done(first, 0);
+        // Camera 0 has left its thread: it may move to the idle one.
+        r.done(other, 1);
+        r.pick(2);
+        let next = r.pick(0);
+        assert_ne!(next, r.camera[2].unwrap().0, "{:?}", r.queued);
+    }
+
+    /// Feeds 4 cameras an instant every 4 time units to 2 decoder threads;
+    /// frames of cameras 1 and 3 cost 3 units, of 0 and 2 one unit, so the
+    /// load is exactly two threads' worth. Returns the largest backlog (units
+    /// of work queued on one thread) seen.
+    fn largest_backlog(mut pick: impl FnMut(&mut Routing, usize) -> usize) -> u32 {
+        let cost = [1u32, 3, 1, 3];
+        let mut r = Routing::new(2, 4);
+        // Per thread: (camera, units left) in FIFO order.
+        let mut queues: [std::collections::VecDeque<(usize, u32)>; 2] = Default::default();
+        let mut worst = 0;
+        for _instant in 0..200 {
+            for c in 0..4 {
+                let w = pick(&mut r, c);
+                queues[w].push_back((c, cost[c]));
+            }
+            for q in &queues {
+                worst = worst.max(q.iter().map(|&(_, u)| u).sum::<u32>());
+            }
+            // Four units of time pass.
+            for (w, q) in queues.iter_mut().enumerate() {
+                let mut time = 4;
+                while time > 0 {
+                    let Some(front) = q.front_mut() else { break };
+                    let step = front.1.min(time);
+                    front.1 -= step;
+                    time -= step;
+                    if front.1 == 0 {
+                        let (c, _) = q.pop_front().unwrap();
+                        r.done(w, c);
+                    }
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn routing_balances_where_cameras_fixed_to_threads_fall_behind() {
+        let balanced = largest_backlog(Routing::pick);
+        // Negative control: camera % threads, as a fixed split would route.
+        let fixed = largest_backlog(|r, c| {
+            let w = c % 2;
+            r.queued[w] += 1;
+            w
+        });
+        assert!(balanced <= 8, "balanced routing backlog grew to {balanced}");
+        assert!(fixed > 100, "the fixed split kept up ({fixed})");
+    }
+
+    #[test]
+    fn admission_stops_at_its_limit() {
+        let mut a = Admission { limit: 4, held: 0 };
+        assert!(a.has_room_for(4));
+        a.held = 3;
+        assert!(a.has_room_for(1));
+        assert!(!a.has_room_for(2));
+        a.release();
+        assert!(a.has_room_for(2));
+        a.held = 0;
+        a.release();
+        assert_eq!(a.held, 0);
     }
 }

@@ -142,7 +142,11 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         },
     };
     let depth = options.queue_depth.max(1);
-    let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) = (0..threads).map(|_| bounded(2)).unzip();
+    // Admission holds at most `in_flight` frames past the camera queues, so a
+    // decoder queue of that size never blocks the NPU stage.
+    let in_flight = rig.in_flight();
+    let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) =
+        (0..threads).map(|_| bounded(in_flight)).unzip();
     let (view_tx, view_rx) = bounded(16);
     let (recycle_tx, recycle_rx) = unbounded();
     let (record_tx, record_rx) = bounded::<super::record::Item>(64);
@@ -200,6 +204,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         Arc::clone(&clock),
     );
     npu.record = record_tx.clone();
+    npu.set_in_flight_limit(in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
     if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
@@ -213,8 +218,9 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         .spawn(move || npu.run())
         .map_err(|e| RunError::Thread(e.to_string()))?;
     let mut workers = Vec::new();
-    for (decoders, rx) in worker_decoders.into_iter().zip(decode_rxs) {
+    for (index, (decoders, rx)) in worker_decoders.into_iter().zip(decode_rxs).enumerate() {
         let worker = DecodeWorker {
+            index,
             decoders,
             graphs: decode_info.clone(),
             input: rx,

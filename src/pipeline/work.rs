@@ -49,3 +49,14 @@ impl Stamped for ViewResult {
         self.meta.stamps.capture_ns()
     }
 }
+
+/// A decoded frame's buffers on their way back to the NPU stage; their return
+/// also frees the frame's in-flight slot and its decoder's queue place.
+#[derive(Debug)]
+pub struct Returned {
+    pub graph: usize,
+    pub camera: usize,
+    /// Index of the decoder thread that decoded it.
+    pub worker: usize,
+    pub bindings: Bindings,
+}
