@@ -143,6 +143,12 @@ pub struct Verdict {
     /// CPU seconds per second each stage needs at the nominal rate.
     pub cores_needed: BTreeMap<String, f64>,
     pub bottleneck: Option<String>,
+    /// Share of the device the offered rate needs (1 = all of it): mean device
+    /// time per frame x frames per second. Modelled on the simulator.
+    pub device_share_needed: Option<f64>,
+    /// Capture to fitted body with no queueing at all: device time of one
+    /// instant's frames, decoding them on the decoder threads, and the fit.
+    pub latency_floor_ms: Option<f64>,
     pub text: String,
 }
 
@@ -352,10 +358,32 @@ impl Report {
         let total: f64 = need.values().sum();
         let drops: u64 = cameras.iter().map(|c| c.frames.dropped_total()).sum();
         let sustained = drops == 0 && captured > 0;
-        let bottleneck = need
+        // The device's side: mean device time per frame (busy time over frames
+        // done), from the simulator's timing model.
+        let device_ms = sim.as_ref().and_then(|s| {
+            let frames: u64 = s.models.values().map(|m| m.frames).sum();
+            (frames > 0).then(|| s.busy_ns as f64 / frames as f64 / 1e6)
+        });
+        let device_share = device_ms.map(|ms| ms * 1e-3 * offered);
+        let floor = latency_floor(
+            device_ms,
+            host.decode_ms_per_frame,
+            host.fit_ms_per_group,
+            rig.cameras.len(),
+            rig.decoder.threads,
+        );
+        let cpu_bound = need
             .iter()
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(k, _)| k.clone());
+        // The device limits first when it needs more of itself than the host
+        // needs of its cores.
+        let device_first = device_share.is_some_and(|d| d > 1.0 && d > total / cores as f64);
+        let bottleneck = if device_first {
+            Some("device".to_string())
+        } else {
+            cpu_bound.clone()
+        };
         let text = if sustained {
             format!(
                 "sustained: {offered:.0} frames/s offered, none dropped; the stages need {total:.2} of {cores} cores"
@@ -363,7 +391,8 @@ impl Report {
         } else {
             let b = bottleneck.clone().unwrap_or_default();
             let stage_need = need.get(&b).copied().unwrap_or(0.0);
-            let per_frame = match b.as_str() {
+            let cpu_stage = cpu_bound.clone().unwrap_or_default();
+            let per_frame = match cpu_stage.as_str() {
                 "decode" => host
                     .decode_ms_per_frame
                     .map(|v| format!("{v:.2} ms CPU per frame")),
@@ -379,17 +408,34 @@ impl Report {
             }
             .unwrap_or_default();
             let budget_ms = cores as f64 * 1e3 / offered.max(1e-9);
-            format!(
-                "not sustained: {drops} of {captured} frames dropped. Bottleneck: {b} needs {per_frame}; at {offered:.0} frames/s that is {stage_need:.2} cores, and all stages together need {total:.2} of the {cores} cores ({:.1}x the machine). The whole CPU budget is {budget_ms:.2} ms per frame; the machine sustains about {:.1} fps per camera.",
+            let heaviest = need.values().copied().fold(0.0, f64::max);
+            let cpu_text = format!(
+                "at {offered:.0} frames/s that is {:.2} cores, and all CPU stages together need {total:.2} of the {cores} cores ({:.1}x the machine). The whole CPU budget is {budget_ms:.2} ms per frame; the host sustains about {:.1} fps per camera.",
+                if device_first { heaviest } else { stage_need },
                 total / cores as f64,
                 offered / rig.cameras.len() as f64 * (cores as f64 / total.max(1e-9)).min(1.0)
-            )
+            );
+            match (device_first, device_share) {
+                (true, Some(d)) => format!(
+                    "not sustained: {drops} of {captured} frames dropped. Bottleneck: the device (modelled), which needs {d:.2}x its time at this rate. On the host the heaviest stage, {cpu_stage}, needs {per_frame}; {cpu_text}"
+                ),
+                (_, d) => format!(
+                    "not sustained: {drops} of {captured} frames dropped. Bottleneck: {b} needs {per_frame}; {cpu_text}{}",
+                    d.map(|d| format!(" The device (modelled) needs {d:.2}x its time at this rate.")).unwrap_or_default()
+                ),
+            }
+        };
+        let text = match &floor {
+            Some(fl) => format!("{text} {}", fl.text(group_rate)),
+            None => text,
         };
         let verdict = Verdict {
             sustained,
             frames_offered_per_s: offered,
             cores_needed: need,
             bottleneck: (!sustained).then_some(bottleneck).flatten(),
+            device_share_needed: device_share,
+            latency_floor_ms: floor.as_ref().map(LatencyFloor::total_ms),
             text,
         };
         let demo_keypoints = rig.body.keypoints == "ground_truth";
@@ -464,5 +510,84 @@ impl Report {
             verdict,
             recorded: f.recorded,
         }
+    }
+}
+
+/// What one capture instant costs with no queueing at all.
+#[derive(Debug, Clone, PartialEq)]
+struct LatencyFloor {
+    /// Device time of the instant's frames (modelled or measured), ms.
+    device_ms: Option<f64>,
+    /// Decoding the instant's views on the decoder threads, ms.
+    decode_ms: f64,
+    views_per_thread: usize,
+    decode_per_view_ms: f64,
+    fit_ms: f64,
+}
+
+impl LatencyFloor {
+    fn total_ms(&self) -> f64 {
+        self.device_ms.unwrap_or(0.0) + self.decode_ms + self.fit_ms
+    }
+
+    fn text(&self, group_rate: f64) -> String {
+        let period_ms = 1e3 / group_rate.max(1e-9);
+        let device = match self.device_ms {
+            Some(ms) => format!("{ms:.1} ms on the device (modelled), "),
+            None => String::new(),
+        };
+        format!(
+            "Latency floor: one capture instant needs {device}{:.1} ms of decoding ({} views per decoder thread x {:.1} ms) and {:.2} ms of fit, so capture to fitted body cannot be under {:.1} ms ({:.1} frame periods) here, before any queueing.",
+            self.decode_ms,
+            self.views_per_thread,
+            self.decode_per_view_ms,
+            self.fit_ms,
+            self.total_ms(),
+            self.total_ms() / period_ms
+        )
+    }
+}
+
+/// The floor from per-frame costs: every camera's frame of one instant goes
+/// through the device one after another, then the decoder threads share the
+/// views, then the fit runs once.
+fn latency_floor(
+    device_ms_per_frame: Option<f64>,
+    decode_ms_per_frame: Option<f64>,
+    fit_ms_per_group: Option<f64>,
+    cameras: usize,
+    threads: usize,
+) -> Option<LatencyFloor> {
+    let decode = decode_ms_per_frame?;
+    let views_per_thread = cameras.div_ceil(threads.max(1));
+    Some(LatencyFloor {
+        device_ms: device_ms_per_frame.map(|ms| ms * cameras as f64),
+        decode_ms: decode * views_per_thread as f64,
+        views_per_thread,
+        decode_per_view_ms: decode,
+        fit_ms: fit_ms_per_group.unwrap_or(0.0),
+    })
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::latency_floor;
+
+    #[test]
+    fn the_floor_adds_device_decode_on_the_threads_and_fit() {
+        // Demo-like: 4 cameras, 2 threads, 8.5 ms device per frame.
+        let f = latency_floor(Some(8.5), Some(24.0), Some(0.25), 4, 2).unwrap();
+        assert_eq!(f.views_per_thread, 2);
+        assert!((f.total_ms() - (34.0 + 48.0 + 0.25)).abs() < 1e-9);
+        // Three views on two threads: one thread decodes two.
+        let g = latency_floor(None, Some(10.0), None, 3, 2).unwrap();
+        assert!((g.total_ms() - 20.0).abs() < 1e-9);
+        assert!(
+            g.text(120.0).contains("2.4 frame periods"),
+            "{}",
+            g.text(120.0)
+        );
+        // No decoder (pipeline-only): no floor.
+        assert!(latency_floor(Some(1.0), None, None, 4, 2).is_none());
     }
 }
