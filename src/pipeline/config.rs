@@ -159,6 +159,12 @@ pub struct DecoderConfig {
     /// so the device's next batch is ready while the last one is decoded.
     #[serde(default)]
     pub in_flight: Option<usize>,
+    /// Niceness of the decoder threads (0-19; 0 leaves them as they are). A
+    /// decoder that saturates the cores must not starve the capture threads,
+    /// which have to dequeue driver buffers in time, or the NPU stage, which
+    /// keeps the device fed: those run at normal priority.
+    #[serde(default = "default_nice")]
+    pub nice: i32,
 }
 
 fn default_engine() -> String {
@@ -167,6 +173,9 @@ fn default_engine() -> String {
 fn default_threads() -> usize {
     1
 }
+fn default_nice() -> i32 {
+    5
+}
 
 impl Default for DecoderConfig {
     fn default() -> Self {
@@ -174,6 +183,7 @@ impl Default for DecoderConfig {
             engine: default_engine(),
             threads: default_threads(),
             in_flight: None,
+            nice: default_nice(),
         }
     }
 }
@@ -333,6 +343,12 @@ impl RigConfig {
             .map_err(|p| bad("body.keypoints".into(), p))?;
         if self.decoder.threads == 0 {
             return Err(bad("decoder.threads".into(), "must be at least 1".into()));
+        }
+        if !(0..=19).contains(&self.decoder.nice) {
+            return Err(bad(
+                "decoder.nice".into(),
+                format!("{} is not a niceness from 0 to 19", self.decoder.nice),
+            ));
         }
         if let Some(n) = self.decoder.in_flight {
             // Cameras of one rate are admitted an instant at a time, and a
@@ -518,6 +534,7 @@ impl RigConfig {
                 engine: default_engine(),
                 threads: 2,
                 in_flight: None,
+                nice: default_nice(),
             },
             body: BodyConfig {
                 keypoints: "ground_truth".into(),

@@ -44,6 +44,8 @@ pub struct DecodeWorker {
     pub recycle: Sender<Returned>,
     /// This thread's index in the pool.
     pub index: usize,
+    /// Niceness to run at (0: unchanged).
+    pub nice: i32,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
 }
@@ -81,6 +83,9 @@ fn decode_one(
 impl DecodeWorker {
     /// Decodes until the input queue closes.
     pub fn run(mut self) {
+        if self.nice > 0 {
+            lower_priority(self.nice);
+        }
         let mut maps: Vec<FeatureMaps> = self.decoders.iter().map(|d| d.new_maps()).collect();
         let start_cpu = thread_cpu_ns();
         let mut in_decoder = 0u64;
@@ -139,5 +144,46 @@ impl DecodeWorker {
             .cpu
             .decode_overhead
             .fetch_add(total.saturating_sub(in_decoder), Ordering::Relaxed);
+    }
+}
+
+/// Lowers the calling thread's scheduling priority to `nice` (Linux threads
+/// have their own niceness); a failure only logs, the decoder runs either way.
+fn lower_priority(nice: i32) {
+    // SAFETY: gettid has no preconditions and returns the calling thread's id.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority only reads its integer arguments; PRIO_PROCESS with
+    // a thread id changes that one thread.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if rc != 0 {
+        log::warn!(
+            "decoder thread: could not set niceness {nice}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lower_priority;
+
+    fn own_nice() -> i32 {
+        // SAFETY: as in lower_priority.
+        let tid = unsafe { libc::gettid() };
+        // SAFETY: getpriority only reads its integer arguments.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
+    }
+
+    #[test]
+    fn a_decoder_thread_lowers_only_its_own_priority() {
+        let before = own_nice();
+        let inside = std::thread::spawn(move || {
+            lower_priority(before + 3);
+            own_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inside, (before + 3).min(19));
+        assert_eq!(own_nice(), before, "the spawning thread kept its niceness");
     }
 }

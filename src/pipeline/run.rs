@@ -221,6 +221,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     for (index, (decoders, rx)) in worker_decoders.into_iter().zip(decode_rxs).enumerate() {
         let worker = DecodeWorker {
             index,
+            nice: rig.decoder.nice,
             decoders,
             graphs: decode_info.clone(),
             input: rx,
