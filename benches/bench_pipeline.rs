@@ -111,7 +111,9 @@ fn demo() -> Option<f64> {
     let v = &report.verdict;
     let cpu: f64 = v.cores_needed.values().sum();
     let host_fps = 120.0 * (report.host.cores as f64 / cpu.max(1e-9)).min(1.0);
-    let device_fps = v.device_share_needed.map_or(f64::INFINITY, |d| 120.0 / d.max(1.0));
+    let device_fps = v
+        .device_share_needed
+        .map_or(f64::INFINITY, |d| 120.0 / d.max(1.0));
     Some(host_fps.min(device_fps))
 }
 
@@ -133,7 +135,11 @@ fn sustainable(fps: f64) {
     )
     .expect("demo rig");
     let period_ms = 1e3 / fps;
-    let dropped: u64 = report.cameras.iter().map(|c| c.frames.dropped_total()).sum();
+    let dropped: u64 = report
+        .cameras
+        .iter()
+        .map(|c| c.frames.dropped_total())
+        .sum();
     let captured: u64 = report.cameras.iter().map(|c| c.frames.captured).sum();
     match report.end_to_end() {
         Some(e) => println!(

@@ -710,6 +710,30 @@ format = "mjpeg"
     }
 
     #[test]
+    fn in_flight_defaults_to_a_batch_per_graph_plus_a_frame_per_thread() {
+        let rig = RigConfig::demo(Path::new("fixtures"));
+        // Batches 3 (body) + 1 (face), two decoder threads.
+        assert_eq!(rig.in_flight(), 6);
+        let rig = parse(RIG).unwrap();
+        // Two cameras, batches 1 + 1, one thread: 3.
+        assert_eq!(rig.in_flight(), 3);
+        let text = format!("[decoder]\nin_flight = 5\n{RIG}");
+        assert_eq!(parse(&text).unwrap().in_flight(), 5);
+        // Fewer slots than one instant's frames would never admit anything.
+        let err = parse(&text.replace("in_flight = 5", "in_flight = 1"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("decoder.in_flight") && err.contains("at least 2"),
+            "{err}"
+        );
+        let err = parse(&text.replace("in_flight = 5", "nice = 25"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("decoder.nice"), "{err}");
+    }
+
+    #[test]
     fn demo_rig_is_valid_and_has_the_issue_s_shape() {
         let rig = RigConfig::demo(Path::new("fixtures"));
         rig.validate(Path::new("demo")).unwrap();
