@@ -24,6 +24,28 @@ use super::RawOutput;
 /// Fields per keypoint in the export.
 pub const FIELDS: usize = 8;
 
+/// The keypoint head's 17 points, in the order of the COCO keypoint annotation
+/// that RF-DETR's keypoint models are trained on.
+pub const COCO17: [&str; 17] = [
+    "nose",
+    "left_eye",
+    "right_eye",
+    "left_ear",
+    "right_ear",
+    "left_shoulder",
+    "right_shoulder",
+    "left_elbow",
+    "right_elbow",
+    "left_wrist",
+    "right_wrist",
+    "left_hip",
+    "right_hip",
+    "left_knee",
+    "right_knee",
+    "left_ankle",
+    "right_ankle",
+];
+
 /// Maps a model-input pixel (x, y) to a camera pixel: the inverse of the preprocessing
 /// (crop, resize, letterbox) that made the model input from the camera frame.
 pub trait KeypointMapping {

@@ -181,7 +181,8 @@ impl FitStage {
             }
             KeypointSource::Decoder => {
                 if let Some(d) = &view.detection {
-                    // The decoder's 17 COCO keypoints are the first 17 of the body's.
+                    // The decoder's 17 COCO keypoints are the first 17 of the body's
+                    // (checked by name when the rig is built).
                     for (o, k) in obs.iter_mut().zip(&d.keypoints) {
                         *o = Some(Observation {
                             pixel: Point2::new(f64::from(k.x), f64::from(k.y)),
