@@ -24,13 +24,14 @@ fn libjpeg_turbo() {
         build.include(dir);
     }
     if let Err(e) = build.try_compile("hailo_edge_jpeg_shim") {
-        panic!(
+        eprintln!(
             "feature `libjpeg-turbo`: cannot compile {SHIM} against libjpeg-turbo's jpeglib.h \
              ({e}).\nInstall the development package (Debian: libjpeg62-turbo-dev, \
              Ubuntu: libjpeg-turbo8-dev, Fedora: libjpeg-turbo-devel) or set \
              LIBJPEG_TURBO_INCLUDE_DIR to the directory holding jpeglib.h (and \
              LIBJPEG_TURBO_LIB_DIR to the one holding libjpeg.so); or build without the feature."
         );
+        std::process::exit(1);
     }
     if let Some(dir) = std::env::var_os("LIBJPEG_TURBO_LIB_DIR") {
         println!(

@@ -96,6 +96,8 @@ def main():
     }
     rust = json.load(open(a.rust)) if a.rust else {}
     print(f"OpenCV {cv2.__version__}, 1 thread; ms; ratio = hailo-edge / OpenCV (goal <= 0.5)")
+    if "mjpeg_decoder" in rust:
+        print(f"  hailo-edge MJPEG decoder: {rust['mjpeg_decoder']}")
     print("  fast:        hailo-edge fused 2x2 bilinear  vs  OpenCV cvtColor + resize INTER_LINEAR")
     print("  antialiased: hailo-edge SIMD bilinear convolution  vs  OpenCV cvtColor + resize INTER_AREA")
     print("  min = best of >= 50 runs (robust to other load on the machine), med = median")
@@ -124,6 +126,18 @@ def main():
             )
     if rust:
         print(f"worst ratio (min): {worst:.2f}")
+    stages = {k: v for k, v in rust.items() if k.startswith("stage_")}
+    if stages:
+        t = cv2.imdecode(jpg, cv2.IMREAD_COLOR)
+        cv_med, cv_min = timeit(lambda: cv2.imdecode(jpg, cv2.IMREAD_COLOR))
+        print(f"MJPEG stages (ms, min / median): OpenCV imdecode {t.shape[1]}x{t.shape[0]} "
+              f"{cv_min:.3f} / {cv_med:.3f}")
+        rd_med, rd_min = timeit(lambda: cv2.imdecode(jpg, cv2.IMREAD_REDUCED_COLOR_2))
+        print(f"  OpenCV imdecode IMREAD_REDUCED_COLOR_2 (libjpeg DCT scaling, not the compared "
+              f"pipeline): {rd_min:.3f} / {rd_med:.3f}")
+        for k, v in stages.items():
+            w, h = v["decoded"]
+            print(f"  hailo-edge {k[len('stage_'):]} ({w}x{h}): {v['min_ms']:.3f} / {v['median_ms']:.3f}")
     return 0
 
 

@@ -21,7 +21,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use serde::{Deserialize, Serialize};
 
 pub use convert::{rgb_to_yuv, yuv_to_rgb, yuv_to_rgb_reference};
-pub use jpeg::decoder_name as mjpeg_decoder;
+pub use jpeg::{decoder_name as mjpeg_decoder, Decoded, MjpegDecoder};
 pub use quantize::Normalize;
 pub use spec::{InputLayout, InputSpec};
 pub use transform::{Fit, Layout, ScaledWindow, Transform};
