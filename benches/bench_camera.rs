@@ -38,10 +38,11 @@ fn main() {
             _ => {} // cargo bench passes --bench
         }
     }
-    let (yuyv, jpeg) = match &input {
+    let (yuyv, jpeg, jpeg_q80) = match &input {
         Some(dir) => (
             std::fs::read(dir.join("frame.yuyv")).expect("frame.yuyv"),
             std::fs::read(dir.join("frame.jpg")).expect("frame.jpg"),
+            std::fs::read(dir.join("frame_q80.jpg")).expect("frame_q80.jpg"),
         ),
         None => generated(),
     };
@@ -51,6 +52,12 @@ fn main() {
             ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, &yuyv, 288),
             ("yuyv_1280x720_to_432_crop", PixelFormat::Yuyv, &yuyv, 432),
             ("mjpeg_1280x720_to_288_crop", PixelFormat::Mjpeg, &jpeg, 288),
+            (
+                "mjpeg_q80_1280x720_to_288_crop",
+                PixelFormat::Mjpeg,
+                &jpeg_q80,
+                288,
+            ),
         ] {
             cases.push((
                 format!("{name}{suffix}"),
@@ -184,8 +191,9 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
     (samples[samples.len() / 2], samples[0])
 }
 
-/// A deterministic test picture: gradients, stripes and noise, as YUYV and as JPEG.
-fn generated() -> (Vec<u8>, Vec<u8>) {
+/// A deterministic test picture: gradients, stripes and noise, as YUYV, as
+/// JPEG (quality 90) and as a lighter JPEG (quality 80, 4:2:2).
+fn generated() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut rgb = vec![0u8; (W * H * 3) as usize];
     let mut seed = 12345u32;
     for y in 0..H {
@@ -217,5 +225,11 @@ fn generated() -> (Vec<u8>, Vec<u8>) {
     jpeg_encoder::Encoder::new(&mut jpeg, 90)
         .encode(&rgb, W as u16, H as u16, jpeg_encoder::ColorType::Rgb)
         .expect("encode");
-    (yuyv, jpeg)
+    let mut jpeg_q80 = Vec::new();
+    let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg_q80, 80);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_1);
+    encoder
+        .encode(&rgb, W as u16, H as u16, jpeg_encoder::ColorType::Rgb)
+        .expect("encode");
+    (yuyv, jpeg, jpeg_q80)
 }
