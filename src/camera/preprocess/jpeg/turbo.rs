@@ -29,6 +29,9 @@ struct RawResult {
     message: [c_char; 200],
 }
 
+// The C side asserts the same size.
+const _: () = assert!(std::mem::size_of::<RawResult>() == 7 * 4 + 200);
+
 extern "C" {
     fn hx_jpeg_turbo_version() -> u32;
     #[allow(clippy::too_many_arguments)]

@@ -29,6 +29,9 @@ struct hx_jpeg_result {
     char message[HX_MSG_LEN];
 };
 
+/* turbo.rs mirrors this layout. */
+_Static_assert(sizeof(struct hx_jpeg_result) == 7 * 4 + HX_MSG_LEN, "hx_jpeg_result layout");
+
 struct hx_error {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
