@@ -217,6 +217,60 @@ mod turbo_tests {
     }
 
     #[test]
+    fn progressive_frames_decode_through_a_window_too() {
+        let rgb = smooth_rgb(W, H);
+        let mut data = Vec::new();
+        let mut enc = Encoder::new(&mut data, 90);
+        enc.set_progressive(true);
+        enc.encode(&rgb, W as u16, H as u16, ColorType::Rgb)
+            .unwrap();
+        let (reference, (sw, _)) = full(&data, 2);
+        let rect = [40, 30, 60, 50];
+        let mut buf = Vec::new();
+        let win = decode_window(&data, (W, H), 2, rect, &mut buf).unwrap();
+        for y in 0..rect[3] {
+            for x in rect[0] + 1..rect[0] + rect[2] - 1 {
+                let a = ((y * win.size.0 + x - win.origin[0]) * 3) as usize;
+                let b = (((y + rect[1]) * sw + x) * 3) as usize;
+                assert_eq!(buf[a..a + 3], reference[b..b + 3], "({x}, {y})");
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_frames_are_errors_or_pictures_never_crashes() {
+        let (w, h) = (64, 48);
+        let data = encode(&smooth_rgb(w, h), w, h, SamplingFactor::F_2_2);
+        let mut seed = 0x2545_f491_u32;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as usize % n
+        };
+        let (mut errors, mut decoded) = (0, 0);
+        let mut buf = Vec::new();
+        for _ in 0..300 {
+            let mut bad = data.clone();
+            for _ in 0..1 + next(4) {
+                let i = next(bad.len());
+                bad[i] ^= 1 << next(8);
+            }
+            bad.truncate(bad.len() - next(bad.len() / 4 + 1));
+            match decode_window(&bad, (w, h), 1 << next(4), [0, 0, 8, 6], &mut buf) {
+                Ok(_) => decoded += 1,
+                Err(e) => {
+                    assert!(!e.is_empty());
+                    errors += 1;
+                }
+            }
+        }
+        // Both outcomes happen: the check can say yes and no.
+        assert!(
+            errors > 50 && decoded > 0,
+            "{errors} errors, {decoded} decoded"
+        );
+    }
+
+    #[test]
     fn frames_without_huffman_tables_decode_with_the_standard_ones() {
         let data = encode(&smooth_rgb(W, H), W, H, SamplingFactor::F_2_1);
         let stripped = strip_dht(&data);
