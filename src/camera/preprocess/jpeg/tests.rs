@@ -134,17 +134,16 @@ mod turbo_tests {
             let mut zune = Vec::new();
             super::super::zune::decode_rgb(crate::camera::CameraId(0), &data, W, H, &mut zune)
                 .unwrap();
-            let (max, mean) = diff(&turbo, &zune);
             // Both are JPEG decoders of the same bytes: IDCT and chroma
-            // upsampling rounding differ by a few levels at most.
-            assert!(
-                max <= 4 && mean < 0.5,
-                "{sampling:?}: max {max}, mean {mean:.3}"
-            );
-            // Negative control: the same check rejects a picture 6 levels brighter.
-            let brighter: Vec<u8> = zune.iter().map(|v| v.saturating_add(6)).collect();
-            let (max, mean) = diff(&turbo, &brighter);
-            assert!(!(max <= 4 && mean < 0.5));
+            // upsampling rounding differ by a few levels at most (measured
+            // with libjpeg-turbo 2.1.5: max 2 / 3 / 4, mean 0.005 / 0.03 / 0.1
+            // for 4:4:4 / 4:2:2 / 4:2:0).
+            let close = |(max, mean): (u8, f64)| max <= 6 && mean < 0.25;
+            let d = diff(&turbo, &zune);
+            assert!(close(d), "{sampling:?}: (max, mean) {d:?}");
+            // Negative control: the same check rejects a picture 3 levels brighter.
+            let brighter: Vec<u8> = zune.iter().map(|v| v.saturating_add(3)).collect();
+            assert!(!close(diff(&turbo, &brighter)));
         }
     }
 
