@@ -2,6 +2,10 @@
 //! 432x432x3, and 1280x720 MJPEG -> 288x288x3 (centre crop, antialiased
 //! bilinear), the cases `tools/bench_preprocess.sh` compares with OpenCV.
 //!
+//! MJPEG goes through zune-jpeg, or with `--features libjpeg-turbo` through
+//! the system libjpeg-turbo at reduced scale; the output names the decoder
+//! and times the MJPEG stages (decode alone, full-size decode) too.
+//!
 //! `cargo bench --bench bench_camera` generates its own input. The script
 //! passes `--input DIR` (frame.yuyv and frame.jpg written by the OpenCV side,
 //! so both time the same bytes) and `--json FILE` for the comparison table.
@@ -10,7 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hailo_edge::camera::preprocess::{
-    Filter, Fit, InputLayout, InputSpec, PreprocessConfig, Preprocessor,
+    mjpeg_decoder, Filter, Fit, InputLayout, InputSpec, Layout, MjpegDecoder, PreprocessConfig,
+    Preprocessor,
 };
 use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
 
@@ -33,10 +38,11 @@ fn main() {
             _ => {} // cargo bench passes --bench
         }
     }
-    let (yuyv, jpeg) = match &input {
+    let (yuyv, jpeg, jpeg_q80) = match &input {
         Some(dir) => (
             std::fs::read(dir.join("frame.yuyv")).expect("frame.yuyv"),
             std::fs::read(dir.join("frame.jpg")).expect("frame.jpg"),
+            std::fs::read(dir.join("frame_q80.jpg")).expect("frame_q80.jpg"),
         ),
         None => generated(),
     };
@@ -46,6 +52,12 @@ fn main() {
             ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, &yuyv, 288),
             ("yuyv_1280x720_to_432_crop", PixelFormat::Yuyv, &yuyv, 432),
             ("mjpeg_1280x720_to_288_crop", PixelFormat::Mjpeg, &jpeg, 288),
+            (
+                "mjpeg_q80_1280x720_to_288_crop",
+                PixelFormat::Mjpeg,
+                &jpeg_q80,
+                288,
+            ),
         ] {
             cases.push((
                 format!("{name}{suffix}"),
@@ -77,6 +89,8 @@ fn main() {
         InputLayout::Nv12,
     ));
     let mut results = serde_json::Map::new();
+    println!("MJPEG decoder: {}", mjpeg_decoder());
+    results.insert("mjpeg_decoder".into(), mjpeg_decoder().into());
     println!(
         "{:<40} {:>10} {:>10}",
         "case (hailo-edge, 1 thread)", "median ms", "min ms"
@@ -122,9 +136,38 @@ fn main() {
             serde_json::json!({"median_ms": ms(median), "min_ms": ms(min)}),
         );
     }
+    if "mjpeg".contains(&only) || only.contains("mjpeg") {
+        mjpeg_stages(&jpeg, &mut results);
+    }
     if let Some(path) = json {
         std::fs::write(path, serde_json::to_string_pretty(&results).expect("json"))
             .expect("write json");
+    }
+}
+
+/// The MJPEG decode on its own: the part the 288 centre crop needs, and the
+/// whole frame at full size (what resampling adds is the case's time minus
+/// the first).
+fn mjpeg_stages(jpeg: &[u8], results: &mut serde_json::Map<String, serde_json::Value>) {
+    let mut decoder = MjpegDecoder::default();
+    for (name, side_w, side_h) in [
+        ("stage_mjpeg_decode_for_288_crop", 288, 288),
+        ("stage_mjpeg_decode_full_size", W, H),
+    ] {
+        let plan = Layout::plan(W, H, side_w, side_h, Fit::Crop, 1);
+        let mut size = (0, 0);
+        let (median, min) = time(|| {
+            size = decoder
+                .decode(CameraId(0), jpeg, (W, H), &plan)
+                .expect("decode")
+                .size;
+        });
+        let label = format!("{name} ({}x{})", size.0, size.1);
+        println!("{label:<40} {:>10.3} {:>10.3}", ms(median), ms(min));
+        results.insert(
+            name.into(),
+            serde_json::json!({"median_ms": ms(median), "min_ms": ms(min), "decoded": [size.0, size.1]}),
+        );
     }
 }
 
@@ -148,8 +191,9 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
     (samples[samples.len() / 2], samples[0])
 }
 
-/// A deterministic test picture: gradients, stripes and noise, as YUYV and as JPEG.
-fn generated() -> (Vec<u8>, Vec<u8>) {
+/// A deterministic test picture: gradients, stripes and noise, as YUYV, as
+/// JPEG (quality 90) and as a lighter JPEG (quality 80, 4:2:2).
+fn generated() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut rgb = vec![0u8; (W * H * 3) as usize];
     let mut seed = 12345u32;
     for y in 0..H {
@@ -181,5 +225,11 @@ fn generated() -> (Vec<u8>, Vec<u8>) {
     jpeg_encoder::Encoder::new(&mut jpeg, 90)
         .encode(&rgb, W as u16, H as u16, jpeg_encoder::ColorType::Rgb)
         .expect("encode");
-    (yuyv, jpeg)
+    let mut jpeg_q80 = Vec::new();
+    let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg_q80, 80);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::F_2_1);
+    encoder
+        .encode(&rgb, W as u16, H as u16, jpeg_encoder::ColorType::Rgb)
+        .expect("encode");
+    (yuyv, jpeg, jpeg_q80)
 }

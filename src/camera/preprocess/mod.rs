@@ -21,9 +21,10 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use serde::{Deserialize, Serialize};
 
 pub use convert::{rgb_to_yuv, yuv_to_rgb, yuv_to_rgb_reference};
+pub use jpeg::{decoder_name as mjpeg_decoder, Decoded, MjpegDecoder};
 pub use quantize::Normalize;
 pub use spec::{InputLayout, InputSpec};
-pub use transform::{Fit, Layout, Transform};
+pub use transform::{Fit, Layout, ScaledWindow, Transform};
 
 use super::frame::{CameraId, Frame, FrameError, PixelFormat};
 use super::pool::{BufferPool, PooledBuffer};
@@ -124,7 +125,7 @@ pub struct Preprocessor {
     resizer: Resizer,
     luma: Vec<u8>,
     chroma: Vec<u8>,
-    rgb: Vec<u8>,
+    mjpeg: jpeg::MjpegDecoder,
     small: Vec<u8>,
     sampler: sample::Sampler,
     pool: BufferPool,
@@ -156,7 +157,7 @@ impl Preprocessor {
             resizer: Resizer::new(),
             luma: Vec::new(),
             chroma: Vec::new(),
-            rgb: Vec::new(),
+            mjpeg: jpeg::MjpegDecoder::default(),
             small: Vec::new(),
             sampler: sample::Sampler::default(),
             pool: BufferPool::new(8),
@@ -271,18 +272,19 @@ impl Preprocessor {
                 );
             }
             (PixelFormat::Mjpeg, InputLayout::Rgb) if fused => {
-                jpeg::decode_rgb(frame.camera, data, w, h, &mut self.rgb)?;
+                let decoded = self.mjpeg.decode(frame.camera, data, (w, h), &plan)?;
                 self.fill_rgb_border(out, &plan);
                 self.sampler.packed_to_rgb(
-                    &self.rgb,
-                    (w, h),
+                    self.mjpeg.pixels(),
+                    decoded.size,
                     3,
-                    plan.src,
+                    decoded.src,
                     out,
                     tw_us,
                     plan.dst,
                     &self.lut,
                 );
+                return Ok(decoded.transform);
             }
             (PixelFormat::Yuyv, InputLayout::Rgb) => {
                 resize(
@@ -342,17 +344,19 @@ impl Preprocessor {
                 self.write_grey(out, &plan);
             }
             (PixelFormat::Mjpeg, InputLayout::Rgb) => {
-                jpeg::decode_rgb(frame.camera, data, w, h, &mut self.rgb)?;
+                let decoded = self.mjpeg.decode(frame.camera, data, (w, h), &plan)?;
+                let (sw, sh) = decoded.size;
                 resize(
                     &mut self.resizer,
                     alg,
-                    &self.rgb,
-                    (w, h, PixelType::U8x3),
-                    plan.src,
+                    self.mjpeg.pixels(),
+                    (sw, sh, PixelType::U8x3),
+                    decoded.src,
                     &mut self.small,
                     (dw, dh),
                 )?;
                 self.write_rgb_copy(out, &plan);
+                return Ok(decoded.transform);
             }
             (PixelFormat::Rgb24, InputLayout::Rgb) => {
                 resize(

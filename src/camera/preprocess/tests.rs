@@ -108,7 +108,11 @@ fn keypoints_map_back_to_camera_pixels_within_half_a_pixel() {
         round_trip(PixelFormat::Nv12, fit, 288);
     }
     round_trip(PixelFormat::Grey, Fit::Crop, 288);
+    // With libjpeg-turbo these decode at 1/2 (crop 288), 1/4 (letterbox 288)
+    // and full size (crop 432), each through a column window.
     round_trip(PixelFormat::Mjpeg, Fit::Crop, 288);
+    round_trip(PixelFormat::Mjpeg, Fit::Letterbox { pad: [0, 0, 0] }, 288);
+    round_trip(PixelFormat::Mjpeg, Fit::Crop, 432);
     round_trip(PixelFormat::Nv12, Fit::Letterbox { pad: [0, 0, 0] }, 432);
 }
 
@@ -366,4 +370,109 @@ fn input_spec_from_hef_stream() {
         err.contains("net/input_layer1") && err.contains("UINT16"),
         "{err}"
     );
+}
+
+/// The tensor of an MJPEG frame next to the reference: a full-size zune-jpeg
+/// decode, then the same crop and fused resample.
+fn mjpeg_and_reference(fit: Fit, jpeg: &[u8], crop_shift: f64) -> (Tensor, Vec<u8>) {
+    let (w, h, side) = (1280, 720, 288);
+    let config = PreprocessConfig {
+        fit,
+        ..Default::default()
+    };
+    let mut pre = Preprocessor::new(InputSpec::rgb(side, side), config).unwrap();
+    let t = pre
+        .run(&frame(PixelFormat::Mjpeg, w, h, jpeg.to_vec()))
+        .unwrap();
+    let mut plan = Layout::plan(w, h, side, side, fit, 1);
+    plan.src[0] += crop_shift;
+    let mut full = jpeg::MjpegDecoder::default();
+    let d = full.decode_full(CameraId(1), jpeg, (w, h), &plan).unwrap();
+    let mut reference = vec![0u8; (side * side * 3) as usize];
+    sample::Sampler::default().packed_to_rgb(
+        full.pixels(),
+        d.size,
+        3,
+        d.src,
+        &mut reference,
+        side as usize,
+        plan.dst,
+        &None,
+    );
+    (t, reference)
+}
+
+fn mjpeg_test_frame() -> Vec<u8> {
+    let (w, h) = (1280, 720);
+    let mut rgb = jpeg::tests::smooth_rgb(w, h);
+    let luma = spot(w, h, [600.0, 300.0], 6.0);
+    for (px, &l) in rgb.chunks_exact_mut(3).zip(&luma) {
+        px[1] = px[1].saturating_add(l - 16);
+    }
+    jpeg::tests::encode(&rgb, w, h, jpeg_encoder::SamplingFactor::F_2_1)
+}
+
+/// Largest and mean absolute difference over the tensor's content rows `rows`.
+fn tensor_diff(a: &[u8], b: &[u8], rows: std::ops::Range<usize>) -> (u8, f64) {
+    let row = 288 * 3;
+    let (a, b) = (
+        &a[rows.start * row..rows.end * row],
+        &b[rows.start * row..rows.end * row],
+    );
+    let max = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| x.abs_diff(*y))
+        .max()
+        .unwrap_or(0);
+    let sum: u64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| u64::from(x.abs_diff(*y)))
+        .sum();
+    (max, sum as f64 / a.len() as f64)
+}
+
+#[test]
+fn mjpeg_tensors_match_a_full_decode_with_the_same_crop_and_resize() {
+    let jpeg = mjpeg_test_frame();
+    // The default build is the reference path itself. libjpeg-turbo's
+    // reduced IDCT low-passes before the resampler (1/2 for the crop, 1/4
+    // for the letterbox) where the reference point-samples the full image:
+    // they differ most on the sharp spot, more so at the 4.4x letterbox
+    // shrink, and by a fraction of a level on average.
+    let turbo = cfg!(feature = "libjpeg-turbo");
+    for (fit, rows, (max_tol, mean_tol)) in [
+        (Fit::Crop, 0..288, if turbo { (12, 0.3) } else { (0, 0.0) }),
+        (
+            Fit::Letterbox { pad: [0, 0, 0] },
+            63..225,
+            if turbo { (32, 0.5) } else { (0, 0.0) },
+        ),
+    ] {
+        let within = |(max, mean): (u8, f64)| max <= max_tol && mean <= mean_tol;
+        let (t, reference) = mjpeg_and_reference(fit, &jpeg, 0.0);
+        let d = tensor_diff(&t.data, &reference, rows.clone());
+        assert!(within(d), "{} {fit:?}: (max, mean) {d:?}", mjpeg_decoder());
+        // Negative control: a reference cropped 4 camera pixels to the right is told apart.
+        let (t, shifted) = mjpeg_and_reference(fit, &jpeg, 4.0);
+        let d = tensor_diff(&t.data, &shifted, rows);
+        assert!(!within(d), "{fit:?} shifted: (max, mean) {d:?}");
+    }
+}
+
+#[test]
+fn mjpeg_without_huffman_tables_uses_the_standard_ones() {
+    // Many UVC cameras leave the DHT segment out of MJPEG frames.
+    let jpeg = mjpeg_test_frame();
+    let stripped = jpeg::tests::strip_dht(&jpeg);
+    assert!(stripped.len() < jpeg.len());
+    let mut pre = Preprocessor::new(InputSpec::rgb(288, 288), PreprocessConfig::default()).unwrap();
+    let with = pre
+        .run(&frame(PixelFormat::Mjpeg, 1280, 720, jpeg))
+        .unwrap();
+    let without = pre
+        .run(&frame(PixelFormat::Mjpeg, 1280, 720, stripped))
+        .unwrap();
+    assert_eq!(&with.data[..], &without.data[..]);
 }

@@ -1,5 +1,5 @@
-//! MJPEG frames to RGB, with `zune-jpeg` (which also fills in the default
-//! Huffman tables that UVC cameras leave out of MJPEG frames).
+//! MJPEG frames to full-size RGB with `zune-jpeg` (pure Rust; it also fills
+//! in the default Huffman tables that UVC cameras leave out of MJPEG frames).
 
 use zune_jpeg::zune_core::colorspace::ColorSpace;
 use zune_jpeg::zune_core::options::DecoderOptions;
@@ -7,7 +7,7 @@ use zune_jpeg::JpegDecoder;
 
 use crate::camera::frame::CameraId;
 
-use super::PreprocessError;
+use super::super::PreprocessError;
 
 /// Decodes `data` into `rgb` (resized to fit), checking the size the camera claimed.
 ///
