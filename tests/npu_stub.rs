@@ -297,6 +297,10 @@ fn the_whole_stub_refuses_at_the_first_call() {
         other => panic!("expected NotImplemented, got {other:?}"),
     }
     assert_eq!(err.status(), Some(Status::NotImplemented));
+    assert_eq!(
+        Status::NotImplemented.code(),
+        hailort_sys::HES_NOT_IMPLEMENTED
+    );
     assert!(
         err.to_string().contains("HAILO_NOT_IMPLEMENTED (7)"),
         "{err}"
