@@ -12,6 +12,7 @@
 mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::{compute_only, fixture, tiny_hef};
@@ -257,8 +258,31 @@ fn the_walk_succeeds_on_the_simulator() {
     walk(Api::sim()).expect("the simulator answers every entry");
 }
 
+/// Keeps every log message, so the test can see what `Drop` reported.
+struct Recorder(Mutex<Vec<String>>);
+
+impl log::Log for Recorder {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
+
+fn logged(needle: &str) -> bool {
+    let lines = RECORDER.0.lock().unwrap_or_else(|e| e.into_inner());
+    lines.iter().any(|l| l.contains(needle))
+}
+
 #[test]
 fn each_stubbed_entry_is_reported_by_name_and_nothing_panics() {
+    log::set_logger(&RECORDER).expect("the only logger of this test binary");
+    log::set_max_level(log::LevelFilter::Warn);
     let mut reported = Vec::new();
     for &(entry, surfaced) in ENTRIES {
         let outcome = catch_unwind(AssertUnwindSafe(|| walk(sim_with_stub(entry))));
@@ -270,6 +294,13 @@ fn each_stubbed_entry_is_reported_by_name_and_nothing_panics() {
             }
             (Surfaced::Error, other) => {
                 panic!("stubbing {entry}: expected NotImplemented, got {other:?}")
+            }
+            (Surfaced::LoggedInDrop, Ok(())) => {
+                let needle = format!("{entry}: HAILO_NOT_IMPLEMENTED (7)");
+                assert!(
+                    logged(&needle),
+                    "stubbing {entry}: Drop logged no '{needle}'"
+                );
             }
             (_, Ok(())) => {}
             (how, Err(err)) => panic!("stubbing {entry} ({how:?}) failed the walk: {err}"),
