@@ -14,8 +14,16 @@
 //! | feature `hailort`, headers and `libhailort.so` found | as above | the C++ shim's, `cfg(hailort_linked)` |
 //!
 //! Status values are HailoRT's `hailo_status` numbers; the safe crate maps
-//! them. Every other table (the simulator) is written in Rust against the
-//! same types.
+//! them. Three tables implement [`hes_api`]:
+//!
+//! | table | where | answers |
+//! |---|---|---|
+//! | HailoRT | `shim/hailo_edge_shim.cpp`, [`hailort_api`] | the device, through the C++ `InferModel` API |
+//! | simulator | `hailo-edge`'s `npu::sim::table` (Rust `extern "C"`) | a modelled Hailo-10H |
+//! | stub | [`stub`], [`stub_api`] | `HAILO_NOT_IMPLEMENTED` from every entry |
+//!
+//! `UNWRAPPED.md` lists the table entries the safe crate has no checked
+//! wrapper for; a test in `hailo-edge` keeps it current.
 
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 
@@ -33,8 +41,18 @@ mod bindings {
 
 pub use bindings::*;
 
+pub mod stub;
+
 /// `hailo_status` HAILO_SUCCESS.
 pub const HES_SUCCESS: hes_status = 0;
+
+pub use stub::HES_NOT_IMPLEMENTED;
+
+/// The stub table, present in every build: each entry answers
+/// [`HES_NOT_IMPLEMENTED`] (see [`stub`]).
+pub fn stub_api() -> &'static hes_api {
+    stub::api()
+}
 
 #[cfg(hailort_linked)]
 extern "C" {

@@ -26,6 +26,9 @@ fn shim_types_agree_with_hailort_h() {
     );
     // Status numbers the runtime relies on.
     assert_eq!(hailo_status_HAILO_SUCCESS, 0);
+    assert_eq!(hailo_status_HAILO_SUCCESS, HES_SUCCESS);
+    assert_eq!(hailo_status_HAILO_NOT_IMPLEMENTED, 7);
+    assert_eq!(hailo_status_HAILO_NOT_IMPLEMENTED, HES_NOT_IMPLEMENTED);
     assert_eq!(hailo_status_HAILO_INVALID_ARGUMENT, 2);
     assert_eq!(hailo_status_HAILO_NOT_FOUND, 61);
     assert_eq!(hailo_status_HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE, 93);

@@ -2,8 +2,9 @@
 //!
 //! [`Api`] wraps a `&'static hes_api`. The HailoRT table comes from the C++
 //! shim (only in builds with `cfg(hailort_linked)`), the simulator's from
-//! [`crate::npu::sim::table`]. Everything above this file runs unchanged on
-//! either.
+//! [`crate::npu::sim::table`], and the stub's, whose every entry answers
+//! `HAILO_NOT_IMPLEMENTED`, from `hailort_sys::stub`. Everything above this
+//! file runs unchanged on any of them.
 
 use std::ffi::CStr;
 
@@ -44,6 +45,17 @@ impl Api {
         }
     }
 
+    /// The stub table: every entry answers `HAILO_NOT_IMPLEMENTED`, so every
+    /// call fails with [`NpuError::NotImplemented`] naming its entry. Present
+    /// in every build; useful to check that callers handle a backend's
+    /// refusal.
+    pub fn stub() -> Api {
+        Api {
+            raw: hailort_sys::stub_api(),
+            backend: "stub",
+        }
+    }
+
     /// Wraps any table (e.g. a test double).
     pub fn from_raw(raw: &'static hes_api, backend: &'static str) -> Api {
         Api { raw, backend }
@@ -54,7 +66,7 @@ impl Api {
         self.raw
     }
 
-    /// Which backend this table belongs to ("hailort", "sim", ...).
+    /// Which backend this table belongs to ("hailort", "sim", "stub", ...).
     pub fn backend(&self) -> &'static str {
         self.backend
     }

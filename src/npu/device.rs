@@ -162,6 +162,30 @@ impl Device {
     /// # Errors
     /// As [`Device::open`].
     pub fn open_with(backend: Backend, options: DeviceOptions) -> Result<Device, NpuError> {
+        Device::open_inner(backend, options, None)
+    }
+
+    /// Opens `backend` as [`Device::open_with`] does, but sends every table
+    /// call to `table` instead of the backend's own: a test double, the stub
+    /// ([`Api::stub`]) or the simulator's table with some entries replaced.
+    /// The backend still decides the device ids and the simulator profile.
+    ///
+    /// # Errors
+    /// As [`Device::open`], from `table`.
+    #[doc(hidden)]
+    pub fn open_on_table(
+        table: Api,
+        backend: Backend,
+        options: DeviceOptions,
+    ) -> Result<Device, NpuError> {
+        Device::open_inner(backend, options, Some(table))
+    }
+
+    fn open_inner(
+        backend: Backend,
+        options: DeviceOptions,
+        table: Option<Api>,
+    ) -> Result<Device, NpuError> {
         let (api, kind, ids, sim) = match backend {
             Backend::Auto => match Api::hailort() {
                 Some(api) if result::library::scan(&api).is_ok_and(|ids| !ids.is_empty()) => {
@@ -199,6 +223,7 @@ impl Device {
                 (Api::sim(), BackendKind::Sim, vec![id], Some(profile))
             }
         };
+        let api = table.unwrap_or(api);
         let algorithm = match options.scheduling {
             Scheduling::None => 0,
             Scheduling::RoundRobin => 1,

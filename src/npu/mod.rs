@@ -8,7 +8,8 @@
 //! | safe | this module | [`Device`], [`Model`], [`ConfiguredModel`], [`Bindings`], [`Job`] |
 //!
 //! The same safe code runs over HailoRT's table and the simulator's
-//! ([`sim`]), so tests on the simulator exercise the real code path.
+//! ([`sim`]), so tests on the simulator exercise the real code path. A third
+//! table, [`Api::stub`], answers `HAILO_NOT_IMPLEMENTED` from every entry.
 //!
 //! ```
 //! use std::time::Duration;

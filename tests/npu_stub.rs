@@ -1,0 +1,364 @@
+//! The safe NPU API over the stub table (`hailort_sys::stub`), whose every
+//! entry answers `HAILO_NOT_IMPLEMENTED`.
+//!
+//! A table that refuses everything stops at the first call (opening the
+//! device), so the whole API is driven per entry instead: the simulator's
+//! table with exactly one entry replaced by the stub's. Each public entry
+//! point then either succeeds (the entry is not its business) or fails with
+//! `NpuError::NotImplemented` naming the replaced entry, and nothing panics.
+//! The negative control is the same walk on the untouched simulator table,
+//! which succeeds.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::{compute_only, fixture, tiny_hef};
+use hailo_edge::npu::{
+    result, Api, Backend, Device, DeviceOptions, Direction, FormatType, NpuError, Scheduling,
+    Status,
+};
+use hailort_sys::hes_api;
+
+const T: Duration = Duration::from_secs(10);
+
+/// The table entries, each with how the safe API reports the stub's answer.
+/// The destructuring in [`every_field_is_listed`] fails to compile when the
+/// table gains an entry this list lacks.
+const ENTRIES: &[(&str, Surfaced)] = &[
+    ("get_library_version", Surfaced::Error),
+    ("get_status_message", Surfaced::Text),
+    ("last_error", Surfaced::Text),
+    ("scan_devices", Surfaced::HailoRtOnly),
+    ("vdevice_create", Surfaced::Error),
+    ("vdevice_release", Surfaced::LoggedInDrop),
+    ("vdevice_device_ids", Surfaced::FallsBack),
+    ("vdevice_performance_stats", Surfaced::Error),
+    ("vdevice_power", Surfaced::Error),
+    ("vdevice_chip_temperature", Surfaced::Error),
+    ("infer_model_create_from_file", Surfaced::Error),
+    ("infer_model_create_from_memory", Surfaced::Error),
+    ("infer_model_release", Surfaced::LoggedInDrop),
+    ("infer_model_name", Surfaced::Error),
+    ("infer_model_stream_count", Surfaced::Error),
+    ("infer_model_stream_info", Surfaced::Error),
+    ("infer_model_stream_quant_infos", Surfaced::Error),
+    ("infer_model_set_batch_size", Surfaced::Error),
+    ("infer_model_set_format_type", Surfaced::Error),
+    ("infer_model_set_format_order", Surfaced::Error),
+    ("infer_model_set_power_mode", Surfaced::Error),
+    ("infer_model_computational_ops", Surfaced::Error),
+    ("infer_model_configure", Surfaced::Error),
+    ("configured_model_release", Surfaced::LoggedInDrop),
+    ("configured_model_create_bindings", Surfaced::Error),
+    ("configured_model_run", Surfaced::Error),
+    ("configured_model_run_async", Surfaced::Error),
+    ("configured_model_wait_for_async_ready", Surfaced::Error),
+    ("configured_model_set_scheduler_priority", Surfaced::Error),
+    ("configured_model_set_scheduler_threshold", Surfaced::Error),
+    ("configured_model_set_scheduler_timeout", Surfaced::Error),
+    ("configured_model_activate", Surfaced::Error),
+    ("configured_model_deactivate", Surfaced::Error),
+    ("configured_model_shutdown", Surfaced::Error),
+    ("bindings_set_buffer", Surfaced::Error),
+    ("bindings_release", Surfaced::LoggedInDrop),
+    ("job_wait", Surfaced::FallsBack),
+    ("job_release", Surfaced::LoggedInDrop),
+];
+
+/// How a refusal of one entry reaches the user.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Surfaced {
+    /// A public call returns `NotImplemented` naming the entry.
+    Error,
+    /// A release entry, called from `Drop`, which logs the error.
+    LoggedInDrop,
+    /// The safe layer has another source: `Device::open` falls back to the
+    /// id it asked for, `Job::wait` to the completion channel.
+    FallsBack,
+    /// A text entry; the stub's static text is used as any other.
+    Text,
+    /// Only called on the HailoRT table (`scan_hailort`, `Backend::Auto`).
+    HailoRtOnly,
+}
+
+#[test]
+fn every_field_is_listed() {
+    let hes_api {
+        abi_version: _,
+        get_library_version: _,
+        get_status_message: _,
+        last_error: _,
+        scan_devices: _,
+        vdevice_create: _,
+        vdevice_release: _,
+        vdevice_device_ids: _,
+        vdevice_performance_stats: _,
+        vdevice_power: _,
+        vdevice_chip_temperature: _,
+        infer_model_create_from_file: _,
+        infer_model_create_from_memory: _,
+        infer_model_release: _,
+        infer_model_name: _,
+        infer_model_stream_count: _,
+        infer_model_stream_info: _,
+        infer_model_stream_quant_infos: _,
+        infer_model_set_batch_size: _,
+        infer_model_set_format_type: _,
+        infer_model_set_format_order: _,
+        infer_model_set_power_mode: _,
+        infer_model_computational_ops: _,
+        infer_model_configure: _,
+        configured_model_release: _,
+        configured_model_create_bindings: _,
+        configured_model_run: _,
+        configured_model_run_async: _,
+        configured_model_wait_for_async_ready: _,
+        configured_model_set_scheduler_priority: _,
+        configured_model_set_scheduler_threshold: _,
+        configured_model_set_scheduler_timeout: _,
+        configured_model_activate: _,
+        configured_model_deactivate: _,
+        configured_model_shutdown: _,
+        bindings_set_buffer: _,
+        bindings_release: _,
+        job_wait: _,
+        job_release: _,
+    } = *hailort_sys::stub_api();
+    assert_eq!(ENTRIES.len(), 38);
+}
+
+/// The simulator's table with `entry` taken from the stub.
+fn sim_with_stub(entry: &str) -> Api {
+    let mut table = *Api::sim().raw();
+    let stub = hailort_sys::stub_api();
+    macro_rules! swap {
+        ($($field:ident),*) => {
+            match entry {
+                $(stringify!($field) => table.$field = stub.$field,)*
+                other => panic!("no table entry {other}"),
+            }
+        };
+    }
+    swap!(
+        get_library_version,
+        get_status_message,
+        last_error,
+        scan_devices,
+        vdevice_create,
+        vdevice_release,
+        vdevice_device_ids,
+        vdevice_performance_stats,
+        vdevice_power,
+        vdevice_chip_temperature,
+        infer_model_create_from_file,
+        infer_model_create_from_memory,
+        infer_model_release,
+        infer_model_name,
+        infer_model_stream_count,
+        infer_model_stream_info,
+        infer_model_stream_quant_infos,
+        infer_model_set_batch_size,
+        infer_model_set_format_type,
+        infer_model_set_format_order,
+        infer_model_set_power_mode,
+        infer_model_computational_ops,
+        infer_model_configure,
+        configured_model_release,
+        configured_model_create_bindings,
+        configured_model_run,
+        configured_model_run_async,
+        configured_model_wait_for_async_ready,
+        configured_model_set_scheduler_priority,
+        configured_model_set_scheduler_threshold,
+        configured_model_set_scheduler_timeout,
+        configured_model_activate,
+        configured_model_deactivate,
+        configured_model_shutdown,
+        bindings_set_buffer,
+        bindings_release,
+        job_wait,
+        job_release
+    );
+    Api::from_raw(Box::leak(Box::new(table)), "sim+stub")
+}
+
+/// The simulator cannot measure power or temperature: `NotSupported` is its
+/// honest answer there, anything else is passed on.
+fn unless_not_supported<T>(r: Result<T, NpuError>) -> Result<(), NpuError> {
+    match r {
+        Err(e) if e.status() == Some(Status::NotSupported) => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// Every public NPU entry point that reaches the table, on `table`.
+fn walk(table: Api) -> Result<(), NpuError> {
+    let open = |scheduling| {
+        Device::open_on_table(
+            table,
+            Backend::Sim(compute_only()),
+            DeviceOptions {
+                scheduling,
+                group_id: None,
+            },
+        )
+    };
+    let device = open(Scheduling::RoundRobin)?;
+    device.library_version()?;
+    device.performance_stats()?;
+    unless_not_supported(device.power())?;
+    unless_not_supported(device.chip_temperature())?;
+
+    let from_file = device.load_model_file(fixture("backbone_288.hef"))?;
+    from_file.computational_ops()?;
+    drop(from_file);
+    let mut model = device.load_model(&tiny_hef("stub_walk", 16, 4, Some(1_000_000)))?;
+    model.set_batch_size(1)?;
+    model.set_format_type(Direction::Output, "stub_walk/output", FormatType::Float32)?;
+    let order = model.outputs()[0].format_order;
+    model.set_format_order(Direction::Output, "stub_walk/output", order)?;
+    model.set_ultra_performance(false)?;
+    model.computational_ops()?;
+
+    let cm = model.configure()?;
+    cm.set_scheduler_priority(10)?;
+    cm.set_scheduler_threshold(1)?;
+    cm.set_scheduler_timeout(Duration::from_millis(1))?;
+    cm.wait_for_async_ready(T, 1)?;
+    let mut bindings = cm.bindings()?;
+    cm.run(&mut bindings, T)?;
+    let mut job = cm.run_async(bindings)?;
+    let done = job.wait(T)?;
+    done.status?;
+    drop(job);
+    cm.submit(done.bindings)?;
+    let queued = cm
+        .wait_next_complete(T)
+        .ok_or(NpuError::CompletionLost { job: 0 })?;
+    queued.status?;
+    cm.shutdown()?;
+    drop(cm);
+    drop(model);
+
+    let manual = open(Scheduling::None)?;
+    let model = manual.load_model(&tiny_hef("stub_manual", 16, 4, Some(1_000_000)))?;
+    let cm = model.configure()?;
+    cm.activate()?;
+    let mut bindings = cm.bindings()?;
+    cm.run(&mut bindings, T)?;
+    cm.deactivate()?;
+    Ok(())
+}
+
+#[test]
+fn the_walk_succeeds_on_the_simulator() {
+    walk(Api::sim()).expect("the simulator answers every entry");
+}
+
+/// Keeps every log message, so the test can see what `Drop` reported.
+struct Recorder(Mutex<Vec<String>>);
+
+impl log::Log for Recorder {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
+
+fn logged(needle: &str) -> bool {
+    let lines = RECORDER.0.lock().unwrap_or_else(|e| e.into_inner());
+    lines.iter().any(|l| l.contains(needle))
+}
+
+#[test]
+fn each_stubbed_entry_is_reported_by_name_and_nothing_panics() {
+    log::set_logger(&RECORDER).expect("the only logger of this test binary");
+    log::set_max_level(log::LevelFilter::Warn);
+    let mut reported = Vec::new();
+    for &(entry, surfaced) in ENTRIES {
+        let outcome = catch_unwind(AssertUnwindSafe(|| walk(sim_with_stub(entry))));
+        let outcome = outcome.unwrap_or_else(|_| panic!("stubbing {entry} panicked"));
+        match (surfaced, outcome) {
+            (Surfaced::Error, Err(NpuError::NotImplemented { call, .. })) => {
+                assert_eq!(call, entry, "stubbing {entry} was reported as {call}");
+                reported.push(entry);
+            }
+            (Surfaced::Error, other) => {
+                panic!("stubbing {entry}: expected NotImplemented, got {other:?}")
+            }
+            (Surfaced::LoggedInDrop, Ok(())) => {
+                let needle = format!("{entry}: HAILO_NOT_IMPLEMENTED (7)");
+                assert!(
+                    logged(&needle),
+                    "stubbing {entry}: Drop logged no '{needle}'"
+                );
+            }
+            (_, Ok(())) => {}
+            (how, Err(err)) => panic!("stubbing {entry} ({how:?}) failed the walk: {err}"),
+        }
+    }
+    let expected = ENTRIES
+        .iter()
+        .filter(|(_, s)| *s == Surfaced::Error)
+        .count();
+    assert_eq!(reported.len(), expected);
+    assert!(expected >= 28, "only {expected} entries surface");
+}
+
+#[test]
+fn the_whole_stub_refuses_at_the_first_call() {
+    let api = Api::stub();
+    assert_eq!(api.backend(), "stub");
+    let err = Device::open_on_table(api, Backend::Sim(compute_only()), DeviceOptions::default())
+        .unwrap_err();
+    match &err {
+        NpuError::NotImplemented { call, detail } => {
+            assert_eq!(*call, "vdevice_create");
+            assert_eq!(detail, "hailort-sys stub table: no entry is implemented");
+        }
+        other => panic!("expected NotImplemented, got {other:?}"),
+    }
+    assert_eq!(err.status(), Some(Status::NotImplemented));
+    assert_eq!(
+        Status::NotImplemented.code(),
+        hailort_sys::HES_NOT_IMPLEMENTED
+    );
+    assert!(
+        err.to_string().contains("HAILO_NOT_IMPLEMENTED (7)"),
+        "{err}"
+    );
+
+    for (call, r) in [
+        (
+            "get_library_version",
+            result::library::version(&api).map(drop),
+        ),
+        ("scan_devices", result::library::scan(&api).map(drop)),
+    ] {
+        assert!(
+            matches!(r, Err(NpuError::NotImplemented { call: c, .. }) if c == call),
+            "{call}: {r:?}"
+        );
+    }
+    assert_eq!(
+        result::library::status_message(&api, 7),
+        "Code has not been implemented"
+    );
+}
+
+/// Negative control of the per-entry check: an entry the walk never reaches
+/// on the simulator (the HailoRT scan) does not fail it, so "every entry
+/// fails the walk" is not trivially true.
+#[test]
+fn a_stubbed_entry_outside_the_walk_changes_nothing() {
+    walk(sim_with_stub("scan_devices")).expect("scan_devices is not used by the simulator path");
+}
