@@ -281,12 +281,17 @@ impl NpuStage {
                 return;
             }
         };
+        let cpu0 = thread_cpu_ns();
         let transform = match bindings.input_mut(&lane.input) {
             Ok(buf) => self.preprocessors[c]
                 .run_into(&frame, buf)
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
+        self.stats.cpu.preprocess.fetch_add(
+            thread_cpu_ns().saturating_sub(cpu0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let transform = match transform {
             Ok(t) => t,
             Err(e) => {
