@@ -89,20 +89,36 @@ def main():
             return cv2.resize(rgb, (side, side), interpolation=interp)
         return f
 
+    def same_size_case(side, _interp):
+        # The centre window as a frame of its own (what a camera at the
+        # tensor's size delivers): only the conversion is left to do.
+        wx, wy = (W - side) // 2 & ~1, (H - side) // 2
+        window = np.ascontiguousarray(yuyv[wy : wy + side, wx : wx + side])
+
+        def f():
+            return cv2.cvtColor(window, cv2.COLOR_YUV2RGB_YUYV)
+        return f
+
     cases = {
         "yuyv_1280x720_to_288_crop": (yuyv_case, 288),
         "yuyv_1280x720_to_432_crop": (yuyv_case, 432),
         "mjpeg_1280x720_to_288_crop": (mjpeg_case, 288),
+        "yuyv_288_same_size": (same_size_case, 288),
+        "yuyv_432_same_size": (same_size_case, 432),
     }
     rust = json.load(open(a.rust)) if a.rust else {}
     print(f"OpenCV {cv2.__version__}, 1 thread; ms; ratio = hailo-edge / OpenCV (goal <= 0.5)")
     print("  fast:        hailo-edge fused 2x2 bilinear  vs  OpenCV cvtColor + resize INTER_LINEAR")
     print("  antialiased: hailo-edge SIMD bilinear convolution  vs  OpenCV cvtColor + resize INTER_AREA")
+    print("  convert:     a frame at the tensor size, hailo-edge row converter  vs  OpenCV cvtColor")
     print("  min = best of >= 50 runs (robust to other load on the machine), med = median")
     print(f"{'case':<27} {'variant':<11} {'ours min':>8} {'cv min':>7} {'ratio':>6} {'ours med':>8} {'cv med':>7} {'ratio':>6} {'goal':>6}  output vs OpenCV")
     worst = 0.0
     for name, (make, side) in cases.items():
-        for variant, suffix, interp in [("fast", "", cv2.INTER_LINEAR), ("antialiased", "_aa", cv2.INTER_AREA)]:
+        variants = [("fast", "", cv2.INTER_LINEAR), ("antialiased", "_aa", cv2.INTER_AREA)]
+        if make is same_size_case:
+            variants = [("convert", "", None)]
+        for variant, suffix, interp in variants:
             cv_med, cv_min = timeit(make(side, interp))
             r = rust.get(name + suffix)
             if r is None:

@@ -220,21 +220,20 @@ impl NpuStage {
     /// instants are dropped at the camera queues instead of each camera
     /// losing different ones, and the sync still finds complete groups.
     fn take_sets(&mut self, stall_ns: u64) {
+        let n = self.cameras.len();
         loop {
-            let open: Vec<usize> = (0..self.cameras.len())
-                .filter(|&c| !self.closed[c])
-                .collect();
-            if open.is_empty() {
+            if self.open_cameras().next().is_none() {
                 return;
             }
             let now = self.clock.now_ns();
-            let ready = open.iter().all(|&c| !self.cameras[c].is_empty());
+            let ready = self.open_cameras().all(|c| !self.cameras[c].is_empty());
             let stalled = now.saturating_sub(self.last_set_ns) >= stall_ns
-                && open.iter().any(|&c| !self.cameras[c].is_empty());
+                && self.open_cameras().any(|c| !self.cameras[c].is_empty());
             if !(ready || stalled) {
                 // A closed camera shows up only on a receive.
-                for &c in &open {
-                    if self.cameras[c].is_empty()
+                for c in 0..n {
+                    if !self.closed[c]
+                        && self.cameras[c].is_empty()
                         && matches!(self.cameras[c].try_recv(), Err(TryRecvError::Disconnected))
                     {
                         self.closed[c] = true;
@@ -243,13 +242,21 @@ impl NpuStage {
                 return;
             }
             let room = (0..self.lanes.len()).all(|g| {
-                let n = open.iter().filter(|&&c| self.camera_graph[c] == g).count();
-                self.lanes[g].has_room_for(n)
+                let k = self
+                    .open_cameras()
+                    .filter(|&c| self.camera_graph[c] == g)
+                    .count();
+                self.lanes[g].has_room_for(k)
             });
             if !room {
                 return;
             }
-            for &c in &open {
+            // Each camera's own receive is the only thing that closes it, so
+            // checking `closed` as we go visits the cameras open above.
+            for c in 0..n {
+                if self.closed[c] {
+                    continue;
+                }
                 match self.cameras[c].try_recv() {
                     Ok(frame) => self.accept(c, frame),
                     Err(TryRecvError::Empty) => {}
@@ -258,6 +265,11 @@ impl NpuStage {
             }
             self.last_set_ns = now;
         }
+    }
+
+    /// Cameras not yet closed, by index (no list is built per round).
+    fn open_cameras(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.cameras.len()).filter(|&c| !self.closed[c])
     }
 
     fn accept(&mut self, c: usize, frame: Frame) {
@@ -451,10 +463,9 @@ impl NpuStage {
             } else {
                 lane.pending.len()
             };
-            let rest = lane.pending.split_off(take);
-            let batch = std::mem::replace(&mut lane.pending, rest);
-            lane.first_pending_ns = (!lane.pending.is_empty()).then_some(now);
-            for (mut meta, bindings) in batch {
+            // Drained in place: the batcher keeps its capacity across batches.
+            lane.first_pending_ns = (lane.pending.len() > take).then_some(now);
+            for (mut meta, bindings) in lane.pending.drain(..take) {
                 meta.stamps.leave(Stage::Queue, now);
                 match lane.cm.submit(bindings) {
                     Ok(job) => {
