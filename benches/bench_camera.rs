@@ -187,7 +187,7 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
 /// The centre `side` x `side` of the 1280x720 YUYV frame (an even column,
 /// so the window starts on a macropixel), as its own frame.
 fn centre_window(yuyv: &[u8], side: u32) -> (u32, Vec<u8>) {
-    let (x0, y0) = ((W - side) / 2 & !1, (H - side) / 2);
+    let (x0, y0) = (((W - side) / 2) & !1, (H - side) / 2);
     let row = side as usize * 2;
     let data = (y0..y0 + side)
         .flat_map(|y| {

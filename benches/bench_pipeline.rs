@@ -13,7 +13,8 @@
 //!   two frame periods.
 //! - host: (c) CPU of the pipeline itself (NPU stage, decoder-thread overhead,
 //!   sync, sinks; excluding decode and fit) per frame on the zero-time device,
-//!   against 100 us.
+//!   against 100 us, and the same split by thread (preprocessing into the HEF
+//!   inputs, the rest of the NPU stage, decoder threads, sync + sinks).
 //! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
 //!   the offered rate), RSS against the first 10 s, and the frame accounting.
 

@@ -92,7 +92,7 @@ def main():
     def same_size_case(side, _interp):
         # The centre window as a frame of its own (what a camera at the
         # tensor's size delivers): only the conversion is left to do.
-        wx, wy = (W - side) // 2 & ~1, (H - side) // 2
+        wx, wy = ((W - side) // 2) & ~1, (H - side) // 2
         window = np.ascontiguousarray(yuyv[wy : wy + side, wx : wx + side])
 
         def f():
