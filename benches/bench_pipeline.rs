@@ -14,7 +14,8 @@
 //! - host: (c) CPU of the pipeline itself (NPU stage, decoder-thread overhead,
 //!   sync, sinks; excluding decode and fit) per frame on the zero-time device,
 //!   against 100 us, and the same split by thread (preprocessing into the HEF
-//!   inputs, the rest of the NPU stage, decoder threads, sync + sinks).
+//!   inputs, the NPU stage's waiting and the rest of it, decoder threads,
+//!   sync + sinks).
 //! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
 //!   the offered rate), RSS against the first 10 s, and the frame accounting.
 
@@ -131,8 +132,8 @@ fn host() {
     );
     if let Some(b) = &report.host.pipeline_breakdown_us {
         println!(
-            "   by thread, us CPU per frame: preprocessing (YUYV 288/432 -> RGB into the HEF input) {:.1}, rest of the NPU stage {:.1}, decoder threads {:.1}, sync + sinks {:.1}",
-            b.preprocess, b.npu_stage_rest, b.decode_overhead, b.sync_sinks
+            "   by thread, us CPU per frame: NPU stage: preprocessing (YUYV 288/432 -> RGB into the HEF input) {:.1}, waiting for work {:.1}, the rest (queues, batching, submission, routing) {:.1}; decoder threads {:.1}; sync + sinks {:.1}",
+            b.preprocess, b.npu_stage_wait, b.npu_stage_rest, b.decode_overhead, b.sync_sinks
         );
     }
     if let Some(p) = report.latency_ms.get("preprocess") {

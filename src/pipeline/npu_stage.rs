@@ -185,7 +185,12 @@ impl NpuStage {
             {
                 return Ok(());
             }
+            let cpu0 = thread_cpu_ns();
             self.wait(all_closed);
+            self.stats.cpu.npu_wait.fetch_add(
+                thread_cpu_ns().saturating_sub(cpu0),
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
     }
 
@@ -232,11 +237,14 @@ impl NpuStage {
             if !(ready || stalled) {
                 // A closed camera shows up only on a receive.
                 for c in 0..n {
-                    if !self.closed[c]
-                        && self.cameras[c].is_empty()
-                        && matches!(self.cameras[c].try_recv(), Err(TryRecvError::Disconnected))
-                    {
-                        self.closed[c] = true;
+                    if self.closed[c] || !self.cameras[c].is_empty() {
+                        continue;
+                    }
+                    match self.cameras[c].try_recv() {
+                        Err(TryRecvError::Disconnected) => self.closed[c] = true,
+                        Err(TryRecvError::Empty) => {}
+                        // It arrived since `is_empty`: taken now rather than lost.
+                        Ok(frame) => self.accept_or_drop(c, frame),
                     }
                 }
                 return;
@@ -270,6 +278,19 @@ impl NpuStage {
     /// Cameras not yet closed, by index (no list is built per round).
     fn open_cameras(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.cameras.len()).filter(|&c| !self.closed[c])
+    }
+
+    /// Takes a frame received outside a set: accepted when its graph has
+    /// room, else dropped and counted (the frame has left its queue).
+    fn accept_or_drop(&mut self, c: usize, frame: Frame) {
+        if self.lanes[self.camera_graph[c]].has_room() {
+            self.accept(c, frame);
+        } else {
+            self.stats.cameras[c]
+                .taken
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.stats.cameras[c].drop_at(DropStage::Npu);
+        }
     }
 
     fn accept(&mut self, c: usize, frame: Frame) {

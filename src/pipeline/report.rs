@@ -142,7 +142,9 @@ pub struct HostReport {
 pub struct PipelineBreakdown {
     /// NPU stage: preprocessing frames into the HEF inputs.
     pub preprocess: f64,
-    /// NPU stage: everything else (queues, batching, submission, routing, waiting).
+    /// NPU stage: waiting for work (the CPU its wake-ups cost).
+    pub npu_stage_wait: f64,
+    /// NPU stage: everything else (queues, batching, submission, routing).
     pub npu_stage_rest: f64,
     /// Decoder threads outside the decoder.
     pub decode_overhead: f64,
@@ -342,9 +344,11 @@ impl Report {
                 let us = |ns: u64| ns as f64 / taken as f64 / 1e3;
                 let npu = cpu.npu_stage.load(Ordering::Relaxed);
                 let pre = cpu.preprocess.load(Ordering::Relaxed);
+                let wait = cpu.npu_wait.load(Ordering::Relaxed);
                 PipelineBreakdown {
                     preprocess: us(pre),
-                    npu_stage_rest: us(npu.saturating_sub(pre)),
+                    npu_stage_wait: us(wait),
+                    npu_stage_rest: us(npu.saturating_sub(pre + wait)),
                     decode_overhead: us(cpu.decode_overhead.load(Ordering::Relaxed)),
                     sync_sinks: us(cpu.sync_sinks.load(Ordering::Relaxed)),
                 }
