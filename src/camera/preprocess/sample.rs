@@ -505,15 +505,7 @@ impl Sampler {
                 }
             }
             convert_row(dst, &self.y, &self.u2, &self.v2);
-            if let Some(t) = lut {
-                for px in dst.chunks_exact_mut(3) {
-                    px.copy_from_slice(&[
-                        t[0][px[0] as usize],
-                        t[1][px[1] as usize],
-                        t[2][px[2] as usize],
-                    ]);
-                }
-            }
+            apply_lut(dst, lut);
         }
     }
 
@@ -575,15 +567,7 @@ impl Sampler {
                     gather_packed::<3>(dst, &self.row_l, &self.lo);
                 }
             }
-            if let Some(t) = lut {
-                for px in dst.chunks_exact_mut(3) {
-                    px.copy_from_slice(&[
-                        t[0][px[0] as usize],
-                        t[1][px[1] as usize],
-                        t[2][px[2] as usize],
-                    ]);
-                }
-            }
+            apply_lut(dst, lut);
         }
     }
 }
