@@ -1,6 +1,10 @@
 //! Preprocessing speed, single thread: 1280x720 YUYV -> 288x288x3 and
 //! 432x432x3, and 1280x720 MJPEG -> 288x288x3 (centre crop, antialiased
-//! bilinear), the cases `tools/bench_preprocess.sh` compares with OpenCV.
+//! bilinear), the cases `tools/bench_preprocess.sh` compares with OpenCV;
+//! and YUYV frames already at the tensor size (the demo rig's cameras: the
+//! centre 288x288 and 432x432 of the same picture), which only convert,
+//! beside a 290x290 window shrunk to 288 (the resampling path, at the
+//! same pixel count).
 //!
 //! MJPEG goes through zune-jpeg, or with `--features libjpeg-turbo` through
 //! the system libjpeg-turbo at reduced scale; the output names the decoder
@@ -19,8 +23,17 @@ use hailo_edge::camera::preprocess::{
 };
 use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
 
-/// Name, input format and bytes, tensor side, fit, filter, tensor layout.
-type Case<'a> = (String, PixelFormat, &'a [u8], u32, Fit, Filter, InputLayout);
+/// Name, input format, bytes and size, tensor side, fit, filter, tensor layout.
+type Case<'a> = (
+    String,
+    PixelFormat,
+    &'a [u8],
+    (u32, u32),
+    u32,
+    Fit,
+    Filter,
+    InputLayout,
+);
 
 const W: u32 = 1280;
 const H: u32 = 720;
@@ -46,6 +59,7 @@ fn main() {
         ),
         None => generated(),
     };
+    let full = (W, H);
     let mut cases: Vec<Case> = Vec::new();
     for (filter, suffix) in [(Filter::Linear, ""), (Filter::Bilinear, "_aa")] {
         for (name, format, data, side) in [
@@ -63,6 +77,7 @@ fn main() {
                 format!("{name}{suffix}"),
                 format,
                 data,
+                full,
                 side,
                 Fit::Crop,
                 filter,
@@ -74,6 +89,7 @@ fn main() {
         "yuyv_1280x720_to_288_letterbox".into(),
         PixelFormat::Yuyv,
         &yuyv,
+        full,
         288,
         Fit::default(),
         Filter::Linear,
@@ -83,11 +99,29 @@ fn main() {
         "yuyv_1280x720_to_nv12_288_crop".into(),
         PixelFormat::Yuyv,
         &yuyv,
+        full,
         288,
         Fit::Crop,
         Filter::Linear,
         InputLayout::Nv12,
     ));
+    let windows = [288, 290, 432].map(|side| centre_window(&yuyv, side));
+    for (name, window, side) in [
+        ("yuyv_288_same_size", &windows[0], 288),
+        ("yuyv_432_same_size", &windows[2], 432),
+        ("yuyv_290_to_288_resampled", &windows[1], 288),
+    ] {
+        cases.push((
+            name.into(),
+            PixelFormat::Yuyv,
+            window.1.as_slice(),
+            (window.0, window.0),
+            side,
+            Fit::default(),
+            Filter::Linear,
+            InputLayout::Rgb,
+        ));
+    }
     let mut results = serde_json::Map::new();
     println!("MJPEG decoder: {}", mjpeg_decoder());
     results.insert("mjpeg_decoder".into(), mjpeg_decoder().into());
@@ -95,7 +129,7 @@ fn main() {
         "{:<40} {:>10} {:>10}",
         "case (hailo-edge, 1 thread)", "median ms", "min ms"
     );
-    for (name, format, data, side, fit, filter, layout) in
+    for (name, format, data, (width, height), side, fit, filter, layout) in
         cases.into_iter().filter(|c| c.0.contains(&only))
     {
         let mut spec = InputSpec::rgb(side, side);
@@ -112,8 +146,8 @@ fn main() {
         let frame = Frame {
             camera: CameraId(0),
             format,
-            width: W,
-            height: H,
+            width,
+            height,
             capture_ns: 0,
             sequence: 0,
             timestamp_source: TimestampSource::Synthetic,
@@ -126,7 +160,9 @@ fn main() {
         });
         if let (Some(dir), true) = (
             &input,
-            name.ends_with("288_crop") || name.ends_with("288_crop_aa"),
+            name.ends_with("288_crop")
+                || name.ends_with("288_crop_aa")
+                || name.ends_with("same_size"),
         ) {
             std::fs::write(dir.join(format!("{name}.rgb")), &out).expect("write output");
         }
@@ -189,6 +225,20 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
     }
     samples.sort();
     (samples[samples.len() / 2], samples[0])
+}
+
+/// The centre `side` x `side` of the 1280x720 YUYV frame (an even column,
+/// so the window starts on a macropixel), as its own frame.
+fn centre_window(yuyv: &[u8], side: u32) -> (u32, Vec<u8>) {
+    let (x0, y0) = (((W - side) / 2) & !1, (H - side) / 2);
+    let row = side as usize * 2;
+    let data = (y0..y0 + side)
+        .flat_map(|y| {
+            let s = (y * W + x0) as usize * 2;
+            yuyv[s..s + row].iter().copied()
+        })
+        .collect();
+    (side, data)
 }
 
 /// A deterministic test picture: gradients, stripes and noise, as YUYV, as

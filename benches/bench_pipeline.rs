@@ -14,7 +14,9 @@
 //!   the modelled device sustain, where nothing has to queue.
 //! - host: (c) CPU of the pipeline itself (NPU stage, decoder-thread overhead,
 //!   sync, sinks; excluding decode and fit) per frame on the zero-time device,
-//!   against 100 us.
+//!   against 100 us, and the same split by thread (preprocessing into the HEF
+//!   inputs, the NPU stage's waiting and the rest of it, decoder threads,
+//!   sync + sinks).
 //! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
 //!   the offered rate), RSS against the first 10 s, and the frame accounting.
 
@@ -174,10 +176,16 @@ fn host() {
         "== (c) pipeline host CPU (thread CPU time: NPU stage + sync + sinks; decode and fit skipped), zero-time device, {d} s: {us:.1} us/frame at {fps:.0} frames/s; target <= 100 us: {}",
         if us <= 100.0 { "met" } else { "NOT met" }
     );
+    if let Some(b) = &report.host.pipeline_breakdown_us {
+        println!(
+            "   by thread, us CPU per frame: NPU stage: preprocessing (YUYV 288/432 -> RGB into the HEF input) {:.1}, waiting for work {:.1}, the rest (queues, batching, submission, routing) {:.1}; decoder threads {:.1}; sync + sinks {:.1}",
+            b.preprocess, b.npu_stage_wait, b.npu_stage_rest, b.decode_overhead, b.sync_sinks
+        );
+    }
     if let Some(p) = report.latency_ms.get("preprocess") {
         println!(
-            "   of which preprocessing into the HEF input (YUYV 288/432 -> RGB): p50 {:.3} ms wall per frame",
-            p.p50_ms
+            "   preprocessing wall time per frame: p50 {:.3} ms, p99 {:.3} ms",
+            p.p50_ms, p.p99_ms
         );
     }
     println!("   accounting: {}", accounting(&report));

@@ -111,12 +111,24 @@ def main():
             return cv2.resize(rgb, (side, side), interpolation=interp)
         return f
 
+    def same_size_case(side, _interp):
+        # The centre window as a frame of its own (what a camera at the
+        # tensor's size delivers): only the conversion is left to do.
+        wx, wy = ((W - side) // 2) & ~1, (H - side) // 2
+        window = np.ascontiguousarray(yuyv[wy : wy + side, wx : wx + side])
+
+        def f():
+            return cv2.cvtColor(window, cv2.COLOR_YUV2RGB_YUYV)
+        return f
+
     cases = {
         "yuyv_1280x720_to_288_crop": (yuyv_case, 288),
         "yuyv_1280x720_to_432_crop": (yuyv_case, 432),
         "mjpeg_1280x720_to_288_crop": (mjpeg_case, 288),
         "mjpeg_q80_1280x720_to_288_crop": (
             lambda side, interp: mjpeg_case(side, interp, jpg_q80), 288),
+        "yuyv_288_same_size": (same_size_case, 288),
+        "yuyv_432_same_size": (same_size_case, 432),
     }
     rust = json.load(open(a.rust)) if a.rust else {}
     print(f"OpenCV {cv2.__version__}, 1 thread; ms; ratio = hailo-edge / OpenCV (goal <= 0.5)")
@@ -124,6 +136,7 @@ def main():
         print(f"  hailo-edge MJPEG decoder: {rust['mjpeg_decoder']}")
     print("  fast:        hailo-edge fused 2x2 bilinear  vs  OpenCV cvtColor + resize INTER_LINEAR")
     print("  antialiased: hailo-edge SIMD bilinear convolution  vs  OpenCV cvtColor + resize INTER_AREA")
+    print("  convert:     a frame at the tensor size, hailo-edge row converter  vs  OpenCV cvtColor")
     print("  min = best of >= 50 runs (robust to other load on the machine), med = median")
     print("  heap: fresh = OpenCV's outputs timed alone; steady = one decoded frame held, as in a")
     print("        capture loop (no page faults); faults = OpenCV minor page faults per call")
@@ -155,7 +168,8 @@ def main():
 
     variants = [("fast", "", cv2.INTER_LINEAR), ("antialiased", "_aa", cv2.INTER_AREA)]
     for name, (make, side) in cases.items():
-        for variant, suffix, interp in variants:
+        kinds = [("convert", "", None)] if make is same_size_case else variants
+        for variant, suffix, interp in kinds:
             row(name, make, side, variant, suffix, interp, "fresh")
     # imdecode returns a new 2.7 MB array per call. Timed alone, glibc hands
     # it fresh pages each time (~1300 minor page faults per call, ~2 ms); in

@@ -150,10 +150,15 @@ pub struct StageLatencies {
 impl StageLatencies {
     /// Records one latency of `stage`.
     pub fn record(&mut self, stage: &str, latency: Duration) {
-        self.stages
-            .entry(stage.to_owned())
-            .or_default()
-            .record(latency);
+        // Looked up first: the owned key is made once per stage, not per sample.
+        match self.stages.get_mut(stage) {
+            Some(stats) => stats.record(latency),
+            None => self
+                .stages
+                .entry(stage.to_owned())
+                .or_default()
+                .record(latency),
+        }
     }
 
     /// The statistics of `stage`.

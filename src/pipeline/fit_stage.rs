@@ -273,6 +273,9 @@ impl FitStage {
             Some(Err(e)) => fit_error = Some(e.to_string()),
             None => {}
         }
+        // The per-view records exist only for the sinks; without one, a
+        // frame costs its counters and latencies alone.
+        let sinks = self.jsonl.is_some() || self.record.is_some();
         let mut views = Vec::new();
         for m in members.iter_mut().flatten() {
             let c = m.meta.camera;
@@ -285,6 +288,9 @@ impl FitStage {
                 .processed
                 .fetch_add(1, Ordering::Relaxed);
             self.stats.record_latency(&m.meta.stamps);
+            if !sinks {
+                continue;
+            }
             let mut timing_ms = std::collections::BTreeMap::new();
             for stage in Stage::ALL {
                 if let Some(ns) = m.meta.stamps.latency_ns(stage) {
@@ -311,7 +317,7 @@ impl FitStage {
                 timing_ms,
             });
         }
-        if self.jsonl.is_none() && self.record.is_none() {
+        if !sinks {
             return Ok(());
         }
         let result = FrameResult {

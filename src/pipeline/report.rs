@@ -125,6 +125,8 @@ pub struct HostReport {
     /// The pipeline itself (NPU stage, decoder threads outside the decoder,
     /// sync and sinks), per frame taken from a camera queue.
     pub pipeline_us_per_frame: Option<f64>,
+    /// `pipeline_us_per_frame` by thread, per frame taken.
+    pub pipeline_breakdown_us: Option<PipelineBreakdown>,
     pub decode_ms_per_frame: Option<f64>,
     pub fit_ms_per_group: Option<f64>,
     /// Everything else in the process (capture threads with synthetic rendering,
@@ -133,6 +135,21 @@ pub struct HostReport {
     pub process_cpu_share: f64,
     pub rss_first_10s_mb: Option<f64>,
     pub rss_last_mb: Option<f64>,
+}
+
+/// Where the pipeline's own CPU goes, us per frame taken from a camera queue.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PipelineBreakdown {
+    /// NPU stage: preprocessing frames into the HEF inputs.
+    pub preprocess: f64,
+    /// NPU stage: waiting for work (the CPU its wake-ups cost).
+    pub npu_stage_wait: f64,
+    /// NPU stage: everything else (queues, batching, submission, routing).
+    pub npu_stage_rest: f64,
+    /// Decoder threads outside the decoder.
+    pub decode_overhead: f64,
+    /// The fit thread outside the fit: sync and sinks.
+    pub sync_sinks: f64,
 }
 
 /// Can the machine keep up, and if not, where it falls short.
@@ -329,6 +346,19 @@ impl Report {
         let host = HostReport {
             cores,
             pipeline_us_per_frame: per(pipeline_ns, taken, 1e3),
+            pipeline_breakdown_us: (taken > 0).then(|| {
+                let us = |ns: u64| ns as f64 / taken as f64 / 1e3;
+                let npu = cpu.npu_stage.load(Ordering::Relaxed);
+                let pre = cpu.preprocess.load(Ordering::Relaxed);
+                let wait = cpu.npu_wait.load(Ordering::Relaxed);
+                PipelineBreakdown {
+                    preprocess: us(pre),
+                    npu_stage_wait: us(wait),
+                    npu_stage_rest: us(npu.saturating_sub(pre + wait)),
+                    decode_overhead: us(cpu.decode_overhead.load(Ordering::Relaxed)),
+                    sync_sinks: us(cpu.sync_sinks.load(Ordering::Relaxed)),
+                }
+            }),
             decode_ms_per_frame: per(decode_ns, decoded, 1e6),
             fit_ms_per_group: per(fit_ns, groups, 1e6),
             other_us_per_frame: per(other_ns, captured, 1e3),

@@ -118,6 +118,11 @@ impl FitQuality {
 pub struct CpuCounters {
     /// The NPU stage thread: pulling frames, preprocessing, batching, submission, routing.
     pub npu_stage: AtomicU64,
+    /// Of `npu_stage`, preprocessing frames into the HEF inputs.
+    pub preprocess: AtomicU64,
+    /// Of `npu_stage`, waiting for a frame, a completion or a deadline
+    /// (the CPU a wake-up costs: registering, spinning, parking).
+    pub npu_wait: AtomicU64,
     /// Decoder threads outside the decoder itself (queueing, recycling buffers).
     pub decode_overhead: AtomicU64,
     /// Decoder threads inside the decoder (dequantise, run, top detection).

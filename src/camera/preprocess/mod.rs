@@ -15,6 +15,7 @@ mod quantize;
 mod sample;
 mod spec;
 mod transform;
+mod yuv_rows;
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};

@@ -7,6 +7,7 @@
 //! pixel; no intermediate full-size image exists.
 
 use super::convert::{yuv_to_rgb, ChannelLut};
+use super::yuv_rows;
 
 /// Source sample pair and weight (0..=256) for each output coordinate of one axis.
 #[derive(Debug, Default, Clone)]
@@ -237,6 +238,43 @@ fn convert_row_generic(dst: &mut [u8], y: &[u8], u: &[u8], v: &[u8]) {
     }
 }
 
+/// Where the crop starts when it maps one to one onto the output region:
+/// the same size, at whole pixels, inside the frame, and with an even start
+/// and width so that output pixel pairs share one chroma sample as the
+/// camera's do.
+fn one_to_one(
+    [x0, y0, cw, ch]: [f64; 4],
+    (w, h): (u32, u32),
+    layout: YuvLayout,
+    [_, _, dw, dh]: [u32; 4],
+) -> Option<(usize, usize)> {
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0;
+    let fits = cw == f64::from(dw)
+        && ch == f64::from(dh)
+        && whole(x0)
+        && whole(y0)
+        && x0 + cw <= f64::from(w)
+        && y0 + ch <= f64::from(h)
+        && (x0 as u64).is_multiple_of(2)
+        && dw.is_multiple_of(2)
+        && (layout == YuvLayout::Yuyv || h.is_multiple_of(2));
+    fits.then_some((x0 as usize, y0 as usize))
+}
+
+/// Applies the quantisation tables, if any, to an RGB row.
+#[inline]
+fn apply_lut(dst: &mut [u8], lut: &ChannelLut) {
+    if let Some(t) = lut {
+        for px in dst.chunks_exact_mut(3) {
+            px.copy_from_slice(&[
+                t[0][px[0] as usize],
+                t[1][px[1] as usize],
+                t[2][px[2] as usize],
+            ]);
+        }
+    }
+}
+
 impl Sampler {
     /// Writes `dst` (`dw` x `dh` region of an RGB tensor `tw` wide, at `dx`, `dy`)
     /// from the `crop` region of a `w` x `h` YUV frame.
@@ -257,6 +295,9 @@ impl Sampler {
         dst: [u32; 4],
         lut: &ChannelLut,
     ) {
+        if let Some(origin) = one_to_one(crop, size, layout, dst) {
+            return self.same_size(src, size, layout, crop, origin, out, tw, dst, lut);
+        }
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
@@ -266,6 +307,58 @@ impl Sampler {
             }
         }
         self.yuv_to_rgb_impl(src, size, layout, crop, out, tw, dst, lut);
+    }
+
+    /// [`Sampler::yuv_to_rgb`] when the crop maps one to one onto the output
+    /// (see [`one_to_one`]): every tap would have weight 0 except NV12's
+    /// vertical chroma, so rows are converted whole by [`yuv_rows`], bit for
+    /// bit what the resampling path computes.
+    #[allow(clippy::too_many_arguments)]
+    fn same_size(
+        &mut self,
+        src: &[u8],
+        (w, h): (u32, u32),
+        layout: YuvLayout,
+        crop: [f64; 4],
+        (x0, y0): (usize, usize),
+        out: &mut [u8],
+        tw: usize,
+        [dx, dy, dw, dh]: [u32; 4],
+        lut: &ChannelLut,
+    ) {
+        let (wu, hu, dwu) = (w as usize, h as usize, dw as usize);
+        let key = PlanKey::new(0x20 | layout as u8, (w, h), crop, (dw, dh));
+        if layout == YuvLayout::Nv12 && self.planned != Some(key) {
+            // The chroma rows sit between luma rows: the same vertical taps
+            // as the resampling path.
+            self.cy.plan(dh, crop[1], crop[3], 2.0, 1.0, h / 2);
+            self.planned = Some(key);
+        }
+        self.row_c.resize(dwu, 0);
+        for oy in 0..dh as usize {
+            let o = (dy as usize + oy) * tw * 3 + dx as usize * 3;
+            let dst = &mut out[o..o + dwu * 3];
+            let r = y0 + oy;
+            match layout {
+                YuvLayout::Yuyv => {
+                    let s = (r * wu + x0) * 2;
+                    yuv_rows::yuyv_row_to_rgb(&src[s..s + dwu * 2], dst);
+                }
+                YuvLayout::Nv12 => {
+                    let (c0, c1, wy) = (
+                        self.cy.i0[oy] as usize,
+                        self.cy.i1[oy] as usize,
+                        self.cy.w[oy],
+                    );
+                    // Pair `x0 / 2` of a chroma row starts at byte `x0` (x0 is even).
+                    let crow = |c: usize| &src[wu * hu + c * wu + x0..wu * hu + c * wu + x0 + dwu];
+                    blend_rows(&mut self.row_c, crow(c0), crow(c1), wy);
+                    let s = r * wu + x0;
+                    yuv_rows::nv12_row_to_rgb(&src[s..s + dwu], &self.row_c, dst);
+                }
+            }
+            apply_lut(dst, lut);
+        }
     }
 
     /// # Safety
@@ -412,15 +505,7 @@ impl Sampler {
                 }
             }
             convert_row(dst, &self.y, &self.u2, &self.v2);
-            if let Some(t) = lut {
-                for px in dst.chunks_exact_mut(3) {
-                    px.copy_from_slice(&[
-                        t[0][px[0] as usize],
-                        t[1][px[1] as usize],
-                        t[2][px[2] as usize],
-                    ]);
-                }
-            }
+            apply_lut(dst, lut);
         }
     }
 
@@ -482,15 +567,7 @@ impl Sampler {
                     gather_packed::<3>(dst, &self.row_l, &self.lo);
                 }
             }
-            if let Some(t) = lut {
-                for px in dst.chunks_exact_mut(3) {
-                    px.copy_from_slice(&[
-                        t[0][px[0] as usize],
-                        t[1][px[1] as usize],
-                        t[2][px[2] as usize],
-                    ]);
-                }
-            }
+            apply_lut(dst, lut);
         }
     }
 }

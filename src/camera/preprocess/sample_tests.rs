@@ -216,3 +216,69 @@ fn a_reused_sampler_replans_when_the_crop_or_source_changes() {
     Sampler::default().packed_to_rgb(&src, (w, h), 1, a, &mut want, 20, [0, 0, d.0, d.1], &None);
     assert_eq!(packed, want, "packed after YUV");
 }
+
+/// A frame already at the output size (whole, or a crop at whole, even
+/// offsets) takes the row converter; it must equal the resampling path and
+/// the two-pass reference bit for bit, NV12's interpolated chroma rows
+/// included.
+#[test]
+fn one_to_one_crops_equal_the_resampling_path() {
+    let mut seed = 11u32;
+    for (layout, (w, h), crop, d) in [
+        (YuvLayout::Yuyv, (48, 20), [0.0, 0.0, 48.0, 20.0], (48, 20)),
+        (YuvLayout::Nv12, (48, 20), [0.0, 0.0, 48.0, 20.0], (48, 20)),
+        (YuvLayout::Yuyv, (64, 36), [14.0, 0.0, 36.0, 36.0], (36, 36)),
+        (YuvLayout::Nv12, (64, 36), [14.0, 3.0, 34.0, 30.0], (34, 30)),
+        (YuvLayout::Yuyv, (2, 2), [0.0, 0.0, 2.0, 2.0], (2, 2)),
+    ] {
+        let size = (w, h);
+        assert!(
+            one_to_one(crop, size, layout, [0, 0, d.0, d.1]).is_some(),
+            "{crop:?} -> {d:?} is one to one"
+        );
+        let src: Vec<u8> = (0..(w * h * 2) as usize)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (seed >> 24) as u8
+            })
+            .collect();
+        let got = fused(&src, size, layout, crop, d);
+        let mut resampled = vec![0; got.len()];
+        Sampler::default().yuv_to_rgb_impl(
+            &src,
+            size,
+            layout,
+            crop,
+            &mut resampled,
+            d.0 as usize,
+            [0, 0, d.0, d.1],
+            &None,
+        );
+        assert_eq!(
+            got, resampled,
+            "{layout:?} {crop:?}: rows against resampling"
+        );
+        assert_eq!(
+            got,
+            reference(&src, size, layout, crop, d, 0),
+            "{layout:?} {crop:?}: rows against the reference"
+        );
+        // Negative control: the same frame one pixel to the right differs.
+        let moved = [crop[0] + 2.0, crop[1], crop[2], crop[3]];
+        if moved[0] + moved[2] <= f64::from(w) {
+            assert_ne!(got, fused(&src, size, layout, moved, d), "{crop:?} moved");
+        }
+    }
+}
+
+#[test]
+fn fractional_or_odd_crops_are_not_one_to_one() {
+    let d = [0, 0, 36, 36];
+    let yuyv = YuvLayout::Yuyv;
+    assert!(one_to_one([14.0, 0.0, 36.0, 36.0], (64, 36), yuyv, d).is_some());
+    assert!(one_to_one([13.0, 0.0, 36.0, 36.0], (64, 36), yuyv, d).is_none());
+    assert!(one_to_one([14.5, 0.0, 36.0, 36.0], (64, 36), yuyv, d).is_none());
+    assert!(one_to_one([14.0, 0.0, 36.0, 35.0], (64, 36), yuyv, d).is_none());
+    assert!(one_to_one([30.0, 0.0, 36.0, 36.0], (64, 36), yuyv, d).is_none());
+    assert!(one_to_one([0.0, 0.0, 35.0, 36.0], (64, 36), yuyv, [0, 0, 35, 36]).is_none());
+}

@@ -476,3 +476,64 @@ fn mjpeg_without_huffman_tables_uses_the_standard_ones() {
         .unwrap();
     assert_eq!(&with.data[..], &without.data[..]);
 }
+
+/// A frame at the tensor's width, letterboxed into a square tensor, is
+/// converted pixel for pixel (no resampling), quantisation tables applied,
+/// and the border is padding.
+#[test]
+fn frames_at_the_tensor_size_convert_pixel_for_pixel() {
+    let (w, h) = (32u32, 16u32);
+    let yuyv: Vec<u8> = (0..w * h * 2).map(|i| (i * 37 % 251) as u8).collect();
+    let q = hef::QuantInfo {
+        zp: 90.0,
+        scale: 0.02,
+        limvals_min: -1.8,
+        limvals_max: 3.3,
+    };
+    let quant = hef::Quantization::Uniform(q);
+    for normalize in [
+        None,
+        Some(Normalize {
+            mean: [0.4, 0.5, 0.6],
+            std: [0.3, 0.2, 0.25],
+        }),
+    ] {
+        let spec = InputSpec {
+            quant: quant.clone(),
+            ..InputSpec::rgb(32, 32)
+        };
+        let config = PreprocessConfig {
+            fit: Fit::Letterbox { pad: [7, 7, 7] },
+            normalize,
+            ..Default::default()
+        };
+        let mut pre = Preprocessor::new(spec, config).unwrap();
+        let t = pre
+            .run(&frame(PixelFormat::Yuyv, w, h, yuyv.clone()))
+            .unwrap();
+        let table = quantize::tables(normalize, &quant).unwrap();
+        let lut = |rgb: [u8; 3]| match &table {
+            None => rgb,
+            Some(t) => [0, 1, 2].map(|c| t[c][rgb[c] as usize]),
+        };
+        let at = |x: u32, y: u32| -> [u8; 3] {
+            let i = ((y * 32 + x) * 3) as usize;
+            [t.data[i], t.data[i + 1], t.data[i + 2]]
+        };
+        // Rows 8..24 hold the frame at scale 1.
+        for y in 0..h {
+            for x in 0..w {
+                let m = ((y * w + x / 2 * 2) * 2) as usize;
+                let luma = yuyv[m + if x % 2 == 0 { 0 } else { 2 }];
+                let want = lut(yuv_to_rgb(luma, yuyv[m + 1], yuyv[m + 3]));
+                assert_eq!(at(x, y + 8), want, "{normalize:?} pixel {x},{y}");
+            }
+        }
+        assert_eq!(at(5, 3), lut([7, 7, 7]), "padding above");
+        assert_eq!(at(30, 27), lut([7, 7, 7]), "padding below");
+        // Negative control: the frame one row off does not match.
+        let m = ((3 * w) * 2) as usize;
+        let row3 = lut(yuv_to_rgb(yuyv[m], yuyv[m + 1], yuyv[m + 3]));
+        assert_ne!(at(0, 3 + 9), row3, "a row off went unnoticed");
+    }
+}
