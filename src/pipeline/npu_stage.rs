@@ -695,9 +695,9 @@ mod tests {
         let mut queues: [std::collections::VecDeque<(usize, u32)>; 2] = Default::default();
         let mut worst = 0;
         for _instant in 0..200 {
-            for c in 0..4 {
+            for (c, &units) in cost.iter().enumerate() {
                 let w = pick(&mut r, c);
-                queues[w].push_back((c, cost[c]));
+                queues[w].push_back((c, units));
             }
             for q in &queues {
                 worst = worst.max(q.iter().map(|&(_, u)| u).sum::<u32>());
