@@ -13,6 +13,7 @@
 //! the fast [`grid_sample`] kernel) or `ort` (ONNX Runtime, loaded at run time; cargo
 //! feature `ort`).
 
+pub mod attention;
 pub mod deform_sample;
 pub mod fast_ops;
 pub mod grid_sample;

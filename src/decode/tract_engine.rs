@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use tract_onnx::prelude::*;
 
+use super::attention::fuse_attention;
 use super::deform_sample::fuse_deformable_sampling;
 use super::fast_ops::speed_up;
 use super::grid_sample::onnx_fast;
@@ -17,8 +18,9 @@ use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TractKernels {
     /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
-    /// fused with the attention weighting ([`super::deform_sample`]), and the
-    /// broadcasting / short-softmax replacements of [`super::fast_ops`].
+    /// fused with the attention weighting ([`super::deform_sample`]), fused
+    /// short-sequence attention ([`super::attention`]), and the broadcasting /
+    /// short-softmax replacements of [`super::fast_ops`].
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
@@ -111,8 +113,9 @@ impl TractDecoder {
         let mut model = model.into_decluttered().map_err(load_err)?;
         if kernel == TractKernels::Fast {
             let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
+            let attention = fuse_attention(&mut model).map_err(load_err)?;
             log::debug!(
-                "{}: fused {fused} deformable sampling chains",
+                "{}: fused {fused} deformable sampling chains, {attention} attention products",
                 path.display()
             );
         }
