@@ -16,6 +16,7 @@ use hailo_edge::decode::attention::fuse_attention;
 use hailo_edge::decode::deform_sample::fuse_deformable_sampling;
 use hailo_edge::decode::fast_ops::speed_up;
 use hailo_edge::decode::grid_sample::onnx_fast;
+use hailo_edge::decode::layer_norm::fuse_layer_norm;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::format_err;
 
@@ -41,6 +42,7 @@ fn main() -> TractResult<()> {
     if args.get(3).is_none_or(|a| a != "stock") {
         fuse_deformable_sampling(&mut model)?;
         fuse_attention(&mut model)?;
+        fuse_layer_norm(&mut model)?;
     }
     let mut model = model.into_optimized()?;
     if args.get(3).is_none_or(|a| a != "stock") {

@@ -19,6 +19,7 @@ pub mod fast_ops;
 pub mod grid_sample;
 pub mod input;
 pub mod keypoints;
+pub mod layer_norm;
 #[cfg(feature = "ort")]
 pub mod ort_engine;
 pub mod tract_engine;

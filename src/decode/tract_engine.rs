@@ -12,6 +12,7 @@ use super::attention::fuse_attention;
 use super::deform_sample::fuse_deformable_sampling;
 use super::fast_ops::speed_up;
 use super::grid_sample::onnx_fast;
+use super::layer_norm::fuse_layer_norm;
 use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which kernels tract runs the decoder with.
@@ -19,8 +20,9 @@ use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 pub enum TractKernels {
     /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
     /// fused with the attention weighting ([`super::deform_sample`]), fused
-    /// short-sequence attention ([`super::attention`]), and the broadcasting /
-    /// short-softmax replacements of [`super::fast_ops`].
+    /// short-sequence attention ([`super::attention`]) and layer norms
+    /// ([`super::layer_norm`]), and the broadcasting / short-softmax replacements of
+    /// [`super::fast_ops`].
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
@@ -114,8 +116,9 @@ impl TractDecoder {
         if kernel == TractKernels::Fast {
             let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
             let attention = fuse_attention(&mut model).map_err(load_err)?;
+            let norms = fuse_layer_norm(&mut model).map_err(load_err)?;
             log::debug!(
-                "{}: fused {fused} deformable sampling chains, {attention} attention products",
+                "{}: fused {fused} deformable sampling chains, {attention} attention products, {norms} layer norms",
                 path.display()
             );
         }
