@@ -137,6 +137,8 @@ trait Rows {
     fn max(x: &[f32]) -> f32;
     /// The sum of the elements.
     fn sum(x: &[f32]) -> f32;
+    /// `sum a[i] * b[i]` (any length).
+    fn dot(a: &[f32], b: &[f32]) -> f32;
 }
 
 /// Plain loops (the compiler vectorises them as the target allows).
@@ -158,6 +160,11 @@ impl Rows for Portable {
     #[inline(always)]
     fn sum(x: &[f32]) -> f32 {
         x.iter().sum()
+    }
+
+    #[inline(always)]
+    fn dot(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
     }
 }
 
@@ -186,6 +193,12 @@ impl Rows for Avx2 {
     fn sum(x: &[f32]) -> f32 {
         // SAFETY: as in `axpy`.
         unsafe { avx2::sum(x) }
+    }
+
+    #[inline(always)]
+    fn dot(a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY: as in `axpy`.
+        unsafe { avx2::dot(a, b) }
     }
 }
 
@@ -239,6 +252,30 @@ mod avx2 {
             s = _mm256_add_ps(s, unsafe { _mm256_loadu_ps(x.as_ptr().add(i)) });
         }
         reduce(s, |a, b| a + b, 0.0)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let len = a.len().min(b.len());
+        let whole = len / LANES * LANES;
+        let mut s = _mm256_setzero_ps();
+        for i in (0..whole).step_by(LANES) {
+            // SAFETY: i + LANES <= whole <= both lengths.
+            let (x, y) = unsafe {
+                (
+                    _mm256_loadu_ps(a.as_ptr().add(i)),
+                    _mm256_loadu_ps(b.as_ptr().add(i)),
+                )
+            };
+            s = _mm256_fmadd_ps(x, y, s);
+        }
+        let tail: f32 = a[whole..len]
+            .iter()
+            .zip(&b[whole..len])
+            .map(|(x, y)| x * y)
+            .sum();
+        reduce(s, |a, b| a + b, 0.0) + tail
     }
 }
 
@@ -388,11 +425,12 @@ unsafe fn one_avx2(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut 
     one_generic::<Avx2>(ops, dims, scratch, out);
 }
 
-/// Gathers Kᵀ (K×N) and V (N×D) contiguous, then computes all rows together: the
-/// scores as row-vector updates over N, the softmax, the outputs as row-vector
-/// updates over D. Every inner loop runs over whole lanes of contiguous, padded rows,
-/// and consecutive updates go to different rows, so the loops are bound by
-/// throughput rather than by the latency of one accumulator.
+/// Computes all rows of one batch item together: the scores (dot products of
+/// contiguous rows, or row-vector updates over N from a gathered Kᵀ), the softmax,
+/// the outputs as row-vector updates over D (V read in place or gathered). The
+/// row-vector loops run over whole lanes of contiguous, padded rows, and consecutive
+/// updates go to different rows, so they are bound by throughput rather than by
+/// the latency of one accumulator.
 #[inline(always)]
 fn one_generic<R: Rows>(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
     let Dims { m0, m1, n, k, d } = dims;
@@ -404,21 +442,39 @@ fn one_generic<R: Rows>(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: 
         acc,
         inv,
     } = scratch;
+    // Rows of Q and K contiguous (the usual head layout): scores as dot products,
+    // read in place. Otherwise Kᵀ is gathered and the scores built by row updates.
+    let direct_qk = ops.qw[1] == 1 && ops.kw[1] == 1;
+    // Rows of V contiguous and whole lanes: read in place.
+    let direct_v = ops.vw[1] == 1 && d % LANES == 0;
     for j in 0..n {
-        let src = ops.k[j * ops.kw[0]..].iter().step_by(ops.kw[1]);
-        for (t, &x) in kt[j..].iter_mut().step_by(np).zip(src.take(k)) {
-            *t = x;
+        if !direct_qk {
+            let src = ops.k[j * ops.kw[0]..].iter().step_by(ops.kw[1]);
+            for (t, &x) in kt[j..].iter_mut().step_by(np).zip(src.take(k)) {
+                *t = x;
+            }
         }
-        let src = ops.v[j * ops.vw[0]..].iter().step_by(ops.vw[1]);
-        for (t, &x) in vv[j * dp..j * dp + d].iter_mut().zip(src) {
-            *t = x;
+        if !direct_v {
+            let src = ops.v[j * ops.vw[0]..].iter().step_by(ops.vw[1]);
+            for (t, &x) in vv[j * dp..j * dp + d].iter_mut().zip(src) {
+                *t = x;
+            }
         }
     }
-    s.fill(0.0);
-    for kk in 0..k {
-        let kr = &kt[kk * np..(kk + 1) * np];
+    if direct_qk {
         for (m, row) in (m0..m1).zip(s.chunks_exact_mut(np)) {
-            R::axpy(row, ops.q[m * ops.qw[0] + kk * ops.qw[1]] * ops.scale, kr);
+            let qr = &ops.q[m * ops.qw[0]..m * ops.qw[0] + k];
+            for (j, x) in row[..n].iter_mut().enumerate() {
+                *x = R::dot(qr, &ops.k[j * ops.kw[0]..j * ops.kw[0] + k]) * ops.scale;
+            }
+        }
+    } else {
+        s.fill(0.0);
+        for kk in 0..k {
+            let kr = &kt[kk * np..(kk + 1) * np];
+            for (m, row) in (m0..m1).zip(s.chunks_exact_mut(np)) {
+                R::axpy(row, ops.q[m * ops.qw[0] + kk * ops.qw[1]] * ops.scale, kr);
+            }
         }
     }
     for (row, inv) in s.chunks_exact_mut(np).zip(inv.iter_mut()) {
@@ -432,7 +488,11 @@ fn one_generic<R: Rows>(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: 
     }
     acc.fill(0.0);
     for j in 0..n {
-        let vr = &vv[j * dp..(j + 1) * dp];
+        let vr = if direct_v {
+            &ops.v[j * ops.vw[0]..j * ops.vw[0] + d]
+        } else {
+            &vv[j * dp..(j + 1) * dp]
+        };
         for (a, row) in acc.chunks_exact_mut(dp).zip(s.chunks_exact(np)) {
             R::axpy(a, row[j], vr);
         }
@@ -763,21 +823,31 @@ mod tests {
     use super::*;
     use tract_onnx::tract_hir::tract_core::ops::math;
 
-    const SHAPE: [usize; 4] = [3, 18, 4, 8];
-
     /// Q, K, V (instances, tokens, heads, head width) and the attention chain as tract
     /// leaves it after decluttering. `split`: the AV product in two row ranges, the
     /// first with its single row dropped from the output, as tract splits it when a
     /// slice of the output follows. `softmax_axis`: 3 is the key axis (attention);
-    /// another axis makes a chain that is not attention.
-    fn model(split: bool, softmax_axis: usize) -> TypedModel {
+    /// another axis makes a chain that is not attention. `transposed`: the operands
+    /// as (instances, heads, head width, tokens), so no row is contiguous and the
+    /// gathering paths run.
+    fn model(split: bool, softmax_axis: usize, transposed: bool) -> TypedModel {
+        let shape = if transposed {
+            [3, 4, 8, 18]
+        } else {
+            [3, 18, 4, 8]
+        };
+        let (q_in, k_in, v_in) = if transposed {
+            ("abkm", "abkn", "abkn")
+        } else {
+            ("ambk", "anbk", "anbk")
+        };
         let mut m = TypedModel::default();
-        let q = m.add_source("q", f32::fact(SHAPE)).unwrap();
-        let k = m.add_source("k", f32::fact(SHAPE)).unwrap();
-        let v = m.add_source("v", f32::fact(SHAPE)).unwrap();
-        let einsum = |e: &str| EinSum::new(e.parse().unwrap(), f32::datum_type());
+        let q = m.add_source("q", f32::fact(shape)).unwrap();
+        let k = m.add_source("k", f32::fact(shape)).unwrap();
+        let v = m.add_source("v", f32::fact(shape)).unwrap();
+        let einsum = |e: String| EinSum::new(e.parse().unwrap(), f32::datum_type());
         let s = m
-            .wire_node("qk", einsum("ambk,anbk->abmn"), &[q, k])
+            .wire_node("qk", einsum(format!("{q_in},{k_in}->abmn")), &[q, k])
             .unwrap()[0];
         let c = m.add_const("scale", tensor4(&[[[[0.35f32]]]])).unwrap();
         let s = m.wire_node("scaled", math::mul(), &[s, c]).unwrap()[0];
@@ -788,19 +858,21 @@ mod tests {
                 &[s],
             )
             .unwrap()[0];
+        // In the V operand the head width plays D: rename k to d.
+        let v_in = v_in.replace('k', "d");
         let outputs = if split {
             let p0 = m.wire_node("p0", Slice::new(2, 0, 1), &[p]).unwrap()[0];
-            let p1 = m.wire_node("p1", Slice::new(2, 1, SHAPE[1]), &[p]).unwrap()[0];
+            let p1 = m.wire_node("p1", Slice::new(2, 1, 18), &[p]).unwrap()[0];
             vec![
-                m.wire_node("av0", einsum("abmn,anbk->abk"), &[p0, v])
+                m.wire_node("av0", einsum(format!("abmn,{v_in}->abd")), &[p0, v])
                     .unwrap()[0],
                 // V first and an unusual output layout.
-                m.wire_node("av1", einsum("anbk,abmn->kmba"), &[v, p1])
+                m.wire_node("av1", einsum(format!("{v_in},abmn->dmba")), &[v, p1])
                     .unwrap()[0],
             ]
         } else {
             vec![
-                m.wire_node("av", einsum("abmn,anbk->ambk"), &[p, v])
+                m.wire_node("av", einsum(format!("abmn,{v_in}->ambd")), &[p, v])
                     .unwrap()[0],
             ]
         };
@@ -809,10 +881,12 @@ mod tests {
     }
 
     fn run(m: &TypedModel) -> TVec<Tensor> {
-        let n: usize = SHAPE.iter().product();
         let inputs: TVec<TValue> = (0..3)
             .map(|i| {
-                Tensor::from_shape(&SHAPE, &random(n, 20 + i, -2.0, 2.0))
+                let fact = m.input_fact(i).unwrap();
+                let shape = fact.shape.as_concrete().unwrap();
+                let n: usize = shape.iter().product();
+                Tensor::from_shape(shape, &random(n, 20 + i as u64, -2.0, 2.0))
                     .unwrap()
                     .into_tvalue()
             })
@@ -835,8 +909,8 @@ mod tests {
 
     #[test]
     fn matches_tracts_einsum_softmax_chain() {
-        for split in [false, true] {
-            let stock = model(split, 3);
+        for (split, transposed) in [(false, false), (true, false), (false, true), (true, true)] {
+            let stock = model(split, 3, transposed);
             let want = run(&stock);
             let mut fused = stock.clone();
             let n = fuse_attention(&mut fused).unwrap();
@@ -844,7 +918,8 @@ mod tests {
             assert_eq!(fused_nodes(&fused), n, "stock products left running");
             let got = run(&fused);
             for (g, w) in got.iter().zip(&want) {
-                assert!(max_diff(g, w) < 1e-5, "split {split}: {}", max_diff(g, w));
+                let d = max_diff(g, w);
+                assert!(d < 1e-5, "split {split}, transposed {transposed}: {d}");
             }
             // Negative control: the same op with another scale disagrees.
             let mut off = fused.clone();
@@ -859,8 +934,56 @@ mod tests {
     }
 
     #[test]
+    fn portable_loops_agree_with_the_dispatched_ones() {
+        // One item: Q (17, 12), K (18, 12), V (18, 8) in row-major order; both the
+        // in-place and the gathering layouts (strides (1, row) read the transposes).
+        let (m, n, k, d) = (17, 18, 12, 8);
+        let q = random(m * k, 1, -2.0, 2.0);
+        let kk = random(n * k, 2, -2.0, 2.0);
+        let v = random(n * d, 3, -2.0, 2.0);
+        let dims = Dims {
+            m0: 1,
+            m1: m,
+            n,
+            k,
+            d,
+        };
+        for (qw, kw, vw) in [([k, 1], [k, 1], [d, 1]), ([1, m], [1, n], [1, n])] {
+            let ops = Operands {
+                q: &q,
+                k: &kk,
+                v: &v,
+                qw,
+                kw,
+                vw,
+                ow: [d, 1],
+                scale: 0.3,
+            };
+            let scratch = || Scratch {
+                kt: vec![0.0; k * pad(n)],
+                vv: vec![0.0; n * pad(d)],
+                s: vec![0.0; (m - 1) * pad(n)],
+                acc: vec![0.0; (m - 1) * pad(d)],
+                inv: vec![0.0; m - 1],
+            };
+            let mut a = vec![0.0; (m - 1) * d];
+            let mut b = vec![1.0; (m - 1) * d];
+            one(&ops, dims, &mut scratch(), &mut a);
+            one_generic::<Portable>(&ops, dims, &mut scratch(), &mut b);
+            let diff = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
+            assert!(diff < 1e-5, "{diff}");
+            // Rows are distributions over V's rows: bounded by V's range.
+            assert!(a.iter().all(|x| x.abs() <= 2.0));
+        }
+    }
+
+    #[test]
     fn leaves_a_softmax_over_query_rows_alone() {
-        let mut m = model(false, 2);
+        let mut m = model(false, 2, false);
         assert_eq!(fuse_attention(&mut m).unwrap(), 0);
         assert_eq!(fused_nodes(&m), 0);
     }
