@@ -211,7 +211,7 @@ impl Rows for Avx2 {
 
     #[inline(always)]
     fn scores(q: &[f32], k: &[f32], stride: usize, n: usize, scale: f32, out: &mut [f32]) {
-        if q.len() % LANES == 0 && out.len() % LANES == 0 && out.len() >= n {
+        if q.len().is_multiple_of(LANES) && out.len().is_multiple_of(LANES) && out.len() >= n {
             // SAFETY: as in `axpy`; the lengths are what `avx2::scores` asks for.
             unsafe { avx2::scores(q, k, stride, n, scale, out) }
         } else {
