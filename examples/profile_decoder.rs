@@ -4,15 +4,19 @@
 //! cargo run --release --example profile_decoder -- model.onnx [runs] [stock]
 //! ```
 //!
+//! `PROFILE_NODES=N` prints the N slowest nodes (default 25).
+//!
 //! Runs the optimised plan with a timing wrapper around every node and prints the total
 //! per op type (and the slowest nodes), averaged over the runs, in thread CPU time.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use hailo_edge::decode::attention::fuse_attention;
 use hailo_edge::decode::deform_sample::fuse_deformable_sampling;
 use hailo_edge::decode::fast_ops::speed_up;
 use hailo_edge::decode::grid_sample::onnx_fast;
+use hailo_edge::decode::layer_norm::fuse_layer_norm;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::format_err;
 
@@ -37,6 +41,8 @@ fn main() -> TractResult<()> {
         .into_decluttered()?;
     if args.get(3).is_none_or(|a| a != "stock") {
         fuse_deformable_sampling(&mut model)?;
+        fuse_attention(&mut model)?;
+        fuse_layer_norm(&mut model)?;
     }
     let mut model = model.into_optimized()?;
     if args.get(3).is_none_or(|a| a != "stock") {
@@ -91,7 +97,11 @@ fn main() -> TractResult<()> {
     let mut nodes: Vec<_> = per_node.into_iter().collect();
     nodes.sort_by_key(|n| std::cmp::Reverse(n.1));
     println!("slowest nodes:");
-    for (id, d) in nodes.iter().take(25) {
+    let shown = std::env::var("PROFILE_NODES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25);
+    for (id, d) in nodes.iter().take(shown) {
         let n = model.node(*id);
         let facts: Vec<String> = n
             .outputs

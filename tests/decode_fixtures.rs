@@ -60,7 +60,7 @@ fn decoder_fixtures_have_the_real_output_shapes() {
 }
 
 #[test]
-fn fast_grid_sample_matches_tracts_own_on_the_decoder() {
+fn fast_kernels_match_tracts_own_on_the_decoder() {
     let path = fixture("decoder_288.onnx");
     let mut fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
     let mut stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
@@ -69,7 +69,7 @@ fn fast_grid_sample_matches_tracts_own_on_the_decoder() {
     let a = fast.run(&mut maps).unwrap();
     let b = stock.run(&mut maps).unwrap();
     let d = a.max_abs_diff(&b).unwrap();
-    assert!(d < 1e-4, "fast vs stock GridSample: {d}");
+    assert!(d < 1e-4, "fast kernels vs stock tract: {d}");
     // Negative control: a one-element change of one input map shows up.
     maps.map_mut(2)[1234] += 5.0;
     let c = fast.run(&mut maps).unwrap();

@@ -37,6 +37,47 @@ impl FastDeformSample {
         weights: &[f32],
         out: &mut [f32],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2, checked just above.
+                unsafe { self.sample_avx2(value, vs, grid, gs, weights, out) };
+                return;
+            }
+        }
+        self.sample_generic(value, vs, grid, gs, weights, out);
+    }
+
+    /// [`Self::sample`] compiled for AVX2: 8-wide channel loops, and `floor` as one
+    /// instruction instead of a libm call (the x86-64 baseline has no rounding
+    /// instruction), which matters at the reduced widths where a point has few channels.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn sample_avx2(
+        &self,
+        value: &[f32],
+        vs: [usize; 4],
+        grid: &[f32],
+        gs: [usize; 3],
+        weights: &[f32],
+        out: &mut [f32],
+    ) {
+        self.sample_generic(value, vs, grid, gs, weights, out);
+    }
+
+    #[inline(always)]
+    fn sample_generic(
+        &self,
+        value: &[f32],
+        vs: [usize; 4],
+        grid: &[f32],
+        gs: [usize; 3],
+        weights: &[f32],
+        out: &mut [f32],
+    ) {
         let [n, c, h, w] = vs;
         let [_, lq, points] = gs;
         let plane = h * w;

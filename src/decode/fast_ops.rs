@@ -159,7 +159,46 @@ impl FastSoftmax {
     /// Three passes so the exponential runs over the whole buffer at once (where it
     /// vectorises) instead of row by row: subtract each row's max, exponentiate
     /// everything with [`exp_approx`], normalise each row.
+    ///
+    /// Rows of two (the deformable attention's two sampling points) take a closed
+    /// form instead: `p = 1 / (1 + e^-|a-b|)` for the larger element, `1 - p` for the
+    /// other, with no per-row passes.
     pub fn apply(data: &mut [f32], row: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2, checked just above.
+                unsafe { Self::apply_avx2(data, row) };
+                return;
+            }
+        }
+        Self::apply_generic(data, row);
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn apply_avx2(data: &mut [f32], row: usize) {
+        Self::apply_generic(data, row);
+    }
+
+    #[inline(always)]
+    fn apply_generic(data: &mut [f32], row: usize) {
+        if row == 2 {
+            for pair in data.chunks_exact_mut(2) {
+                let (a, b) = (pair[0], pair[1]);
+                let e = exp_approx(-(a - b).abs());
+                let hi = 1.0 / (1.0 + e);
+                let lo = e * hi;
+                // NaN in, NaN out, as the general path.
+                let nan = if (a - b).is_nan() { f32::NAN } else { 0.0 };
+                (pair[0], pair[1]) = if a >= b { (hi, lo) } else { (lo, hi) };
+                pair[0] += nan;
+                pair[1] += nan;
+            }
+            return;
+        }
         for r in data.chunks_exact_mut(row) {
             let max = r.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             for v in r.iter_mut() {
@@ -379,7 +418,7 @@ mod tests {
 
     #[test]
     fn softmax_matches_tracts() {
-        for shape in [[5usize, 3, 2], [4, 2, 16], [3, 7, 18]] {
+        for shape in [[5usize, 3, 2], [40, 9, 2], [4, 2, 16], [3, 7, 18]] {
             let x = ramp(&shape, 0.53);
             let theirs = Softmax::new(tvec![2], None, SoftmaxKind::Softmax);
             let want = eval(&theirs, &[&x]);
@@ -389,5 +428,10 @@ mod tests {
             let other = eval(&Softmax::new(tvec![1], None, SoftmaxKind::Softmax), &[&x]);
             assert!(max_diff(&got, &other) > 1e-3);
         }
+        // A NaN in a row of two poisons that row only, as in the general path.
+        let mut rows = [1.0, f32::NAN, 0.5, 0.25];
+        FastSoftmax::apply(&mut rows, 2);
+        assert!(rows[0].is_nan() && rows[1].is_nan());
+        assert!((rows[2] + rows[3] - 1.0).abs() < 1e-6 && rows[2] > rows[3]);
     }
 }

@@ -56,7 +56,7 @@ impl FastGridSample {
     }
 
     /// Offsets (into one H×W plane) and weights of the four bilinear taps of one point.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn taps(&self, gx: f32, gy: f32, h: usize, w: usize) -> ([u32; 4], [f32; 4]) {
         let mut x = self.denormalize(gx, w);
         let mut y = self.denormalize(gy, h);

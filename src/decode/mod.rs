@@ -13,11 +13,13 @@
 //! the fast [`grid_sample`] kernel) or `ort` (ONNX Runtime, loaded at run time; cargo
 //! feature `ort`).
 
+pub mod attention;
 pub mod deform_sample;
 pub mod fast_ops;
 pub mod grid_sample;
 pub mod input;
 pub mod keypoints;
+pub mod layer_norm;
 #[cfg(feature = "ort")]
 pub mod ort_engine;
 pub mod tract_engine;

@@ -8,17 +8,21 @@ use std::path::{Path, PathBuf};
 
 use tract_onnx::prelude::*;
 
+use super::attention::fuse_attention;
 use super::deform_sample::fuse_deformable_sampling;
 use super::fast_ops::speed_up;
 use super::grid_sample::onnx_fast;
+use super::layer_norm::fuse_layer_norm;
 use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TractKernels {
     /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
-    /// fused with the attention weighting ([`super::deform_sample`]), and the
-    /// broadcasting / short-softmax replacements of [`super::fast_ops`].
+    /// fused with the attention weighting ([`super::deform_sample`]), fused
+    /// short-sequence attention ([`super::attention`]) and layer norms
+    /// ([`super::layer_norm`]), and the broadcasting / short-softmax replacements of
+    /// [`super::fast_ops`].
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
@@ -111,8 +115,10 @@ impl TractDecoder {
         let mut model = model.into_decluttered().map_err(load_err)?;
         if kernel == TractKernels::Fast {
             let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
+            let attention = fuse_attention(&mut model).map_err(load_err)?;
+            let norms = fuse_layer_norm(&mut model).map_err(load_err)?;
             log::debug!(
-                "{}: fused {fused} deformable sampling chains",
+                "{}: fused {fused} deformable sampling chains, {attention} attention products, {norms} layer norms",
                 path.display()
             );
         }
