@@ -119,6 +119,8 @@ pub struct NpuStage {
     closed: Vec<bool>,
     admission: Admission,
     routing: Routing,
+    /// Whether decoder threads can still return buffers.
+    recycle_open: bool,
 }
 
 /// Frames past the camera queues and not yet decoded, against a limit.
@@ -222,6 +224,7 @@ impl NpuStage {
                 held: 0,
             },
             routing: Routing::new(workers, n),
+            recycle_open: true,
         }
     }
 
@@ -281,11 +284,21 @@ impl NpuStage {
     }
 
     fn take_recycled(&mut self) {
-        while let Ok(r) = self.recycle.try_recv() {
-            self.admission.release();
-            self.routing.done(r.worker, r.camera);
-            if let Some(lane) = self.lanes.get_mut(r.graph) {
-                lane.spare.push(r.bindings);
+        loop {
+            match self.recycle.try_recv() {
+                Ok(r) => {
+                    self.admission.release();
+                    self.routing.done(r.worker, r.camera);
+                    if let Some(lane) = self.lanes.get_mut(r.graph) {
+                        lane.spare.push(r.bindings);
+                    }
+                }
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    // No decoder thread (pipeline-only runs): nothing will come back.
+                    self.recycle_open = false;
+                    return;
+                }
             }
         }
     }
@@ -640,8 +653,9 @@ impl NpuStage {
                 any = true;
             }
         }
-        if self.admission.held > 0 {
-            // A decoded frame frees a slot (and its buffers).
+        if self.admission.held > 0 && self.recycle_open {
+            // A decoded frame frees a slot (and its buffers). (A closed
+            // channel would be always ready: the wait would spin.)
             sel.recv(&self.recycle);
             any = true;
         }
