@@ -136,6 +136,15 @@ fn scheduler_switches_twice_per_frame_period() {
         report.switching.app_switches, 0,
         "the scheduler switched, not the app"
     );
+    // The NPU stage sleeps between events: its waiting costs tens of us of
+    // CPU per frame. Waiting on a channel that can no longer deliver (always
+    // ready) made it spin at over 200 us per frame.
+    let b = report.host.pipeline_breakdown_us.unwrap();
+    assert!(
+        b.npu_stage_wait < 150.0,
+        "the NPU stage spent {:.0} us of CPU per frame waiting",
+        b.npu_stage_wait
+    );
 }
 
 #[test]
