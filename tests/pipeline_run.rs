@@ -72,8 +72,10 @@ fn demo_rig_runs_end_to_end_and_frames_add_up() {
         report.cameras.iter().map(|c| &c.frames).collect::<Vec<_>>()
     );
     // The demo fit sees ground truth with 2 px noise: its error is that of a fit, not noise.
+    // (Groups are far apart in time in an unoptimised build; the fitter starts cold
+    // across such gaps instead of from a stale pose, which gave 50-160 mm here.)
     let mpjpe = report.fit.mpjpe_mm.unwrap();
-    assert!(mpjpe > 0.0 && mpjpe < 150.0, "MPJPE {mpjpe} mm");
+    assert!(mpjpe > 0.0 && mpjpe < 60.0, "MPJPE {mpjpe} mm");
     assert!(report.what_ran.fit_keypoints.contains("2 px"));
     assert!(report.what_ran.notes.iter().any(|n| n.contains("random")));
     assert_eq!(report.what_ran.decoder, "tract");

@@ -215,7 +215,13 @@ impl FitStage {
             .collect();
         let truth = members.iter().flatten().find_map(|m| m.meta.truth.clone());
         let c0 = thread_cpu_ns();
-        let fitted = self.fitter.as_mut().map(|f| f.fit(&observations));
+        // Capture time of the instant: the fitter warm-starts only across
+        // short gaps (whole instants drop when the host falls behind).
+        let time_s = group.anchor_ns as f64 * 1e-9;
+        let fitted = self
+            .fitter
+            .as_mut()
+            .map(|f| f.fit_at(&observations, time_s));
         *fit_cpu += thread_cpu_ns().saturating_sub(c0);
         let done = self.clock.now_ns();
         let mut fit_error = None;

@@ -32,6 +32,12 @@ pub struct FitOutput {
     pub cold_start: bool,
 }
 
+/// Longest gap, s, between two frames over which a fit still warm-starts from
+/// the previous pose: a body moves too far in longer gaps (at a brisk walk,
+/// limbs travel tens of centimetres in a quarter of a second) for the
+/// previous pose to sit in the basin of the right one.
+pub const WARM_START_GAP_S: f64 = 0.25;
+
 /// Fits a rig to multi-view keypoints frame after frame.
 pub struct PoseFitter {
     rig: KeypointRig,
@@ -41,6 +47,8 @@ pub struct PoseFitter {
     cameras: Vec<Camera>,
     config: FitConfig,
     history: [Option<Pose>; 2],
+    /// Times of the poses in `history`, s (frames fitted through [`Self::fit_at`]).
+    history_s: [Option<f64>; 2],
     vertices: Option<Box<VertexFn>>,
     posed: Posed,
 }
@@ -98,6 +106,7 @@ impl PoseFitter {
             cameras,
             config,
             history: [None, None],
+            history_s: [None, None],
             vertices: None,
             posed: Posed::default(),
         })
@@ -117,6 +126,42 @@ impl PoseFitter {
     /// Forgets the previous frames: the next frame is a cold start.
     pub fn reset(&mut self) {
         self.history = [None, None];
+        self.history_s = [None, None];
+    }
+
+    /// Fits one frame captured at `time_s` (seconds on any steady clock).
+    ///
+    /// Unlike [`Self::fit`], which takes frames as evenly spaced, this knows
+    /// when frames were dropped: after a gap longer than [`WARM_START_GAP_S`]
+    /// (or a step back in time) the previous pose is too stale to start from
+    /// and the frame is a cold start; when the last two gaps differ by more
+    /// than a factor of two, the constant-velocity prediction would
+    /// extrapolate the wrong distance, so the frame starts from the last pose
+    /// alone.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_at(
+        &mut self,
+        observations: &[Vec<Option<Observation>>],
+        time_s: f64,
+    ) -> Result<FitOutput, FitError> {
+        match self.history_s {
+            [Some(last), _] if !(time_s - last <= WARM_START_GAP_S && time_s > last) => {
+                self.reset();
+            }
+            [Some(last), Some(before)] => {
+                let ratio = (time_s - last) / (last - before);
+                if !(0.5..=2.0).contains(&ratio) {
+                    self.history[1] = None;
+                }
+            }
+            _ => {}
+        }
+        let before = self.history_s[0];
+        let out = self.fit(observations)?;
+        self.history_s = [Some(time_s), before];
+        Ok(out)
     }
 
     /// The rig being fitted.
@@ -187,6 +232,8 @@ impl PoseFitter {
             }
         };
         self.history = [Some(pose.clone()), self.history[0].take()];
+        // A frame fitted without a time makes the times of the history unknown.
+        self.history_s = [None, None];
         self.output(pose, report, cold, observations)
     }
 

@@ -17,7 +17,7 @@ mod rig;
 pub mod synthetic;
 
 pub use calibrate::{Calibration, ShapeModel};
-pub use fitter::{FitOutput, PoseFitter};
+pub use fitter::{FitOutput, PoseFitter, WARM_START_GAP_S};
 pub use lm::{LevenbergMarquardt, Report, TerminationReason};
 pub use rig::{retract, KeypointRig, KeypointTerm, Pose, Posed};
 

@@ -399,3 +399,28 @@ fn bad_input_is_refused_with_names() {
     );
     assert!(matches!(bad_parent, Err(FitError::Rig(m)) if m.contains("bone 1 `b`")));
 }
+
+#[test]
+fn a_long_gap_or_a_step_back_in_time_starts_cold() {
+    let rig = Toy.rig(&[1.0, 1.0]).unwrap();
+    let limits = toy_limits(&rig);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let pose = random_pose(&rig, &limits, &mut rng, 0.3);
+    let mut f = fitter(rig.clone(), limits.clone());
+    let mut cold_at = |t: f64, f: &mut PoseFitter| {
+        f.fit_at(&observe(&rig, &pose, 1.0, &mut rng), t)
+            .unwrap()
+            .cold_start
+    };
+    assert!(cold_at(0.0, &mut f), "the first frame");
+    // Negative control: short, regular gaps warm-start.
+    assert!(!cold_at(0.1, &mut f));
+    assert!(!cold_at(0.2, &mut f));
+    // Irregular but short: still warm (from the last pose alone).
+    assert!(!cold_at(0.21, &mut f));
+    // Longer than WARM_START_GAP_S: cold.
+    assert!(cold_at(0.21 + WARM_START_GAP_S + 0.01, &mut f));
+    assert!(!cold_at(0.6, &mut f));
+    // Back in time: cold.
+    assert!(cold_at(0.5, &mut f));
+}
