@@ -9,6 +9,7 @@
 //! which folds each attention weight into the four bilinear weights of its point and
 //! writes the (N,C,Lq,1) sum directly: same arithmetic, no intermediate tensor.
 
+use super::graph_patch::single_successor;
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Reduce, Reducer};
@@ -182,19 +183,7 @@ impl TypedOp for FastDeformSample {
 /// # Errors
 /// When tract rejects the patch (a bug; the model is unchanged then).
 pub fn fuse_deformable_sampling(model: &mut TypedModel) -> TractResult<usize> {
-    let mut fused = 0;
-    loop {
-        let Some(patch) = find_one(model)? else {
-            return Ok(fused);
-        };
-        patch.apply(model)?;
-        fused += 1;
-    }
-}
-
-fn single_successor(model: &TypedModel, node: usize) -> Option<usize> {
-    let outs = &model.node(node).outputs;
-    (outs.len() == 1 && outs[0].successors.len() == 1).then(|| outs[0].successors[0].node)
+    super::graph_patch::apply_each(model, find_one)
 }
 
 fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
@@ -205,7 +194,6 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         let Some(mul) = single_successor(model, gs.id) else {
             continue;
         };
-        let mul = model.node(mul);
         if !mul
             .op_as::<TypedBinOp>()
             .is_some_and(|b| b.0.name() == "Mul" && b.1.is_none())
@@ -238,7 +226,6 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         let Some(reduce) = single_successor(model, mul.id) else {
             continue;
         };
-        let reduce = model.node(reduce);
         if !reduce
             .op_as::<Reduce>()
             .is_some_and(|r| r.reducer == Reducer::Sum && r.axes[..] == [3])

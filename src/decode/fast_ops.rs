@@ -281,14 +281,7 @@ impl TypedOp for FastSoftmax {
 /// When tract rejects a patch (a bug; such a node is left unchanged is not possible,
 /// the error is returned).
 pub fn speed_up(model: &mut TypedModel) -> TractResult<usize> {
-    // One patch at a time: a patch renumbers the nodes, so patches prepared against the
-    // same model would not compose when two replaced nodes are neighbours.
-    let mut replaced = 0;
-    while let Some(patch) = next_patch(model)? {
-        patch.apply(model)?;
-        replaced += 1;
-    }
-    Ok(replaced)
+    super::graph_patch::apply_each(model, next_patch)
 }
 
 fn next_patch(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {

@@ -7,6 +7,7 @@
 //! [`fuse_layer_norm`] replaces those four with [`FastLayerNorm`], one pass per row
 //! that keeps the row in L1; tract's own affine op stays.
 
+use super::graph_patch::single_successor;
 use tract_onnx::tract_hir::internal::*;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Reduce, Reducer, RmsNorm};
@@ -115,18 +116,7 @@ impl TypedOp for FastLayerNorm {
 /// # Errors
 /// When tract rejects a patch (a bug; the model is unchanged then).
 pub fn fuse_layer_norm(model: &mut TypedModel) -> TractResult<usize> {
-    let mut fused = 0;
-    while let Some(patch) = find_one(model)? {
-        patch.apply(model)?;
-        fused += 1;
-    }
-    Ok(fused)
-}
-
-fn single_successor(model: &TypedModel, node: usize) -> Option<&TypedNode> {
-    let outs = &model.node(node).outputs;
-    (outs.len() == 1 && outs[0].successors.len() == 1)
-        .then(|| model.node(outs[0].successors[0].node))
+    super::graph_patch::apply_each(model, find_one)
 }
 
 fn bin_op<'a>(node: &'a TypedNode, name: &str) -> Option<&'a TypedNode> {

@@ -16,6 +16,7 @@
 pub mod attention;
 pub mod deform_sample;
 pub mod fast_ops;
+mod graph_patch;
 pub mod grid_sample;
 pub mod input;
 pub mod keypoints;

@@ -17,12 +17,7 @@ use super::{FastAttention, Role};
 /// # Errors
 /// When tract rejects a patch (a bug; the model is unchanged then).
 pub fn fuse_attention(model: &mut TypedModel) -> TractResult<usize> {
-    let mut fused = 0;
-    while let Some(patch) = find_one(model)? {
-        patch.apply(model)?;
-        fused += 1;
-    }
-    Ok(fused)
+    crate::decode::graph_patch::apply_each(model, find_one)
 }
 
 fn f32_einsum(node: &TypedNode) -> Option<&EinSum> {
