@@ -132,7 +132,7 @@ struct Admission {
 
 impl Admission {
     fn has_room_for(&self, frames: usize) -> bool {
-        self.held + frames <= self.limit
+        self.held.saturating_add(frames) <= self.limit
     }
 
     fn release(&mut self) {
@@ -202,7 +202,6 @@ impl NpuStage {
     ) -> Self {
         let n = cameras.len();
         let workers = decode.len();
-        let batches: usize = lanes.iter().map(|l| l.batch).sum();
         Self {
             lanes,
             preprocessors,
@@ -219,8 +218,9 @@ impl NpuStage {
             last_set_ns: 0,
             active: None,
             closed: vec![false; n],
+            // No limit until `set_in_flight_limit` (the rig's `decoder.in_flight`).
             admission: Admission {
-                limit: (batches + workers.max(1)).max(n),
+                limit: usize::MAX,
                 held: 0,
             },
             routing: Routing::new(workers, n),
