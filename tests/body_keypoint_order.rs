@@ -2,7 +2,7 @@
 //! the body's first 17 keypoints, so those must be the same points in the same order.
 
 use hailo_edge::body::Model;
-use hailo_edge::decode::keypoints::COCO17;
+use hailo_edge::decode::keypoints::{check_coco17_prefix, COCO17};
 
 #[test]
 fn the_body_s_first_17_keypoints_are_coco_17_in_order() {
@@ -13,10 +13,13 @@ fn the_body_s_first_17_keypoints_are_coco_17_in_order() {
 }
 
 #[test]
-fn a_different_order_would_be_told_apart() {
-    // Negative control: the comparison the pipeline makes at build time.
+fn the_check_the_pipeline_makes_refuses_another_order() {
     let labels = Model::embedded().unwrap().keypoint_labels().to_vec();
+    assert_eq!(check_coco17_prefix(&labels), Ok(()));
+    // Negative controls: two points swapped, and too few points.
     let mut swapped = labels.clone();
     swapped.swap(1, 2);
-    assert_ne!(&swapped[..17], &COCO17[..]);
+    let err = check_coco17_prefix(&swapped).unwrap_err();
+    assert!(err.contains("right_eye"), "{err}");
+    assert!(check_coco17_prefix(&labels[..16]).is_err());
 }

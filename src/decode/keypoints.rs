@@ -46,6 +46,23 @@ pub const COCO17: [&str; 17] = [
     "right_ankle",
 ];
 
+/// Checks that a body's keypoints start with [`COCO17`] in order, so the
+/// decoder's keypoint `i` can feed the body's keypoint `i`.
+///
+/// # Errors
+/// What the body's first keypoints are instead.
+pub fn check_coco17_prefix(labels: &[String]) -> Result<(), String> {
+    let n = COCO17.len();
+    if labels.len() >= n && labels[..n] == COCO17 {
+        Ok(())
+    } else {
+        Err(format!(
+            "its first keypoints are {:?}, the decoder gives COCO-17 in order {COCO17:?}",
+            &labels[..labels.len().min(n)]
+        ))
+    }
+}
+
 /// Maps a model-input pixel (x, y) to a camera pixel: the inverse of the preprocessing
 /// (crop, resize, letterbox) that made the model input from the camera frame.
 pub trait KeypointMapping {

@@ -306,14 +306,8 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
     };
     if rig.body.keypoints == "decoder" {
         // The fit feeds the decoder's keypoint i to the body's keypoint i.
-        let labels = m.keypoint_labels();
-        let coco = crate::decode::keypoints::COCO17;
-        if labels.len() < coco.len() || labels[..coco.len()] != coco {
-            return Err(RunError::Body(format!(
-                "body model ({name}): its first keypoints are {:?}, the decoder gives COCO-17 in order {coco:?}",
-                &labels[..labels.len().min(coco.len())]
-            )));
-        }
+        crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels())
+            .map_err(|e| RunError::Body(format!("body model ({name}): {e}")))?;
     }
     let body = BodyRig::anny(m, rig.body.limits).map_err(RunError::Body)?;
     Ok((Arc::new(body), name))
