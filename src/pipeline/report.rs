@@ -419,9 +419,9 @@ impl Report {
                 "sustained: {offered:.0} frames/s offered, none dropped; the stages need {total:.2} of {cores} cores"
             )
         } else {
-            let b = bottleneck.clone().unwrap_or_default();
-            let stage_need = need.get(&b).copied().unwrap_or(0.0);
+            // The heaviest CPU stage: the bottleneck itself unless the device is.
             let cpu_stage = cpu_bound.clone().unwrap_or_default();
+            let cpu_need = need.get(&cpu_stage).copied().unwrap_or(0.0);
             let per_frame = match cpu_stage.as_str() {
                 "decode" => host
                     .decode_ms_per_frame
@@ -438,10 +438,8 @@ impl Report {
             }
             .unwrap_or_default();
             let budget_ms = cores as f64 * 1e3 / offered.max(1e-9);
-            let heaviest = need.values().copied().fold(0.0, f64::max);
             let cpu_text = format!(
-                "at {offered:.0} frames/s that is {:.2} cores, and all CPU stages together need {total:.2} of the {cores} cores ({:.1}x the machine). The whole CPU budget is {budget_ms:.2} ms per frame; the host sustains about {:.1} fps per camera.",
-                if device_first { heaviest } else { stage_need },
+                "at {offered:.0} frames/s that is {cpu_need:.2} cores, and all CPU stages together need {total:.2} of the {cores} cores ({:.1}x the machine). The whole CPU budget is {budget_ms:.2} ms per frame; the host sustains about {:.1} fps per camera.",
                 total / cores as f64,
                 offered / rig.cameras.len() as f64 * (cores as f64 / total.max(1e-9)).min(1.0)
             );
@@ -450,7 +448,7 @@ impl Report {
                     "not sustained: {drops} of {captured} frames dropped. Bottleneck: the device (modelled), which needs {d:.2}x its time at this rate. On the host the heaviest stage, {cpu_stage}, needs {per_frame}; {cpu_text}"
                 ),
                 (_, d) => format!(
-                    "not sustained: {drops} of {captured} frames dropped. Bottleneck: {b} needs {per_frame}; {cpu_text}{}",
+                    "not sustained: {drops} of {captured} frames dropped. Bottleneck: {cpu_stage} needs {per_frame}; {cpu_text}{}",
                     d.map(|d| format!(" The device (modelled) needs {d:.2}x its time at this rate.")).unwrap_or_default()
                 ),
             }
