@@ -220,3 +220,44 @@ fn a_slow_stage_drops_oldest_frames_at_the_camera_queue() {
     let last = report.host.rss_last_mb.unwrap();
     assert!(last <= first * 1.1, "RSS {first} -> {last} MB");
 }
+
+#[test]
+fn a_group_reaches_the_fit_with_its_last_view() {
+    let _one = serial();
+    // Synchronised cameras at 30 fps on the zero-time device: each instant's
+    // views are settled as soon as the last one arrives, so in every group one
+    // view (the last) waits no time in the sync. Waiting for each camera's next
+    // frame instead, as ApproximateTime does, makes even the last view wait
+    // for the next instant: a frame period, 33 ms.
+    let mut rig = demo();
+    for c in &mut rig.cameras {
+        c.fps = 30.0;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let report = pipeline_only_in(&mut rig, 2.0, None, dir.path());
+    assert_accounting(&report);
+    let lines = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    let last_view_waits: Vec<f64> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|g| {
+            g["views"]
+                .as_array()?
+                .iter()
+                .filter_map(|v| v["timing_ms"]["sync"].as_f64())
+                .min_by(f64::total_cmp)
+        })
+        .collect();
+    assert!(
+        last_view_waits.len() > 30,
+        "{} groups",
+        last_view_waits.len()
+    );
+    let prompt = last_view_waits.iter().filter(|&&w| w < 5.0).count();
+    assert!(
+        prompt * 10 >= last_view_waits.len() * 9,
+        "the last view of a group waited under 5 ms in only {prompt} of {} groups: {:?}",
+        last_view_waits.len(),
+        &last_view_waits[..last_view_waits.len().min(20)]
+    );
+}

@@ -8,6 +8,14 @@
 //! moderate jitter exactly the right frame matches). A group with a camera
 //! missing is emitted anyway, marked incomplete and counted; frames of faster
 //! cameras that fall between anchors are counted as unused.
+//!
+//! A group is emitted as soon as no later frame could change it. ApproximateTime
+//! waits for each camera's *next* frame to rule out a nearer one, which costs
+//! every group up to a frame period of latency. Here a camera's frames are taken
+//! to be at least half its nominal period apart (a camera delivering faster
+//! than twice its configured rate is misconfigured), so a frame at or after the
+//! anchor, or one a quarter period before it, already settles that camera, and
+//! a group of synchronised cameras leaves with its last view.
 
 use std::collections::VecDeque;
 
@@ -87,6 +95,8 @@ pub struct SyncStats {
 pub struct Synchronizer<T> {
     anchor: usize,
     tolerance: Vec<u64>,
+    /// Per camera: the least time between two of its frames (half its period).
+    min_gap: Vec<u64>,
     anchor_period: u64,
     stall: u64,
     queues: Vec<VecDeque<T>>,
@@ -119,6 +129,7 @@ impl<T: Stamped> Synchronizer<T> {
         Self {
             anchor,
             tolerance,
+            min_gap: config.periods_ns.iter().map(|p| p / 2).collect(),
             anchor_period: config.periods_ns[anchor],
             stall: config.stall_ns.unwrap_or(4 * slowest),
             queues: (0..n).map(|_| VecDeque::new()).collect(),
@@ -176,10 +187,7 @@ impl<T: Stamped> Synchronizer<T> {
         let newest = self.latest.iter().flatten().copied().max().unwrap_or(0);
         while let Some(t) = self.queues[self.anchor].front().map(Stamped::capture_ns) {
             let decidable = (0..self.queues.len()).all(|c| {
-                c == self.anchor
-                    || flush
-                    || self.latest[c].is_some_and(|l| l > t + self.tolerance[c])
-                    || newest > t + self.stall
+                c == self.anchor || flush || newest > t + self.stall || self.settled(c, t)
             });
             if !decidable {
                 break;
@@ -210,6 +218,28 @@ impl<T: Stamped> Synchronizer<T> {
             out.push(group);
         }
         out
+    }
+
+    /// Whether camera `c`'s member for anchor time `t` is known: no frame it
+    /// can still deliver would be nearer to `t` than the best one queued, or,
+    /// with none queued within tolerance, could fall within it.
+    fn settled(&self, c: usize, t: u64) -> bool {
+        let Some(latest) = self.latest[c] else {
+            return false;
+        };
+        // Its next frame comes at least `min_gap` after its latest one.
+        let next = latest + self.min_gap[c];
+        let nearest_future = next.saturating_sub(t);
+        let tol = self.tolerance[c];
+        let best = self.queues[c]
+            .iter()
+            .map(|f| f.capture_ns().abs_diff(t))
+            .filter(|&d| d <= tol)
+            .min();
+        match best {
+            Some(d) => d <= nearest_future,
+            None => nearest_future > tol,
+        }
     }
 
     /// Anchor frames missing since the last one count as incomplete groups.
@@ -380,6 +410,60 @@ mod tests {
         config.tolerance_ns = Some(200_000);
         let (_, tight) = run(&frames, &config);
         assert!(tight.incomplete > tight.complete, "{tight:?}");
+    }
+
+    /// Pushes instant `k` of three 30 fps cameras, camera 2 stamped `offset_ms`
+    /// after the others; returns the anchor times of the groups that resolved.
+    fn push_instant(sync: &mut Synchronizer<F>, k: u64, offset_ms: f64) -> Vec<u64> {
+        let t = 1_000_000_000 + k * 33_333_333;
+        let mut out = Vec::new();
+        for cam in [2, 1, 0] {
+            let ns = if cam == 2 {
+                (t as f64 + offset_ms * 1e6) as u64
+            } else {
+                t
+            };
+            let groups = sync.push(F {
+                cam,
+                ns,
+                tick: None,
+            });
+            out.extend(groups.iter().map(|g| g.anchor_ns));
+        }
+        out
+    }
+
+    #[test]
+    fn a_group_leaves_with_its_last_view() {
+        // Synchronised cameras, and one stamped 5 ms (0.15 periods) early or late:
+        // no later frame can be nearer, so each group leaves with its own instant.
+        for offset in [0.0, -5.0, 12.0] {
+            let mut sync = Synchronizer::new(&SyncConfig::for_rates(&[30.0; 3]));
+            for k in 0..10 {
+                let got = push_instant(&mut sync, k, offset);
+                assert_eq!(got, vec![1_000_000_000 + k * 33_333_333], "offset {offset}");
+            }
+            assert_eq!(sync.stats().complete, 10);
+        }
+    }
+
+    #[test]
+    fn a_frame_well_before_the_anchor_waits_for_the_next_one() {
+        // Negative control: 12 ms (0.36 periods) early, the next frame of that
+        // camera might be nearer, so the group waits for it; the early frame is
+        // still the one chosen.
+        let mut sync = Synchronizer::new(&SyncConfig::for_rates(&[30.0; 3]));
+        assert!(push_instant(&mut sync, 0, -12.0).is_empty());
+        let t0 = 1_000_000_000;
+        let mut groups = Vec::new();
+        groups.extend(sync.push(F {
+            cam: 2,
+            ns: t0 + 33_333_333 - 12_000_000,
+            tick: None,
+        }));
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].anchor_ns, t0);
+        assert_eq!(groups[0].members[2].unwrap().ns, t0 - 12_000_000);
     }
 
     #[test]
