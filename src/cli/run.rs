@@ -103,7 +103,21 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("switches: {:.1}/s", s.value);
     }
     if let Some(e) = report.end_to_end() {
-        println!("end to end: p50 {:.1} ms, p99 {:.1} ms", e.p50_ms, e.p99_ms);
+        // Frame periods of the slowest camera: the rate at which bodies are fitted.
+        let fps = report
+            .cameras
+            .iter()
+            .map(|c| c.nominal_fps)
+            .fold(f64::INFINITY, f64::min);
+        let periods = if fps.is_finite() && fps > 0.0 {
+            format!(" = {:.1} frame periods", e.p99_ms * fps / 1e3)
+        } else {
+            String::new()
+        };
+        println!(
+            "end to end: p50 {:.1} ms, p99 {:.1} ms{periods}",
+            e.p50_ms, e.p99_ms
+        );
     }
     if let Some(m) = report.fit.mpjpe_mm {
         println!("fit: {} groups, MPJPE {m:.1} mm", report.fit.fits);
