@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use hef::{DataType, QuantInfo, Quantization};
-use tract_onnx::prelude::Tensor;
+use tract_onnx::prelude::{IntoTValue, TValue, TVec, Tensor, TractResult};
+use tract_onnx::tract_hir::internal::ensure;
 
 use super::{DecodeError, TAPS};
 
@@ -73,6 +74,31 @@ impl FeatureMaps {
         }
         super::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
             .expect("feature maps are dense f32")
+    }
+
+    /// The maps as an engine's inputs, shared rather than copied; map `i` gets
+    /// the shape `shapes[i]` when given (the same elements, row-major, under
+    /// other axis lengths: see [`super::input_reshape`]).
+    ///
+    /// # Errors
+    /// When a shape holds another number of elements than the maps.
+    pub(crate) fn lend(&mut self, shapes: &[Option<TVec<usize>>]) -> TractResult<TVec<TValue>> {
+        let logical = self.shape;
+        let len: usize = logical.iter().product();
+        for (i, shape) in shapes.iter().enumerate().take(TAPS) {
+            let want: &[usize] = shape.as_deref().unwrap_or(&logical);
+            ensure!(
+                want.iter().product::<usize>() == len,
+                "input {i} fed as {want:?}, maps are {logical:?}"
+            );
+            if self.maps[i].shape() != want {
+                self.map_mut(i);
+                Arc::get_mut(&mut self.maps[i])
+                    .expect("made unique by map_mut")
+                    .set_shape(want)?;
+            }
+        }
+        Ok(self.maps.iter().map(|t| t.clone().into_tvalue()).collect())
     }
 
     /// Dequantises four device buffers (NHWC) into these maps (NCHW f32).

@@ -19,6 +19,7 @@ pub mod fast_ops;
 mod graph_patch;
 pub mod grid_sample;
 pub mod input;
+mod input_reshape;
 pub mod keypoints;
 pub mod layer_norm;
 #[cfg(feature = "ort")]

@@ -12,6 +12,7 @@ use super::attention::fuse_attention;
 use super::deform_sample::fuse_deformable_sampling;
 use super::fast_ops::speed_up;
 use super::grid_sample::onnx_fast;
+use super::input_reshape::fold_input_reshapes;
 use super::layer_norm::fuse_layer_norm;
 use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
@@ -36,6 +37,9 @@ pub struct TractDecoder {
     path: PathBuf,
     state: TypedSimpleState,
     input_shape: [usize; 4],
+    /// Per input, the shape the optimised graph reads it in, when that is not
+    /// `input_shape` ([`super::input_reshape`]).
+    feed_shapes: Vec<Option<TVec<usize>>>,
     /// Position of dets, labels and keypoints among the model outputs.
     output_index: [usize; 3],
 }
@@ -123,9 +127,14 @@ impl TractDecoder {
             );
         }
         let mut model = model.into_optimized().map_err(load_err)?;
+        let mut feed_shapes = vec![None; TAPS];
         if kernel == TractKernels::Fast {
             let swapped = speed_up(&mut model).map_err(load_err)?;
-            log::debug!("{}: {swapped} nodes on fast kernels", path.display());
+            feed_shapes = fold_input_reshapes(&mut model).map_err(load_err)?;
+            log::debug!(
+                "{}: {swapped} nodes on fast kernels, inputs fed as {feed_shapes:?}",
+                path.display()
+            );
         }
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
@@ -137,6 +146,7 @@ impl TractDecoder {
             path: path.to_path_buf(),
             state,
             input_shape,
+            feed_shapes,
             output_index,
         })
     }
@@ -160,11 +170,9 @@ impl Decoder for TractDecoder {
         }
         // The maps' Arcs are lent to tract; the state drops them at the end of the
         // turn, so the next frame's dequantisation writes into the same buffers.
-        let inputs: TVec<TValue> = maps
-            .tensors()
-            .iter()
-            .map(|t| t.clone().into_tvalue())
-            .collect();
+        let inputs = maps
+            .lend(&self.feed_shapes)
+            .map_err(|e| DecodeError::Run(format!("{e:#}")))?;
         let outputs = self
             .state
             .run(inputs)
@@ -211,4 +219,24 @@ pub(crate) fn raw_output(
         keypoints: f(keypoints)?,
         keypoints_per_query: ks[2],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixture_decoders_read_their_maps_without_a_reshape_copy() {
+        for (side, grid) in [(288, 24usize), (432, 36)] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures")
+                .join(format!("decoder_{side}.onnx"));
+            let fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
+            let flat: TVec<usize> = tvec![1, 384, grid * grid];
+            assert_eq!(fast.feed_shapes, vec![Some(flat); TAPS], "{side}");
+            // Stock tract keeps the ONNX's shapes (and its copies).
+            let stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
+            assert_eq!(stock.feed_shapes, vec![None; TAPS]);
+        }
+    }
 }
