@@ -80,11 +80,13 @@ impl Clock for MockClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
-    /// From the driver's capture stamp to the camera thread holding the frame.
+    /// From the capture stamp until the NPU stage takes the frame: the driver
+    /// and camera thread's hand-over, then the wait in the camera queue (where
+    /// frames wait for admission, and drop when the chain is behind).
     Capture,
     /// Crop, convert, resize and quantise into the graph input.
     Preprocess,
-    /// Waiting in the camera queue and the graph's batcher.
+    /// Waiting in the graph's batcher until its batch is submitted.
     Queue,
     /// On the NPU: from submission to completion.
     Npu,
