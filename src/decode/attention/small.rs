@@ -1,0 +1,636 @@
+//! Register-blocked AVX2 + FMA loops for attention with narrow heads (K and D up
+//! to [`MAX_HEAD`]), as in the keypoint branch: 800 items of 17 query rows, 18 keys
+//! and 8-wide heads.
+//!
+//! At that size the row-at-a-time loops of [`super::kernel`] spend most of their
+//! time on overhead: a horizontal add per score, one short `axpy` per (row, key)
+//! that loads and stores its accumulator, scalar output writes. Here every phase
+//! keeps a block of rows in registers:
+//! - scores: Kᵀ gathered once per item (8×8 register transposes when K's rows are
+//!   contiguous), then `S = scale · Q Kᵀ` by broadcast-FMA, four query rows × up to
+//!   three key registers of accumulators per pass;
+//! - softmax: per row over whole registers, the padding lanes masked to `f32::MIN`,
+//!   [`exp_approx`](super::super::fast_ops::exp_approx) vectorised with the same
+//!   reduction and polynomial;
+//! - `P V`: eight (D = 8) or four (D = 16) rows of accumulators held across the key
+//!   loop, scaled by the softmax's `1 / sum` and stored straight to the output rows
+//!   when they are contiguous.
+//!
+//! Row blocks that do not divide the rows overlap the previous block: every phase
+//! writes its rows rather than accumulating into them, so computing a row twice
+//! gives the same result.
+
+use std::arch::x86_64::*;
+
+use super::kernel::{pad, Operands, Scratch, LANES};
+use super::Dims;
+
+/// Widest K and D the path takes (two registers).
+pub(super) const MAX_HEAD: usize = 2 * LANES;
+
+/// Query rows per block of the scores.
+const SCORE_ROWS: usize = 4;
+/// Key registers per pass of the scores (with [`SCORE_ROWS`]: 12 accumulators).
+const SCORE_REGS: usize = 3;
+
+/// Largest element index `(a - 1) * w[0] + (b - 1) * w[1]` an operand of `a × b`
+/// elements with strides `w` reads, `None` on overflow.
+fn last_index(w: [usize; 2], a: usize, b: usize) -> Option<usize> {
+    (a - 1)
+        .checked_mul(w[0])?
+        .checked_add((b - 1).checked_mul(w[1])?)
+}
+
+/// Whether [`one`] takes this item: K and D at most [`MAX_HEAD`], and every
+/// element the loops read or write within the operands, the output and the scratch
+/// (so the raw loads and stores below stay in bounds).
+pub(super) fn accepts(ops: &Operands, dims: Dims, scratch: &Scratch, out_len: usize) -> bool {
+    let Dims { m0, m1, n, k, d } = dims;
+    if n == 0 || k == 0 || d == 0 || m0 >= m1 || k > MAX_HEAD || d > MAX_HEAD {
+        return false;
+    }
+    let rows = m1 - m0;
+    let (np, dp) = (pad(n), pad(d));
+    let within = |w: [usize; 2], a: usize, b: usize, len: usize| {
+        last_index(w, a, b).is_some_and(|i| i < len)
+    };
+    within(ops.qw, m1, k, ops.q.len())
+        && within(ops.kw, n, k, ops.k.len())
+        && within(ops.vw, n, d, ops.v.len())
+        && within(ops.ow, rows, d, out_len)
+        && scratch.kt.len() >= k * np
+        && scratch.vv.len() >= n * dp
+        && scratch.s.len() >= rows * np
+        && scratch.inv.len() >= rows
+}
+
+/// Starts of `size`-row blocks covering `rows >= size` rows, the last one moved
+/// back to end at `rows` (overlapping its predecessor) when `size` does not divide
+/// `rows`.
+fn blocks(rows: usize, size: usize) -> impl Iterator<Item = usize> {
+    (0..rows / size)
+        .map(move |b| b * size)
+        .chain((!rows.is_multiple_of(size)).then_some(rows - size))
+}
+
+/// One batch item, as [`super::kernel::one_generic`] computes it.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA, and [`accepts`] must hold for these
+/// arguments (`out_len = out.len()`). The scratch's padding (Kᵀ beyond column `n`,
+/// V beyond column `d`) must be zero, as allocated.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
+    let Dims { m0, m1, n, k, d } = dims;
+    let rows = m1 - m0;
+    let (np, dp) = (pad(n), pad(d));
+    let nb = np / LANES;
+    gather_kt(ops, n, k, np, &mut scratch.kt);
+    // V read in place when its rows are contiguous whole registers.
+    let (v, vstride) = if ops.vw[1] == 1 && d == dp {
+        (ops.v.as_ptr(), ops.vw[0])
+    } else {
+        for j in 0..n {
+            let src = ops.v[j * ops.vw[0]..].iter().step_by(ops.vw[1]);
+            for (t, &x) in scratch.vv[j * dp..j * dp + d].iter_mut().zip(src) {
+                *t = x;
+            }
+        }
+        (scratch.vv.as_ptr(), dp)
+    };
+    let q = ops.q[m0 * ops.qw[0]..].as_ptr();
+    let kt = scratch.kt.as_ptr();
+    let s = scratch.s.as_mut_ptr();
+    let scale = _mm256_set1_ps(ops.scale);
+
+    // Scores, a block of rows by up to SCORE_REGS key registers at a time.
+    let score_rows = if rows >= SCORE_ROWS { SCORE_ROWS } else { 1 };
+    for r0 in blocks(rows, score_rows) {
+        for g in (0..nb).step_by(SCORE_REGS) {
+            // SAFETY: rows r0..r0 + score_rows <= rows of Q lie within `accepts`'
+            // bound; registers g.. of Kᵀ and of S's rows within k × np and rows × np.
+            unsafe {
+                let (qb, ktg, sb) = (
+                    q.add(r0 * ops.qw[0]),
+                    kt.add(g * LANES),
+                    s.add(r0 * np + g * LANES),
+                );
+                let qw = ops.qw;
+                match (score_rows, nb - g) {
+                    (SCORE_ROWS, 1) => scores::<SCORE_ROWS, 1>(qb, qw, k, ktg, np, scale, sb),
+                    (SCORE_ROWS, 2) => scores::<SCORE_ROWS, 2>(qb, qw, k, ktg, np, scale, sb),
+                    (SCORE_ROWS, _) => scores::<SCORE_ROWS, 3>(qb, qw, k, ktg, np, scale, sb),
+                    (_, 1) => scores::<1, 1>(qb, qw, k, ktg, np, scale, sb),
+                    (_, 2) => scores::<1, 2>(qb, qw, k, ktg, np, scale, sb),
+                    (_, _) => scores::<1, 3>(qb, qw, k, ktg, np, scale, sb),
+                }
+            }
+        }
+    }
+
+    // Softmax per row; the last register's lanes beyond `n` are padding.
+    let tail = n - (nb - 1) * LANES;
+    let tail_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+        _mm256_set1_epi32(tail as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    ));
+    for (r, inv) in scratch.inv[..rows].iter_mut().enumerate() {
+        // SAFETY: row r of S lies within rows × np.
+        *inv = unsafe { softmax_row(s.add(r * np), nb, tail_mask) };
+    }
+
+    // P V, scaled by 1 / sum, into the output rows.
+    let p = scratch.s.as_ptr();
+    let inv = scratch.inv.as_ptr();
+    let o = out.as_mut_ptr();
+    let wide = dp > LANES;
+    let av_rows = match (wide, rows) {
+        (false, 8..) => 8,
+        (true, 4..) => 4,
+        _ => 1,
+    };
+    for r0 in blocks(rows, av_rows) {
+        // SAFETY: rows r0..r0 + av_rows <= rows of P and of 1 / sum; V's n rows of
+        // dp (in place: within `accepts`' bound, as d == dp; or the gathered copy);
+        // output rows r0.. within `accepts`' bound.
+        unsafe {
+            let (pb, ib, ob) = (p.add(r0 * np), inv.add(r0), o.add(r0 * ops.ow[0]));
+            let ow = ops.ow;
+            match (wide, av_rows) {
+                (false, 8) => av::<8, 1>(pb, np, n, v, vstride, ib, ob, ow, d),
+                (false, _) => av::<1, 1>(pb, np, n, v, vstride, ib, ob, ow, d),
+                (true, 4) => av::<4, 2>(pb, np, n, v, vstride, ib, ob, ow, d),
+                (true, _) => av::<1, 2>(pb, np, n, v, vstride, ib, ob, ow, d),
+            }
+        }
+    }
+}
+
+/// Kᵀ into `kt` (`k` rows of `np`): 8×8 register transposes over whole blocks of
+/// keys when K's rows are contiguous whole registers, element copies otherwise.
+#[target_feature(enable = "avx2,fma")]
+fn gather_kt(ops: &Operands, n: usize, k: usize, np: usize, kt: &mut [f32]) {
+    let mut j0 = 0;
+    if ops.kw[1] == 1 && k.is_multiple_of(LANES) {
+        while j0 + LANES <= n {
+            for kk in (0..k).step_by(LANES) {
+                let mut r = [_mm256_setzero_ps(); LANES];
+                for (t, reg) in r.iter_mut().enumerate() {
+                    let row = &ops.k[(j0 + t) * ops.kw[0] + kk..][..LANES];
+                    // SAFETY: `row` is one register long.
+                    *reg = unsafe { _mm256_loadu_ps(row.as_ptr()) };
+                }
+                let c = transpose8(r);
+                for (t, col) in c.iter().enumerate() {
+                    let dst = &mut kt[(kk + t) * np + j0..][..LANES];
+                    // SAFETY: `dst` is one register long.
+                    unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), *col) };
+                }
+            }
+            j0 += LANES;
+        }
+    }
+    for j in j0..n {
+        let src = ops.k[j * ops.kw[0]..].iter().step_by(ops.kw[1]);
+        for (t, &x) in kt[j..].iter_mut().step_by(np).zip(src.take(k)) {
+            *t = x;
+        }
+    }
+}
+
+/// The transpose of eight registers as the rows of an 8×8 block.
+#[target_feature(enable = "avx2,fma")]
+fn transpose8(r: [__m256; LANES]) -> [__m256; LANES] {
+    // Pairs of rows interleaved, then pairs of pairs: each 128-bit half holds four
+    // rows of one column; the halves are then recombined across registers.
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ]
+}
+
+/// `S[r, 0..8 NB] = scale · Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows, all
+/// `R × NB` accumulators in registers across the `kk` loop.
+///
+/// # Safety
+/// AVX2 + FMA; `q` reads rows `< R` and columns `< k` through `qw`; `kt` reads
+/// `k` rows of stride `np`, `NB` registers each; `s` writes `R` rows of stride
+/// `np`, `NB` registers each.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn scores<const R: usize, const NB: usize>(
+    q: *const f32,
+    qw: [usize; 2],
+    k: usize,
+    kt: *const f32,
+    np: usize,
+    scale: __m256,
+    s: *mut f32,
+) {
+    let mut acc = [[_mm256_setzero_ps(); NB]; R];
+    for kk in 0..k {
+        let mut kv = [_mm256_setzero_ps(); NB];
+        for (b, x) in kv.iter_mut().enumerate() {
+            // SAFETY: row kk < k, register b < NB of Kᵀ (the caller's bound).
+            *x = unsafe { _mm256_loadu_ps(kt.add(kk * np + b * LANES)) };
+        }
+        for (r, a) in acc.iter_mut().enumerate() {
+            // SAFETY: row r < R, column kk < k of Q (the caller's bound).
+            let qv = unsafe { _mm256_broadcast_ss(&*q.add(r * qw[0] + kk * qw[1])) };
+            for (a, &x) in a.iter_mut().zip(&kv) {
+                *a = _mm256_fmadd_ps(qv, x, *a);
+            }
+        }
+    }
+    for (r, a) in acc.iter().enumerate() {
+        for (b, &x) in a.iter().enumerate() {
+            // SAFETY: row r < R, register b < NB of S (the caller's bound).
+            unsafe { _mm256_storeu_ps(s.add(r * np + b * LANES), _mm256_mul_ps(x, scale)) };
+        }
+    }
+}
+
+/// One row of `nb` registers of scores into unnormalised probabilities
+/// `exp(x - max)`, the padding lanes of the last register (outside `tail_mask`)
+/// first set to `f32::MIN`; returns `1 / Σ`.
+///
+/// # Safety
+/// AVX2 + FMA; `row` holds `nb >= 1` registers.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn softmax_row(row: *mut f32, nb: usize, tail_mask: __m256) -> f32 {
+    let last = row.wrapping_add((nb - 1) * LANES);
+    // SAFETY: `last` is the row's last register.
+    unsafe {
+        let x = _mm256_loadu_ps(last);
+        _mm256_storeu_ps(
+            last,
+            _mm256_blendv_ps(_mm256_set1_ps(f32::MIN), x, tail_mask),
+        );
+    }
+    let mut mx = _mm256_set1_ps(f32::MIN);
+    for b in 0..nb {
+        // SAFETY: register b < nb of the row.
+        mx = _mm256_max_ps(mx, unsafe { _mm256_loadu_ps(row.add(b * LANES)) });
+    }
+    let mx = max_all(mx);
+    let mut sum = _mm256_setzero_ps();
+    for b in 0..nb {
+        // SAFETY: register b < nb of the row.
+        unsafe {
+            let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row.add(b * LANES)), mx));
+            _mm256_storeu_ps(row.add(b * LANES), e);
+            sum = _mm256_add_ps(sum, e);
+        }
+    }
+    1.0 / _mm256_cvtss_f32(sum_all(sum))
+}
+
+/// The largest lane of `v`, in every lane: halves, then pairs, then neighbours.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn max_all(v: __m256) -> __m256 {
+    let v = _mm256_max_ps(v, _mm256_permute2f128_ps::<1>(v, v));
+    let v = _mm256_max_ps(v, _mm256_permute_ps::<0b0100_1110>(v));
+    _mm256_max_ps(v, _mm256_permute_ps::<0b1011_0001>(v))
+}
+
+/// The sum of the lanes of `v`, in every lane (as [`max_all`]).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn sum_all(v: __m256) -> __m256 {
+    let v = _mm256_add_ps(v, _mm256_permute2f128_ps::<1>(v, v));
+    let v = _mm256_add_ps(v, _mm256_permute_ps::<0b0100_1110>(v));
+    _mm256_add_ps(v, _mm256_permute_ps::<0b1011_0001>(v))
+}
+
+/// [`exp_approx`](super::super::fast_ops::exp_approx) on eight lanes: the same
+/// clamp, Cody-Waite reduction, degree-6 polynomial and exponent-bit scaling.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn exp8(x: __m256) -> __m256 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    const ROUND: f32 = 12_582_912.0;
+    let round = _mm256_set1_ps(ROUND);
+    let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
+    let shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), round);
+    let n = _mm256_sub_ps(shifted, round);
+    let n_bits = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_castps_si256(round));
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+    let mut p = _mm256_set1_ps(1.0 / 720.0);
+    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+    }
+    let two_n = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(
+        n_bits,
+        _mm256_set1_epi32(127),
+    )));
+    _mm256_mul_ps(p, two_n)
+}
+
+/// `O[r, :] = inv[r] · Σ_j P[r, j] V[j, :]` for `R` rows of `DB` registers, the
+/// accumulators in registers across the key loop; stored in place when the output
+/// rows are contiguous whole registers, element by element otherwise.
+///
+/// # Safety
+/// AVX2 + FMA; `p` reads `R` rows of stride `np`, columns `< n`; `v` reads `n`
+/// rows of stride `vstride`, `DB` registers each; `inv` reads `R` values; `o`
+/// writes rows `< R`, columns `< d <= 8 DB` through `ow`.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn av<const R: usize, const DB: usize>(
+    p: *const f32,
+    np: usize,
+    n: usize,
+    v: *const f32,
+    vstride: usize,
+    inv: *const f32,
+    o: *mut f32,
+    ow: [usize; 2],
+    d: usize,
+) {
+    let mut acc = [[_mm256_setzero_ps(); DB]; R];
+    for j in 0..n {
+        let mut vv = [_mm256_setzero_ps(); DB];
+        for (b, x) in vv.iter_mut().enumerate() {
+            // SAFETY: row j < n, register b < DB of V (the caller's bound).
+            *x = unsafe { _mm256_loadu_ps(v.add(j * vstride + b * LANES)) };
+        }
+        for (r, a) in acc.iter_mut().enumerate() {
+            // SAFETY: row r < R, column j < n of P.
+            let pv = unsafe { _mm256_broadcast_ss(&*p.add(r * np + j)) };
+            for (a, &x) in a.iter_mut().zip(&vv) {
+                *a = _mm256_fmadd_ps(pv, x, *a);
+            }
+        }
+    }
+    let direct = ow[1] == 1 && d == DB * LANES;
+    for (r, a) in acc.iter().enumerate() {
+        // SAFETY: r < R values of `inv`.
+        let iv = unsafe { _mm256_broadcast_ss(&*inv.add(r)) };
+        if direct {
+            for (b, &x) in a.iter().enumerate() {
+                // SAFETY: row r < R, columns b * 8.. < d of a contiguous output row.
+                unsafe { _mm256_storeu_ps(o.add(r * ow[0] + b * LANES), _mm256_mul_ps(x, iv)) };
+            }
+        } else {
+            let mut row = [0f32; MAX_HEAD];
+            for (b, &x) in a.iter().enumerate() {
+                // SAFETY: `row` holds DB <= 2 registers.
+                unsafe { _mm256_storeu_ps(row.as_mut_ptr().add(b * LANES), _mm256_mul_ps(x, iv)) };
+            }
+            for (c, &x) in row[..d].iter().enumerate() {
+                // SAFETY: row r < R, column c < d of the output (the caller's bound).
+                unsafe { *o.add(r * ow[0] + c * ow[1]) = x };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::test_util::random;
+    use super::super::kernel::{one_generic, Portable};
+    use super::*;
+
+    /// One item: Q of `mq` rows, K and V of `n` rows, each row `k` (or `d`) wide at
+    /// stride `row`; with `transposed` the operands are stored column-major (row
+    /// stride 1), so no row is contiguous.
+    struct Case {
+        mq: usize,
+        rows: (usize, usize),
+        n: usize,
+        k: usize,
+        d: usize,
+        row: usize,
+        transposed: bool,
+    }
+
+    impl Case {
+        fn dims(&self) -> Dims {
+            Dims {
+                m0: self.rows.0,
+                m1: self.rows.1,
+                n: self.n,
+                k: self.k,
+                d: self.d,
+            }
+        }
+
+        /// Strides along (row, column) of a `len`-row operand.
+        fn strides(&self, len: usize) -> [usize; 2] {
+            if self.transposed {
+                [1, len]
+            } else {
+                [self.row, 1]
+            }
+        }
+
+        /// Operand buffers of `items` items side by side (item `i` at offset `i * k`,
+        /// like heads inside a token row), with `seed`.
+        fn buffers(&self, seed: u64) -> [Vec<f32>; 3] {
+            let span = |len: usize, w: usize| {
+                if self.transposed {
+                    len * w
+                } else {
+                    (len - 1) * self.row + w
+                }
+            };
+            [
+                random(span(self.mq, self.k), seed, -2.0, 2.0),
+                random(span(self.n, self.k), seed + 1, -2.0, 2.0),
+                random(span(self.n, self.d), seed + 2, -2.0, 2.0),
+            ]
+        }
+
+        /// Output of `run` over the given buffers and scale; the output rows are at
+        /// stride `row` (contiguous), or column-major when transposed.
+        fn run(
+            &self,
+            [q, k, v]: &[Vec<f32>; 3],
+            scale: f32,
+            run: impl Fn(&Operands, Dims, &mut Scratch, &mut [f32]),
+        ) -> Vec<f32> {
+            let rows = self.rows.1 - self.rows.0;
+            let ops = Operands {
+                q,
+                k,
+                v,
+                qw: self.strides(self.mq),
+                kw: self.strides(self.n),
+                vw: self.strides(self.n),
+                ow: self.strides(rows),
+                scale,
+            };
+            let mut out = vec![f32::NAN; rows * self.row.max(self.d)];
+            run(&ops, self.dims(), &mut Scratch::new(self.dims()), &mut out);
+            out
+        }
+    }
+
+    fn avx2() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+
+    fn small(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
+        assert!(
+            accepts(ops, dims, scratch, out.len()),
+            "path refused the item"
+        );
+        // SAFETY: the tests run this only where `avx2()` holds; `accepts` was checked
+        // just above; the scratch is freshly zeroed.
+        unsafe { one(ops, dims, scratch, out) }
+    }
+
+    /// Largest difference over the output elements the item writes (NaN elsewhere
+    /// in both).
+    fn diff(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .filter(|(x, y)| !(x.is_nan() && y.is_nan()))
+            .map(|(x, y)| {
+                if x.is_nan() || y.is_nan() {
+                    f32::INFINITY
+                } else {
+                    (x - y).abs()
+                }
+            })
+            .fold(0.0, f32::max)
+    }
+
+    fn cases() -> Vec<Case> {
+        let case = |mq, rows, n, k, d, row, transposed| Case {
+            mq,
+            rows,
+            n,
+            k,
+            d,
+            row,
+            transposed,
+        };
+        vec![
+            // The keypoint branch: rows 1..18 of 18 tokens, 8-wide heads at stride 64.
+            case(18, (1, 18), 18, 8, 8, 64, false),
+            // Two-register heads, fewer keys than a register, a single query row.
+            case(1, (0, 1), 7, 16, 16, 16, false),
+            case(9, (2, 9), 7, 16, 16, 40, false),
+            // The decoder's self-attention: 100 queries over 100 keys.
+            case(100, (0, 100), 100, 8, 8, 64, false),
+            // Heads narrower than a register; nothing contiguous.
+            case(18, (1, 18), 18, 8, 8, 64, true),
+            case(11, (0, 11), 13, 5, 3, 64, false),
+            case(6, (1, 6), 30, 12, 16, 64, true),
+        ]
+    }
+
+    #[test]
+    fn matches_the_portable_loops() {
+        if !avx2() {
+            return;
+        }
+        for (i, c) in cases().iter().enumerate() {
+            let bufs = c.buffers(10 * i as u64 + 1);
+            let want = c.run(&bufs, 0.35, one_generic::<Portable>);
+            let got = c.run(&bufs, 0.35, small);
+            let written = got.iter().filter(|x| !x.is_nan()).count();
+            assert_eq!(
+                written,
+                (c.rows.1 - c.rows.0) * c.d,
+                "case {i}: rows written"
+            );
+            let e = diff(&got, &want);
+            assert!(e < 1e-5, "case {i}: {e}");
+
+            // Negative controls: another scale, or one value of V moved, disagree.
+            let e = diff(&c.run(&bufs, 0.36, small), &want);
+            assert!(e > 1e-3, "case {i}: scale changed, difference {e}");
+            let mut moved = bufs.clone();
+            moved[2][c.strides(c.n)[0] * (c.n / 2)] += 1.0;
+            let e = diff(&c.run(&moved, 0.35, small), &want);
+            assert!(e > 1e-3, "case {i}: V changed, difference {e}");
+        }
+    }
+
+    #[test]
+    fn refuses_wide_heads_and_short_operands() {
+        let c = &cases()[0];
+        let [q, k, v] = c.buffers(3);
+        let ops = |q, k, v| Operands {
+            q,
+            k,
+            v,
+            qw: [64, 1],
+            kw: [64, 1],
+            vw: [64, 1],
+            ow: [64, 1],
+            scale: 1.0,
+        };
+        let dims = c.dims();
+        let scratch = Scratch::new(dims);
+        // 17 output rows of 8 at stride 64.
+        let out_len = 16 * 64 + 8;
+        assert!(accepts(&ops(&q, &k, &v), dims, &scratch, out_len));
+        // One element short, for each operand and the output.
+        assert!(!accepts(
+            &ops(&q[..q.len() - 1], &k, &v),
+            dims,
+            &scratch,
+            out_len
+        ));
+        assert!(!accepts(
+            &ops(&q, &k[..k.len() - 1], &v),
+            dims,
+            &scratch,
+            out_len
+        ));
+        assert!(!accepts(
+            &ops(&q, &k, &v[..v.len() - 1]),
+            dims,
+            &scratch,
+            out_len
+        ));
+        assert!(!accepts(&ops(&q, &k, &v), dims, &scratch, out_len - 1));
+        // Heads wider than two registers go to the general loops.
+        let wide = Dims { k: 17, ..dims };
+        assert!(!accepts(
+            &ops(&q, &k, &v),
+            wide,
+            &Scratch::new(wide),
+            out_len
+        ));
+        // Scratch sized for fewer keys.
+        assert!(!accepts(
+            &ops(&q, &k, &v),
+            dims,
+            &Scratch::new(Dims { n: 8, ..dims }),
+            out_len
+        ));
+    }
+}
