@@ -73,6 +73,22 @@ fn blocks(rows: usize, size: usize) -> impl Iterator<Item = usize> {
         .chain((!rows.is_multiple_of(size)).then_some(rows - size))
 }
 
+/// Rows per block so that blocks of at most `max` rows cover `rows` evenly (17 rows
+/// in blocks of at most 8: three of 6).
+fn block_rows(rows: usize, max: usize) -> usize {
+    rows.div_ceil(rows.div_ceil(max))
+}
+
+/// `$f::<A, B>$args` for the first pattern of `$sel` that matches: const-generic
+/// block sizes picked at run time.
+macro_rules! dispatch {
+    ($sel:expr, $f:ident $args:tt; $($pat:pat => $a:literal, $b:literal);+ $(;)?) => {
+        match $sel {
+            $($pat => $f::<$a, $b> $args,)+
+        }
+    };
+}
+
 /// One batch item, as [`super::kernel::one_generic`] computes it.
 ///
 /// # Safety
@@ -101,67 +117,73 @@ pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out:
     let q = ops.q[m0 * ops.qw[0]..].as_ptr();
     let kt = scratch.kt.as_ptr();
     let s = scratch.s.as_mut_ptr();
+    let inv = scratch.inv.as_mut_ptr();
     let scale = _mm256_set1_ps(ops.scale);
 
-    // Scores, a block of rows by up to SCORE_REGS key registers at a time.
-    let score_rows = if rows >= SCORE_ROWS { SCORE_ROWS } else { 1 };
-    for r0 in blocks(rows, score_rows) {
-        for g in (0..nb).step_by(SCORE_REGS) {
-            // SAFETY: rows r0..r0 + score_rows <= rows of Q lie within `accepts`'
-            // bound; registers g.. of Kᵀ and of S's rows within k × np and rows × np.
-            unsafe {
-                let (qb, ktg, sb) = (
-                    q.add(r0 * ops.qw[0]),
-                    kt.add(g * LANES),
-                    s.add(r0 * np + g * LANES),
-                );
-                let qw = ops.qw;
-                match (score_rows, nb - g) {
-                    (SCORE_ROWS, 1) => scores::<SCORE_ROWS, 1>(qb, qw, k, ktg, np, scale, sb),
-                    (SCORE_ROWS, 2) => scores::<SCORE_ROWS, 2>(qb, qw, k, ktg, np, scale, sb),
-                    (SCORE_ROWS, _) => scores::<SCORE_ROWS, 3>(qb, qw, k, ktg, np, scale, sb),
-                    (_, 1) => scores::<1, 1>(qb, qw, k, ktg, np, scale, sb),
-                    (_, 2) => scores::<1, 2>(qb, qw, k, ktg, np, scale, sb),
-                    (_, _) => scores::<1, 3>(qb, qw, k, ktg, np, scale, sb),
-                }
-            }
-        }
-    }
-
-    // Softmax per row; the last register's lanes beyond `n` are padding.
     let tail = n - (nb - 1) * LANES;
     let tail_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
         _mm256_set1_epi32(tail as i32),
         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
     ));
-    for (r, inv) in scratch.inv[..rows].iter_mut().enumerate() {
-        // SAFETY: row r of S lies within rows × np.
-        *inv = unsafe { softmax_row(s.add(r * np), nb, tail_mask) };
+    let qw = ops.qw;
+    if nb <= SCORE_REGS {
+        // Whole rows of scores fit the accumulators: the softmax runs on them in
+        // registers, several rows interleaved.
+        let r = block_rows(rows, SCORE_ROWS);
+        for r0 in blocks(rows, r) {
+            // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound, of
+            // S (P) within rows × np, of 1 / sum within rows; Kᵀ is k × np.
+            unsafe {
+                let (qb, pb, ib) = (q.add(r0 * qw[0]), s.add(r0 * np), inv.add(r0));
+                dispatch!((r, nb), scores_softmax(qb, qw, k, kt, np, scale, tail_mask, pb, ib);
+                    (1, 1) => 1, 1; (1, 2) => 1, 2; (1, _) => 1, 3;
+                    (2, 1) => 2, 1; (2, 2) => 2, 2; (2, _) => 2, 3;
+                    (3, 1) => 3, 1; (3, 2) => 3, 2; (3, _) => 3, 3;
+                    (_, 1) => 4, 1; (_, 2) => 4, 2; (_, _) => 4, 3);
+            }
+        }
+    } else {
+        // Scores a block of rows by SCORE_REGS key registers at a time, then the
+        // softmax row by row.
+        let r = if rows >= SCORE_ROWS { SCORE_ROWS } else { 1 };
+        for r0 in blocks(rows, r) {
+            for g in (0..nb).step_by(SCORE_REGS) {
+                // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound;
+                // registers g.. of Kᵀ and of S's rows within k × np and rows × np.
+                unsafe {
+                    let (qb, ktg, sb) = (
+                        q.add(r0 * qw[0]),
+                        kt.add(g * LANES),
+                        s.add(r0 * np + g * LANES),
+                    );
+                    dispatch!((r, nb - g), scores(qb, qw, k, ktg, np, scale, sb);
+                        (1, 1) => 1, 1; (1, 2) => 1, 2; (1, _) => 1, 3;
+                        (_, 1) => 4, 1; (_, 2) => 4, 2; (_, _) => 4, 3);
+                }
+            }
+        }
+        for r in 0..rows {
+            // SAFETY: row r of S lies within rows × np, its 1 / sum within rows.
+            unsafe { *inv.add(r) = softmax_row(s.add(r * np), nb, tail_mask) };
+        }
     }
 
     // P V, scaled by 1 / sum, into the output rows.
-    let p = scratch.s.as_ptr();
-    let inv = scratch.inv.as_ptr();
+    let (p, inv) = (s.cast_const(), inv.cast_const());
     let o = out.as_mut_ptr();
     let wide = dp > LANES;
-    let av_rows = match (wide, rows) {
-        (false, 8..) => 8,
-        (true, 4..) => 4,
-        _ => 1,
-    };
-    for r0 in blocks(rows, av_rows) {
-        // SAFETY: rows r0..r0 + av_rows <= rows of P and of 1 / sum; V's n rows of
-        // dp (in place: within `accepts`' bound, as d == dp; or the gathered copy);
-        // output rows r0.. within `accepts`' bound.
+    let r = block_rows(rows, if wide { 4 } else { 8 });
+    for r0 in blocks(rows, r) {
+        // SAFETY: rows r0..r0 + r <= rows of P and of 1 / sum; V's n rows of dp (in
+        // place: within `accepts`' bound, as d == dp; or the gathered copy); output
+        // rows r0.. within `accepts`' bound.
         unsafe {
             let (pb, ib, ob) = (p.add(r0 * np), inv.add(r0), o.add(r0 * ops.ow[0]));
-            let ow = ops.ow;
-            match (wide, av_rows) {
-                (false, 8) => av::<8, 1>(pb, np, n, v, vstride, ib, ob, ow, d),
-                (false, _) => av::<1, 1>(pb, np, n, v, vstride, ib, ob, ow, d),
-                (true, 4) => av::<4, 2>(pb, np, n, v, vstride, ib, ob, ow, d),
-                (true, _) => av::<1, 2>(pb, np, n, v, vstride, ib, ob, ow, d),
-            }
+            dispatch!((wide, r), av(pb, np, n, v, vstride, ib, ob, ops.ow, d);
+                (false, 1) => 1, 1; (false, 2) => 2, 1; (false, 3) => 3, 1;
+                (false, 4) => 4, 1; (false, 5) => 5, 1; (false, 6) => 6, 1;
+                (false, 7) => 7, 1; (false, _) => 8, 1;
+                (true, 1) => 1, 2; (true, 2) => 2, 2; (true, 3) => 3, 2; (true, _) => 4, 2);
         }
     }
 }
@@ -231,6 +253,38 @@ fn transpose8(r: [__m256; LANES]) -> [__m256; LANES] {
     ]
 }
 
+/// `Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows, the `R × NB` accumulators in
+/// registers across the `kk` loop.
+///
+/// # Safety
+/// As [`scores`].
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn dot_block<const R: usize, const NB: usize>(
+    q: *const f32,
+    qw: [usize; 2],
+    k: usize,
+    kt: *const f32,
+    np: usize,
+) -> [[__m256; NB]; R] {
+    let mut acc = [[_mm256_setzero_ps(); NB]; R];
+    for kk in 0..k {
+        let mut kv = [_mm256_setzero_ps(); NB];
+        for (b, x) in kv.iter_mut().enumerate() {
+            // SAFETY: row kk < k, register b < NB of Kᵀ (the caller's bound).
+            *x = unsafe { _mm256_loadu_ps(kt.add(kk * np + b * LANES)) };
+        }
+        for (r, a) in acc.iter_mut().enumerate() {
+            // SAFETY: row r < R, column kk < k of Q (the caller's bound).
+            let qv = unsafe { _mm256_broadcast_ss(&*q.add(r * qw[0] + kk * qw[1])) };
+            for (a, &x) in a.iter_mut().zip(&kv) {
+                *a = _mm256_fmadd_ps(qv, x, *a);
+            }
+        }
+    }
+    acc
+}
+
 /// `S[r, 0..8 NB] = scale · Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows, all
 /// `R × NB` accumulators in registers across the `kk` loop.
 ///
@@ -249,26 +303,61 @@ unsafe fn scores<const R: usize, const NB: usize>(
     scale: __m256,
     s: *mut f32,
 ) {
-    let mut acc = [[_mm256_setzero_ps(); NB]; R];
-    for kk in 0..k {
-        let mut kv = [_mm256_setzero_ps(); NB];
-        for (b, x) in kv.iter_mut().enumerate() {
-            // SAFETY: row kk < k, register b < NB of Kᵀ (the caller's bound).
-            *x = unsafe { _mm256_loadu_ps(kt.add(kk * np + b * LANES)) };
-        }
-        for (r, a) in acc.iter_mut().enumerate() {
-            // SAFETY: row r < R, column kk < k of Q (the caller's bound).
-            let qv = unsafe { _mm256_broadcast_ss(&*q.add(r * qw[0] + kk * qw[1])) };
-            for (a, &x) in a.iter_mut().zip(&kv) {
-                *a = _mm256_fmadd_ps(qv, x, *a);
-            }
-        }
-    }
+    // SAFETY: the caller's bounds.
+    let acc = unsafe { dot_block::<R, NB>(q, qw, k, kt, np) };
     for (r, a) in acc.iter().enumerate() {
         for (b, &x) in a.iter().enumerate() {
             // SAFETY: row r < R, register b < NB of S (the caller's bound).
             unsafe { _mm256_storeu_ps(s.add(r * np + b * LANES), _mm256_mul_ps(x, scale)) };
         }
+    }
+}
+
+/// [`scores`] for whole rows (`NB` registers cover the `n` keys), then the softmax
+/// on the accumulators: the padding lanes of the last register (outside
+/// `tail_mask`) set to `f32::MIN`, `exp(x - max)` stored to `p`, `1 / Σ` to `inv`.
+/// The `R` rows' reductions and exponentials are independent, so they overlap.
+///
+/// # Safety
+/// As [`scores`], with `p` for `s`; `inv` writes `R` values.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn scores_softmax<const R: usize, const NB: usize>(
+    q: *const f32,
+    qw: [usize; 2],
+    k: usize,
+    kt: *const f32,
+    np: usize,
+    scale: __m256,
+    tail_mask: __m256,
+    p: *mut f32,
+    inv: *mut f32,
+) {
+    // SAFETY: the caller's bounds, as for `scores`.
+    let mut acc = unsafe { dot_block::<R, NB>(q, qw, k, kt, np) };
+    let mut mx = [_mm256_setzero_ps(); R];
+    for (a, mx) in acc.iter_mut().zip(&mut mx) {
+        for x in a.iter_mut() {
+            *x = _mm256_mul_ps(*x, scale);
+        }
+        a[NB - 1] = _mm256_blendv_ps(_mm256_set1_ps(f32::MIN), a[NB - 1], tail_mask);
+        let mut m = _mm256_set1_ps(f32::MIN);
+        for &x in a.iter() {
+            m = _mm256_max_ps(m, x);
+        }
+        *mx = max_all(m);
+    }
+    for (r, (a, &mx)) in acc.iter().zip(&mx).enumerate() {
+        let mut sum = _mm256_setzero_ps();
+        for (b, &x) in a.iter().enumerate() {
+            let e = exp8(_mm256_sub_ps(x, mx));
+            // SAFETY: row r < R, register b < NB of P (the caller's bound).
+            unsafe { _mm256_storeu_ps(p.add(r * np + b * LANES), e) };
+            sum = _mm256_add_ps(sum, e);
+        }
+        // SAFETY: r < R values of `inv`.
+        unsafe { *inv.add(r) = 1.0 / _mm256_cvtss_f32(sum_all(sum)) };
     }
 }
 
