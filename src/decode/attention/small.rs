@@ -28,10 +28,19 @@ use super::Dims;
 /// Widest K and D the path takes (two registers).
 pub(super) const MAX_HEAD: usize = 2 * LANES;
 
-/// Query rows per block of the scores.
-const SCORE_ROWS: usize = 4;
-/// Key registers per pass of the scores (with [`SCORE_ROWS`]: 12 accumulators).
+/// Key registers per pass of the scores.
 const SCORE_REGS: usize = 3;
+
+/// Query rows per block of the scores over `nb` key registers: at most 11
+/// accumulators, so that with the key registers and the broadcasts they fit the 16
+/// registers (12 spill one, and its store and reload lengthen every step).
+fn score_rows(nb: usize) -> usize {
+    if nb >= 3 {
+        3
+    } else {
+        4
+    }
+}
 
 /// Largest element index `(a - 1) * w[0] + (b - 1) * w[1]` an operand of `a × b`
 /// elements with strides `w` reads, `None` on overflow.
@@ -79,12 +88,14 @@ fn block_rows(rows: usize, max: usize) -> usize {
     rows.div_ceil(rows.div_ceil(max))
 }
 
-/// `$f::<A, B>$args` for the first pattern of `$sel` that matches: const-generic
-/// block sizes picked at run time.
+/// `$f::<A, B>$args` for the listed `(A, B)` equal to `$sel`: const-generic block
+/// sizes picked at run time. The callers compute `$sel` within the list; a pair
+/// outside it is a bug in this module, not bad input.
 macro_rules! dispatch {
-    ($sel:expr, $f:ident $args:tt; $($pat:pat => $a:literal, $b:literal);+ $(;)?) => {
+    ($f:ident $args:tt for $sel:expr; $(($a:literal, $b:literal)),+ $(,)?) => {
         match $sel {
-            $($pat => $f::<$a, $b> $args,)+
+            $(($a, $b) => $f::<$a, $b> $args,)+
+            other => unreachable!("{} has no block {:?}", stringify!($f), other),
         }
     };
 }
@@ -129,23 +140,22 @@ pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out:
     if nb <= SCORE_REGS {
         // Whole rows of scores fit the accumulators: the softmax runs on them in
         // registers, several rows interleaved.
-        let r = block_rows(rows, SCORE_ROWS);
+        let r = block_rows(rows, score_rows(nb));
         for r0 in blocks(rows, r) {
             // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound, of
             // S (P) within rows × np, of 1 / sum within rows; Kᵀ is k × np.
             unsafe {
                 let (qb, pb, ib) = (q.add(r0 * qw[0]), s.add(r0 * np), inv.add(r0));
-                dispatch!((r, nb), scores_softmax(qb, qw, k, kt, np, scale, tail_mask, pb, ib);
-                    (1, 1) => 1, 1; (1, 2) => 1, 2; (1, _) => 1, 3;
-                    (2, 1) => 2, 1; (2, 2) => 2, 2; (2, _) => 2, 3;
-                    (3, 1) => 3, 1; (3, 2) => 3, 2; (3, _) => 3, 3;
-                    (_, 1) => 4, 1; (_, 2) => 4, 2; (_, _) => 4, 3);
+                dispatch!(scores_softmax(qb, qw, k, kt, np, scale, tail_mask, pb, ib) for (r, nb);
+                    (1, 1), (2, 1), (3, 1), (4, 1),
+                    (1, 2), (2, 2), (3, 2), (4, 2),
+                    (1, 3), (2, 3), (3, 3));
             }
         }
     } else {
         // Scores a block of rows by SCORE_REGS key registers at a time, then the
         // softmax row by row.
-        let r = if rows >= SCORE_ROWS { SCORE_ROWS } else { 1 };
+        let r = if rows >= 3 { 3 } else { 1 };
         for r0 in blocks(rows, r) {
             for g in (0..nb).step_by(SCORE_REGS) {
                 // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound;
@@ -156,9 +166,8 @@ pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out:
                         kt.add(g * LANES),
                         s.add(r0 * np + g * LANES),
                     );
-                    dispatch!((r, nb - g), scores(qb, qw, k, ktg, np, scale, sb);
-                        (1, 1) => 1, 1; (1, 2) => 1, 2; (1, _) => 1, 3;
-                        (_, 1) => 4, 1; (_, 2) => 4, 2; (_, _) => 4, 3);
+                    dispatch!(scores(qb, qw, k, ktg, np, scale, sb) for (r, (nb - g).min(SCORE_REGS));
+                        (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3));
                 }
             }
         }
@@ -171,19 +180,16 @@ pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out:
     // P V, scaled by 1 / sum, into the output rows.
     let (p, inv) = (s.cast_const(), inv.cast_const());
     let o = out.as_mut_ptr();
-    let wide = dp > LANES;
-    let r = block_rows(rows, if wide { 4 } else { 8 });
+    let r = block_rows(rows, if dp > LANES { 4 } else { 8 });
     for r0 in blocks(rows, r) {
         // SAFETY: rows r0..r0 + r <= rows of P and of 1 / sum; V's n rows of dp (in
         // place: within `accepts`' bound, as d == dp; or the gathered copy); output
         // rows r0.. within `accepts`' bound.
         unsafe {
             let (pb, ib, ob) = (p.add(r0 * np), inv.add(r0), o.add(r0 * ops.ow[0]));
-            dispatch!((wide, r), av(pb, np, n, v, vstride, ib, ob, ops.ow, d);
-                (false, 1) => 1, 1; (false, 2) => 2, 1; (false, 3) => 3, 1;
-                (false, 4) => 4, 1; (false, 5) => 5, 1; (false, 6) => 6, 1;
-                (false, 7) => 7, 1; (false, _) => 8, 1;
-                (true, 1) => 1, 2; (true, 2) => 2, 2; (true, 3) => 3, 2; (true, _) => 4, 2);
+            dispatch!(av(pb, np, n, v, vstride, ib, ob, ops.ow, d) for (r, dp / LANES);
+                (1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1), (8, 1),
+                (1, 2), (2, 2), (3, 2), (4, 2));
         }
     }
 }
