@@ -274,8 +274,7 @@ pub(super) fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [
         {
             if super::small::accepts(ops, dims, scratch, out.len()) {
                 // SAFETY: the CPU supports AVX2 and FMA, checked just above, and
-                // `accepts` holds; the scratch's padding is zero as allocated (no
-                // path writes it).
+                // `accepts` holds.
                 unsafe { super::small::one(ops, dims, scratch, out) };
             } else {
                 // SAFETY: the CPU supports AVX2 and FMA, checked just above.

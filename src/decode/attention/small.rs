@@ -7,18 +7,21 @@
 //! that loads and stores its accumulator, scalar output writes. Here every phase
 //! keeps a block of rows in registers:
 //! - scores: Kᵀ gathered once per item (8×8 register transposes when K's rows are
-//!   contiguous), then `S = scale · Q Kᵀ` by broadcast-FMA, four query rows × up to
-//!   three key registers of accumulators per pass;
-//! - softmax: per row over whole registers, the padding lanes masked to `f32::MIN`,
-//!   [`exp_approx`](super::super::fast_ops::exp_approx) vectorised with the same
-//!   reduction and polynomial;
-//! - `P V`: eight (D = 8) or four (D = 16) rows of accumulators held across the key
-//!   loop, scaled by the softmax's `1 / sum` and stored straight to the output rows
-//!   when they are contiguous.
+//!   contiguous), then `S = scale · Q Kᵀ` by broadcast-FMA, a block of query rows
+//!   by up to three key registers of accumulators (at most 11, so none spills);
+//! - softmax: when the keys fit those three registers (N <= 24), on the
+//!   accumulators themselves, the block's rows interleaved; otherwise row by row
+//!   over the stored scores. The padding lanes are masked to `f32::MIN` and
+//!   [`exp_approx`](super::super::fast_ops::exp_approx) runs vectorised with the
+//!   same reduction and polynomial;
+//! - `P V`: up to eight (D <= 8) or four (D <= 16) rows of accumulators held
+//!   across the key loop, scaled by the softmax's `1 / sum` and stored straight to
+//!   the output rows when they are contiguous.
 //!
-//! Row blocks that do not divide the rows overlap the previous block: every phase
-//! writes its rows rather than accumulating into them, so computing a row twice
-//! gives the same result.
+//! Blocks are sized to cover the rows evenly (17 rows: six blocks of 3 for the
+//! scores, three of 6 for `P V`); when they still do not divide the rows the last
+//! block overlaps its predecessor: every phase writes its rows rather than
+//! accumulating into them, so computing a row twice gives the same result.
 
 use std::arch::x86_64::*;
 
@@ -104,8 +107,7 @@ macro_rules! dispatch {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA, and [`accepts`] must hold for these
-/// arguments (`out_len = out.len()`). The scratch's padding (Kᵀ beyond column `n`,
-/// V beyond column `d`) must be zero, as allocated.
+/// arguments (`out_len = out.len()`).
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
     let Dims { m0, m1, n, k, d } = dims;
