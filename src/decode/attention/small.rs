@@ -196,16 +196,17 @@ pub(super) unsafe fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out:
     }
 }
 
-/// Kᵀ into `kt` (`k` rows of `np`): 8×8 register transposes over whole blocks of
-/// keys when K's rows are contiguous whole registers, element copies otherwise.
+/// Kᵀ into `kt` (`k` rows of `np`): 8×8 register transposes over blocks of keys
+/// when K's rows are contiguous whole registers, element copies otherwise.
 #[target_feature(enable = "avx2,fma")]
 fn gather_kt(ops: &Operands, n: usize, k: usize, np: usize, kt: &mut [f32]) {
-    let mut j0 = 0;
     if ops.kw[1] == 1 && k.is_multiple_of(LANES) {
-        while j0 + LANES <= n {
+        for j0 in (0..n).step_by(LANES) {
+            // Keys beyond `n` (the last block's padding) transpose as zeros.
+            let keys = (n - j0).min(LANES);
             for kk in (0..k).step_by(LANES) {
                 let mut r = [_mm256_setzero_ps(); LANES];
-                for (t, reg) in r.iter_mut().enumerate() {
+                for (t, reg) in r[..keys].iter_mut().enumerate() {
                     let row = &ops.k[(j0 + t) * ops.kw[0] + kk..][..LANES];
                     // SAFETY: `row` is one register long.
                     *reg = unsafe { _mm256_loadu_ps(row.as_ptr()) };
@@ -217,10 +218,10 @@ fn gather_kt(ops: &Operands, n: usize, k: usize, np: usize, kt: &mut [f32]) {
                     unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), *col) };
                 }
             }
-            j0 += LANES;
         }
+        return;
     }
-    for j in j0..n {
+    for j in 0..n {
         let src = ops.k[j * ops.kw[0]..].iter().step_by(ops.kw[1]);
         for (t, &x) in kt[j..].iter_mut().step_by(np).zip(src.take(k)) {
             *t = x;
