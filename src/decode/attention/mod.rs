@@ -14,6 +14,10 @@
 //! scratch buffers. When tract has split the `AV` product by query rows (it pushes
 //! slices of the output through the product), each part becomes its own op over its
 //! rows: attention rows are independent, so nothing is computed twice.
+//!
+//! The per-item loops: `small` where the CPU has AVX2 and FMA and the heads are at
+//! most 16 wide (the decoder's are 8), with every phase register-blocked over several
+//! query rows; `kernel` for everything else, row at a time, portable or AVX2.
 
 use tract_onnx::tract_hir::internal::*;
 
