@@ -18,6 +18,20 @@ pub(super) struct Scratch {
     pub(super) inv: Vec<f32>,
 }
 
+impl Scratch {
+    /// Zeroed buffers for items of `dims` (the padding stays zero: no loop writes it).
+    pub(super) fn new(dims: Dims) -> Self {
+        let rows = dims.m1 - dims.m0;
+        Scratch {
+            kt: vec![0.0; dims.k * pad(dims.n)],
+            vv: vec![0.0; dims.n * pad(dims.d)],
+            s: vec![0.0; rows * pad(dims.n)],
+            acc: vec![0.0; rows * pad(dims.d)],
+            inv: vec![0.0; rows],
+        }
+    }
+}
+
 /// Vector width the inner loops are written for (8 f32: one AVX register).
 pub(super) const LANES: usize = 8;
 
@@ -251,14 +265,21 @@ pub(super) struct Operands<'a> {
     pub(super) scale: f32,
 }
 
-/// One batch item; the AVX2 build of the same loops where the CPU has it.
+/// One batch item; where the CPU has AVX2 and FMA, the register-blocked loops of
+/// [`super::small`] for narrow heads, or the AVX2 build of the general loops.
 pub(super) fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            unsafe { one_avx2(ops, dims, scratch, out) };
+            if super::small::accepts(ops, dims, scratch, out.len()) {
+                // SAFETY: the CPU supports AVX2 and FMA, checked just above, and
+                // `accepts` holds.
+                unsafe { super::small::one(ops, dims, scratch, out) };
+            } else {
+                // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+                unsafe { one_avx2(ops, dims, scratch, out) };
+            }
             return;
         }
     }

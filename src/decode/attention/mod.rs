@@ -14,15 +14,21 @@
 //! scratch buffers. When tract has split the `AV` product by query rows (it pushes
 //! slices of the output through the product), each part becomes its own op over its
 //! rows: attention rows are independent, so nothing is computed twice.
+//!
+//! The per-item loops: `small` where the CPU has AVX2 and FMA and the heads are at
+//! most 16 wide (the decoder's are 8), with every phase register-blocked over several
+//! query rows; `kernel` for everything else, row at a time, portable or AVX2.
 
 use tract_onnx::tract_hir::internal::*;
 
 mod kernel;
 mod rewrite;
+#[cfg(target_arch = "x86_64")]
+mod small;
 
 pub use rewrite::fuse_attention;
 
-use kernel::{one, pad, Operands, Scratch};
+use kernel::{one, Operands, Scratch};
 
 /// What one axis of an operand means in the attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -174,13 +180,7 @@ impl FastAttention {
         if out.is_empty() {
             return Ok(());
         }
-        let mut scratch = Scratch {
-            kt: vec![0.0; dims.k * pad(dims.n)],
-            vv: vec![0.0; dims.n * pad(dims.d)],
-            s: vec![0.0; (dims.m1 - dims.m0) * pad(dims.n)],
-            acc: vec![0.0; (dims.m1 - dims.m0) * pad(dims.d)],
-            inv: vec![0.0; dims.m1 - dims.m0],
-        };
+        let mut scratch = Scratch::new(dims);
         let scale = self.scale();
         let mut idx = vec![0usize; batches.len()];
         let total: usize = batches.iter().product();
@@ -396,13 +396,7 @@ mod tests {
                 ow: [d, 1],
                 scale: 0.3,
             };
-            let scratch = || Scratch {
-                kt: vec![0.0; k * pad(n)],
-                vv: vec![0.0; n * pad(d)],
-                s: vec![0.0; (m - 1) * pad(n)],
-                acc: vec![0.0; (m - 1) * pad(d)],
-                inv: vec![0.0; m - 1],
-            };
+            let scratch = || Scratch::new(dims);
             let mut a = vec![0.0; (m - 1) * d];
             let mut b = vec![1.0; (m - 1) * d];
             one(&ops, dims, &mut scratch(), &mut a);
