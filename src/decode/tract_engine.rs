@@ -2,7 +2,9 @@
 //!
 //! The ONNX graph is loaded with the fast [`GridSample`](super::grid_sample) kernel
 //! registered (or, for comparisons, tract's own kernel), optimised once, and run with
-//! one reused execution state so intermediate buffers are not reallocated per frame.
+//! one reused execution state. tract still allocates each intermediate tensor per run;
+//! [`super::retain_memory`] keeps malloc from returning those blocks to the kernel
+//! between frames.
 
 use std::path::{Path, PathBuf};
 
@@ -136,6 +138,7 @@ impl TractDecoder {
                 path.display()
             );
         }
+        super::retain_memory::retain_freed_memory();
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
