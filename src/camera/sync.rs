@@ -47,8 +47,10 @@ pub struct SyncConfig {
     pub tolerance_ns: Option<u64>,
     /// The camera whose frames define groups; `None` = the slowest.
     pub anchor: Option<usize>,
-    /// A camera silent for this long past an anchor frame counts as missing
-    /// (so an unplugged camera does not stall the others); `None` = 4 slowest periods.
+    /// A camera from which nothing has arrived for this long, while others
+    /// deliver, counts as missing until it delivers again (so an unplugged camera
+    /// does not stall the others); `None` = 4 slowest periods. Live pipelines,
+    /// whose cameras' views arrive skewed by their processing, need more.
     pub stall_ns: Option<u64>,
 }
 
@@ -101,6 +103,12 @@ pub struct Synchronizer<T> {
     stall: u64,
     queues: Vec<VecDeque<T>>,
     latest: Vec<Option<u64>>,
+    /// Per camera: when its latest frame arrived (see [`Synchronizer::push_at`]).
+    arrived: Vec<Option<u64>>,
+    /// When the first frame of any camera arrived.
+    first_arrival: Option<u64>,
+    /// When the latest frame of any camera arrived.
+    last_arrival: u64,
     last_anchor: Option<u64>,
     stats: SyncStats,
 }
@@ -134,6 +142,9 @@ impl<T: Stamped> Synchronizer<T> {
             stall: config.stall_ns.unwrap_or(4 * slowest),
             queues: (0..n).map(|_| VecDeque::new()).collect(),
             latest: vec![None; n],
+            arrived: vec![None; n],
+            first_arrival: None,
+            last_arrival: 0,
             last_anchor: None,
             stats: SyncStats {
                 missing: vec![0; n],
@@ -153,11 +164,24 @@ impl<T: Stamped> Synchronizer<T> {
         &self.stats
     }
 
-    /// Adds one frame and returns the groups it resolved, oldest first.
+    /// Adds one frame of a recorded or simulated stream, taking its capture
+    /// time as its arrival time; see [`Synchronizer::push_at`].
+    pub fn push(&mut self, item: T) -> Vec<Group<T>> {
+        let t = item.capture_ns();
+        self.push_at(item, t)
+    }
+
+    /// Adds one frame that arrived at `arrival_ns` (on any clock that only
+    /// moves forward) and returns the groups it resolved, oldest first.
+    ///
+    /// A live pipeline passes its own clock: a camera counts as silent when
+    /// nothing has *arrived* from it for the stall time, however far the other
+    /// cameras' capture stamps have moved meanwhile, so views that are merely
+    /// late (queued behind other views in a decoder) are waited for.
     ///
     /// Frames of one camera must arrive in capture order; a frame from an
     /// unknown camera index is counted as unused and dropped.
-    pub fn push(&mut self, item: T) -> Vec<Group<T>> {
+    pub fn push_at(&mut self, item: T, arrival_ns: u64) -> Vec<Group<T>> {
         let c = item.camera_index();
         if c >= self.queues.len() {
             log::warn!(
@@ -168,6 +192,9 @@ impl<T: Stamped> Synchronizer<T> {
         }
         let t = item.capture_ns();
         self.latest[c] = Some(self.latest[c].map_or(t, |l| l.max(t)));
+        self.arrived[c] = Some(arrival_ns);
+        self.first_arrival.get_or_insert(arrival_ns);
+        self.last_arrival = self.last_arrival.max(arrival_ns);
         self.queues[c].push_back(item);
         self.resolve(false)
     }
@@ -184,11 +211,9 @@ impl<T: Stamped> Synchronizer<T> {
 
     fn resolve(&mut self, flush: bool) -> Vec<Group<T>> {
         let mut out = Vec::new();
-        let newest = self.latest.iter().flatten().copied().max().unwrap_or(0);
         while let Some(t) = self.queues[self.anchor].front().map(Stamped::capture_ns) {
-            let decidable = (0..self.queues.len()).all(|c| {
-                c == self.anchor || flush || newest > t + self.stall || self.settled(c, t)
-            });
+            let decidable = (0..self.queues.len())
+                .all(|c| c == self.anchor || flush || self.silent(c) || self.settled(c, t));
             if !decidable {
                 break;
             }
@@ -218,6 +243,13 @@ impl<T: Stamped> Synchronizer<T> {
             out.push(group);
         }
         out
+    }
+
+    /// Whether nothing has arrived from camera `c` for the stall time while
+    /// others delivered.
+    fn silent(&self, c: usize) -> bool {
+        let since = self.arrived[c].or(self.first_arrival).unwrap_or(u64::MAX);
+        self.last_arrival > since.saturating_add(self.stall)
     }
 
     /// Whether camera `c`'s member for anchor time `t` is known: no frame it
@@ -464,6 +496,72 @@ mod tests {
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].anchor_ns, t0);
         assert_eq!(groups[0].members[2].unwrap().ns, t0 - 12_000_000);
+    }
+
+    /// Three 120 fps cameras, camera 2's views arriving 150 ms (18 periods)
+    /// after capture, the others' at once, as a live pipeline can skew them;
+    /// camera 2 stops after `until` instants. Returns each frame with its
+    /// arrival time, in arrival order.
+    fn skewed(instants: u64, until: u64) -> Vec<(F, u64)> {
+        let period = 8_333_333;
+        let mut frames = Vec::new();
+        for k in 0..instants {
+            let t = 1_000_000_000 + k * period;
+            for cam in 0..3 {
+                if cam == 2 && k >= until {
+                    continue;
+                }
+                let arrival = if cam == 2 { t + 150_000_000 } else { t };
+                frames.push((
+                    F {
+                        cam,
+                        ns: t,
+                        tick: Some(k),
+                    },
+                    arrival,
+                ));
+            }
+        }
+        frames.sort_by_key(|&(f, a)| (a, f.cam));
+        frames
+    }
+
+    #[test]
+    fn late_views_are_waited_for_and_a_silent_camera_is_not() {
+        // A stall time of 100 ms, as a pipeline would set it above its cameras'
+        // usual gaps between arrivals (8 ms here) but not above this skew.
+        let config = SyncConfig {
+            stall_ns: Some(100_000_000),
+            ..SyncConfig::for_rates(&[120.0; 3])
+        };
+        let mut sync = Synchronizer::new(&config);
+        let mut groups = Vec::new();
+        for (f, arrival) in skewed(110, 60) {
+            groups.extend(sync.push_at(f, arrival));
+        }
+        // Until camera 2's first view arrives (150 ms in) it is silent, and the
+        // groups that resolve meanwhile go without it. After that every
+        // instant it captured is grouped whole, however far the others' stamps
+        // ran ahead meanwhile.
+        for g in &groups {
+            let tick = g.members[0].unwrap().tick.unwrap();
+            if (20..60).contains(&tick) {
+                assert!(g.members[2].is_some(), "tick {tick}");
+            }
+        }
+        let unused = sync.stats().unused[2];
+        assert!(unused <= 20, "{unused} views of camera 2 unused");
+        // Once nothing arrives from it for the stall time, camera 2 no longer
+        // holds the groups up.
+        assert!(groups.len() >= 95, "{} groups", groups.len());
+        // Negative control: with capture stamps as arrival times (a recorded
+        // stream's view), camera 2 looks silent whenever the others run more
+        // than the stall time ahead, and its frames go unused.
+        let mut offline = Synchronizer::new(&config);
+        for (f, _) in skewed(110, 60) {
+            offline.push(f);
+        }
+        assert!(offline.stats().unused[2] > 40, "{:?}", offline.stats());
     }
 
     #[test]

@@ -132,7 +132,7 @@ impl FitStage {
             }
             last[c] = Some(t);
             pushed[c] += 1;
-            let groups = sync.push(view);
+            let groups = sync.push_at(view, self.clock.now_ns());
             handle(&mut self, groups, &mut rng, &mut grouped);
         }
         let groups = sync.finish();

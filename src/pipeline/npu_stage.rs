@@ -111,9 +111,11 @@ pub struct NpuStage {
     pub bypass: Option<Sender<super::work::ViewResult>>,
     /// Frames to record, after preprocessing.
     pub record: Option<Sender<super::record::Item>>,
-    /// Take one frame per camera at a time (cameras of one rate), waiting at
-    /// most this long, ns, for a silent camera.
+    /// Take one frame per camera at a time (cameras of one rate, this frame
+    /// period in ns), waiting at most two periods for a silent camera.
     pub instant_sets: Option<u64>,
+    /// Per camera: the frame taken from its queue for the set being formed.
+    heads: Vec<Option<Frame>>,
     last_set_ns: u64,
     active: Option<usize>,
     closed: Vec<bool>,
@@ -215,6 +217,7 @@ impl NpuStage {
             bypass: None,
             record: None,
             instant_sets: None,
+            heads: (0..n).map(|_| None).collect(),
             last_set_ns: 0,
             active: None,
             closed: vec![false; n],
@@ -310,8 +313,8 @@ impl NpuStage {
 
     /// Takes every frame waiting in a camera queue whose graph has room.
     fn take_frames(&mut self) {
-        if let Some(stall_ns) = self.instant_sets {
-            return self.take_sets(stall_ns);
+        if let Some(period_ns) = self.instant_sets {
+            return self.take_sets(period_ns);
         }
         for c in 0..self.cameras.len() {
             while !self.closed[c] && self.has_room(self.camera_graph[c], 1) {
@@ -324,37 +327,22 @@ impl NpuStage {
         }
     }
 
-    /// Takes one frame from every camera at once, when every open camera has
-    /// one queued (or one has been silent for `stall_ns`) and every graph has
-    /// room for its cameras' frames. With equal frame rates the queues' heads
-    /// are frames of one instant, so when the host falls behind, whole
-    /// instants are dropped at the camera queues instead of each camera
-    /// losing different ones, and the sync still finds complete groups.
-    fn take_sets(&mut self, stall_ns: u64) {
+    /// Takes one frame from every camera at once: frames of one instant, so
+    /// when the host falls behind, whole instants are dropped at the camera
+    /// queues instead of each camera losing different ones, and the sync finds
+    /// complete groups.
+    ///
+    /// When every graph has room for its cameras' frames, each open camera's
+    /// oldest queued frame becomes its head. The queues drop on their own, so
+    /// heads can be of different instants: a head more than half a period older
+    /// than the newest is an instant the other cameras have already lost, and
+    /// is dropped too (counted as [`DropStage::Unaligned`]) for the camera's
+    /// next frame. The set goes when every open camera has a head of the same
+    /// instant, or when one has been silent for two periods.
+    fn take_sets(&mut self, period_ns: u64) {
         let n = self.cameras.len();
         loop {
             if self.open_cameras().next().is_none() {
-                return;
-            }
-            let now = self.clock.now_ns();
-            let ready = self.open_cameras().all(|c| !self.cameras[c].is_empty());
-            let stalled = now.saturating_sub(self.last_set_ns) >= stall_ns
-                && self.open_cameras().any(|c| !self.cameras[c].is_empty());
-            if !(ready || stalled) {
-                // A closed camera shows up only on a receive.
-                for c in 0..n {
-                    if self.closed[c] || !self.cameras[c].is_empty() {
-                        continue;
-                    }
-                    match self.cameras[c].try_recv() {
-                        Err(TryRecvError::Disconnected) => self.closed[c] = true,
-                        Err(TryRecvError::Empty) => {}
-                        // It arrived since `is_empty` and cannot go back into its
-                        // queue: taken now rather than lost, even if that holds one
-                        // frame over the batch or in-flight limit for a moment.
-                        Ok(frame) => self.accept(c, frame),
-                    }
-                }
                 return;
             }
             let room = self.admission.has_room_for(self.open_cameras().count())
@@ -368,19 +356,65 @@ impl NpuStage {
             if !room {
                 return;
             }
-            // Each camera's own receive is the only thing that closes it, so
-            // checking `closed` as we go visits the cameras open above.
             for c in 0..n {
-                if self.closed[c] {
-                    continue;
-                }
-                match self.cameras[c].try_recv() {
-                    Ok(frame) => self.accept(c, frame),
-                    Err(TryRecvError::Empty) => {}
-                    Err(TryRecvError::Disconnected) => self.closed[c] = true,
+                self.fill_head(c);
+            }
+            self.align_heads(period_ns / 2);
+            let now = self.clock.now_ns();
+            let ready = self.open_cameras().all(|c| self.heads[c].is_some());
+            let stalled = now.saturating_sub(self.last_set_ns) >= 2 * period_ns
+                && self.heads.iter().any(Option::is_some);
+            if !(ready || stalled) {
+                return;
+            }
+            for c in 0..n {
+                if let Some(frame) = self.heads[c].take() {
+                    self.accept(c, frame);
                 }
             }
             self.last_set_ns = now;
+        }
+    }
+
+    /// Takes camera `c`'s oldest queued frame as its head, if it has none.
+    fn fill_head(&mut self, c: usize) {
+        if self.closed[c] || self.heads[c].is_some() {
+            return;
+        }
+        match self.cameras[c].try_recv() {
+            Ok(frame) => self.heads[c] = Some(frame),
+            Err(TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => self.closed[c] = true,
+        }
+    }
+
+    /// Drops heads more than `tolerance_ns` older than the newest head, taking
+    /// each such camera's next frame, until the heads are of one instant or a
+    /// camera has nothing newer queued.
+    fn align_heads(&mut self, tolerance_ns: u64) {
+        loop {
+            let Some(newest) = self.heads.iter().flatten().map(|f| f.capture_ns).max() else {
+                return;
+            };
+            let mut dropped = false;
+            for c in 0..self.heads.len() {
+                if self.heads[c]
+                    .as_ref()
+                    .is_some_and(|f| f.capture_ns + tolerance_ns < newest)
+                {
+                    self.heads[c] = None;
+                    let counters = &self.stats.cameras[c];
+                    counters
+                        .taken
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    counters.drop_at(DropStage::Unaligned);
+                    self.fill_head(c);
+                    dropped = true;
+                }
+            }
+            if !dropped {
+                return;
+            }
         }
     }
 
@@ -623,7 +657,8 @@ impl NpuStage {
     fn wait(&mut self, all_closed: bool) {
         let now = self.clock.now_ns();
         let idle = self.lanes.iter().all(|l| l.pending.is_empty())
-            && self.cameras.iter().all(|c| c.is_empty());
+            && self.cameras.iter().all(|c| c.is_empty())
+            && self.heads.iter().all(Option::is_none);
         let mut timeout = if all_closed {
             Duration::from_millis(1)
         } else if idle {
@@ -640,8 +675,9 @@ impl NpuStage {
         let mut sel = Select::new();
         let mut any = false;
         for c in 0..self.cameras.len() {
-            // Taking sets, a camera with a frame queued waits for the others.
-            let waits = self.instant_sets.is_some() && !self.cameras[c].is_empty();
+            // Taking sets, a camera with a head or a frame queued waits for the others.
+            let waits = self.instant_sets.is_some()
+                && (self.heads[c].is_some() || !self.cameras[c].is_empty());
             if !self.closed[c] && !waits && self.has_room(self.camera_graph[c], 1) {
                 sel.recv(&self.cameras[c]);
                 any = true;

@@ -34,6 +34,13 @@ use super::stats::LiveStats;
 use super::status::StatusLine;
 use super::RunError;
 
+/// How long no view of a camera may reach the sync, while others do, before
+/// its groups go ahead without it. Views arrive skewed by their place in the
+/// decoder queues and each camera's admitted frames can be several periods
+/// apart, so this is well above any frame period; an unplugged camera holds
+/// the fit up this long once.
+const SILENT_CAMERA: Duration = Duration::from_secs(1);
+
 /// How to run a rig (what the rig file does not say).
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -208,7 +215,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
     if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
-        npu.instant_sets = Some((2e9 / rates[0]) as u64);
+        npu.instant_sets = Some((1e9 / rates[0]) as u64);
     }
     if options.pipeline_only {
         npu.bypass = Some(view_tx.clone());
@@ -256,7 +263,10 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         clock: Arc::clone(&clock),
         jsonl,
         record: record_tx,
-        sync: SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>()),
+        sync: SyncConfig {
+            stall_ns: Some(SILENT_CAMERA.as_nanos() as u64),
+            ..SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>())
+        },
         bone_names: body.rig.names().to_vec(),
         active: body.active.clone(),
         delay: options.fit_delay,

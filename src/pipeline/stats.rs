@@ -18,6 +18,9 @@ use super::stamp::{Stage, Stamps};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropStage {
+    /// Taken from its camera queue but older than the other cameras' frames
+    /// of the instant being taken (they had dropped its instant already).
+    Unaligned,
     /// Preprocessing refused the frame (wrong size, corrupt JPEG).
     Preprocess,
     /// The NPU job failed.
@@ -31,7 +34,8 @@ pub enum DropStage {
 }
 
 impl DropStage {
-    pub const ALL: [DropStage; 5] = [
+    pub const ALL: [DropStage; 6] = [
+        DropStage::Unaligned,
         DropStage::Preprocess,
         DropStage::Npu,
         DropStage::Decode,
@@ -42,6 +46,7 @@ impl DropStage {
     /// The name in reports.
     pub fn name(self) -> &'static str {
         match self {
+            DropStage::Unaligned => "unaligned",
             DropStage::Preprocess => "preprocess",
             DropStage::Npu => "npu",
             DropStage::Decode => "decode",
