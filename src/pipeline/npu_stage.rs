@@ -250,6 +250,11 @@ impl NpuStage {
             std::sync::atomic::Ordering::Relaxed,
         );
         // A failed run leaves frames behind: count them so the accounting stays whole.
+        for (c, head) in self.heads.iter_mut().enumerate() {
+            if head.take().is_some() {
+                self.stats.cameras[c].drop_at(DropStage::Npu);
+            }
+        }
         for lane in &mut self.lanes {
             for (meta, _) in lane.pending.drain(..) {
                 self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
