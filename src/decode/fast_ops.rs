@@ -217,6 +217,18 @@ impl FastSoftmax {
     }
 }
 
+/// The constants of [`exp_approx`], shared with its vector builds.
+pub(crate) mod exp_consts {
+    pub(crate) const LOG2E: f32 = std::f32::consts::LOG2_E;
+    /// ln 2 in two parts (Cody-Waite): `n · LN2_HI` is exact for the n in range.
+    pub(crate) const LN2_HI: f32 = 0.693_145_75;
+    pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+    /// 1.5 · 2^23: adding and subtracting it rounds to the nearest integer with
+    /// plain SSE2 arithmetic (f32::round would be a libm call, which stops
+    /// vectorisation).
+    pub(crate) const ROUND: f32 = 12_582_912.0;
+}
+
 /// `e^x` for x <= 0 (softmax arguments after the max is subtracted), branch-free so
 /// loops over it vectorise: Cody-Waite range reduction to r in [-ln2/2, ln2/2], a
 /// degree-6 polynomial, and the power of two through the exponent bits. Relative
@@ -224,12 +236,7 @@ impl FastSoftmax {
 /// nothing next to the row's maximum of 1).
 #[inline]
 pub fn exp_approx(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    // 1.5 * 2^23: adding and subtracting it rounds to the nearest integer with plain
-    // SSE2 arithmetic (f32::round would be a libm call, which stops vectorisation).
-    const ROUND: f32 = 12_582_912.0;
+    use exp_consts::*;
     let x = x.max(-87.0);
     let shifted = x * LOG2E + ROUND;
     let n = shifted - ROUND;

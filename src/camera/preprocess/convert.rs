@@ -73,15 +73,7 @@ pub fn row_yuv_to_rgb(
         }
         let o = &mut out[start * 3..(start + n) * 3];
         super::sample::convert_row(o, &y[..n], &u[..n], &v[..n]);
-        if let Some(t) = lut {
-            for px in o.chunks_exact_mut(3) {
-                px.copy_from_slice(&[
-                    t[0][px[0] as usize],
-                    t[1][px[1] as usize],
-                    t[2][px[2] as usize],
-                ]);
-            }
-        }
+        super::sample::apply_lut(o, lut);
     }
 }
 

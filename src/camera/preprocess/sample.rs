@@ -263,7 +263,7 @@ fn one_to_one(
 
 /// Applies the quantisation tables, if any, to an RGB row.
 #[inline]
-fn apply_lut(dst: &mut [u8], lut: &ChannelLut) {
+pub(super) fn apply_lut(dst: &mut [u8], lut: &ChannelLut) {
     if let Some(t) = lut {
         for px in dst.chunks_exact_mut(3) {
             px.copy_from_slice(&[

@@ -415,22 +415,10 @@ fn mjpeg_test_frame() -> Vec<u8> {
 /// Largest and mean absolute difference over the tensor's content rows `rows`.
 fn tensor_diff(a: &[u8], b: &[u8], rows: std::ops::Range<usize>) -> (u8, f64) {
     let row = 288 * 3;
-    let (a, b) = (
+    jpeg::tests::diff(
         &a[rows.start * row..rows.end * row],
         &b[rows.start * row..rows.end * row],
-    );
-    let max = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| x.abs_diff(*y))
-        .max()
-        .unwrap_or(0);
-    let sum: u64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| u64::from(x.abs_diff(*y)))
-        .sum();
-    (max, sum as f64 / a.len() as f64)
+    )
 }
 
 #[test]

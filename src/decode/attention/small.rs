@@ -429,10 +429,7 @@ fn sum_all(v: __m256) -> __m256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn exp8(x: __m256) -> __m256 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    const ROUND: f32 = 12_582_912.0;
+    use super::super::fast_ops::exp_consts::*;
     let round = _mm256_set1_ps(ROUND);
     let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
     let shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), round);

@@ -33,6 +33,18 @@ pub(crate) fn encode(rgb: &[u8], w: u32, h: u32, sampling: SamplingFactor) -> Ve
     out
 }
 
+/// Largest and mean absolute difference of two equally long, non-empty buffers.
+pub(crate) fn diff(a: &[u8], b: &[u8]) -> (u8, f64) {
+    assert_eq!(a.len(), b.len());
+    let max = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap();
+    let sum: u64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| u64::from(x.abs_diff(*y)))
+        .sum();
+    (max, sum as f64 / a.len() as f64)
+}
+
 /// `data` without its DHT (Huffman table) segments, as many UVC cameras send MJPEG.
 pub(crate) fn strip_dht(data: &[u8]) -> Vec<u8> {
     let mut out = data[..2].to_vec();
@@ -107,18 +119,6 @@ mod turbo_tests {
         assert_eq!((win.origin, win.size), ([0, 0], (sw, sh)));
         rgb.truncate((sw * sh * 3) as usize);
         (rgb, (sw, sh))
-    }
-
-    /// Largest and mean absolute difference of two equally long buffers.
-    fn diff(a: &[u8], b: &[u8]) -> (u8, f64) {
-        assert_eq!(a.len(), b.len());
-        let max = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap();
-        let sum: u64 = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| u64::from(x.abs_diff(*y)))
-            .sum();
-        (max, sum as f64 / a.len() as f64)
     }
 
     #[test]
