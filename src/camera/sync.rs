@@ -262,16 +262,22 @@ impl<T: Stamped> Synchronizer<T> {
         // Its next frame comes at least `min_gap` after its latest one.
         let next = latest + self.min_gap[c];
         let nearest_future = next.saturating_sub(t);
-        let tol = self.tolerance[c];
-        let best = self.queues[c]
-            .iter()
-            .map(|f| f.capture_ns().abs_diff(t))
-            .filter(|&d| d <= tol)
-            .min();
-        match best {
-            Some(d) => d <= nearest_future,
-            None => nearest_future > tol,
+        match self.nearest(c, t) {
+            Some((_, d)) => d <= nearest_future,
+            None => nearest_future > self.tolerance[c],
         }
+    }
+
+    /// Camera `c`'s queued frame nearest to `t` within its tolerance (the
+    /// first of equals): its index in the queue and its distance from `t`.
+    fn nearest(&self, c: usize, t: u64) -> Option<(usize, u64)> {
+        let tol = self.tolerance[c];
+        self.queues[c]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (i, f.capture_ns().abs_diff(t)))
+            .filter(|&(_, d)| d <= tol)
+            .min_by_key(|&(_, d)| d)
     }
 
     /// Anchor frames missing since the last one count as incomplete groups.
@@ -291,16 +297,10 @@ impl<T: Stamped> Synchronizer<T> {
     /// discarding (as unused) the frames before it.
     fn take_nearest(&mut self, c: usize, t: u64) -> Option<T> {
         let tol = self.tolerance[c];
+        let best = self.nearest(c, t);
         let q = &mut self.queues[c];
-        let best = q
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (i, f.capture_ns().abs_diff(t)))
-            .filter(|&(_, d)| d <= tol)
-            .min_by_key(|&(_, d)| d)
-            .map(|(i, _)| i);
         match best {
-            Some(i) => {
+            Some((i, _)) => {
                 self.stats.unused[c] += i as u64;
                 q.drain(..i);
                 q.pop_front()

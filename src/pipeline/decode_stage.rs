@@ -115,25 +115,27 @@ impl DecodeWorker {
                 .cpu
                 .decoded_frames
                 .fetch_add(1, Ordering::Relaxed);
-            let _ = self.recycle.send(Returned {
-                graph: g,
-                camera: meta.camera,
-                worker: self.index,
-                bindings,
-            });
+            let camera = meta.camera;
             match detection {
                 Ok(detection) => {
                     meta.stamps.leave(Stage::Decode, self.clock.now_ns());
-                    let camera = meta.camera;
                     if self.output.send(ViewResult { meta, detection }).is_err() {
                         self.stats.cameras[camera].drop_at(DropStage::Decode);
                     }
                 }
                 Err(e) => {
-                    log::warn!("camera {}: decoder: {e}", meta.camera);
-                    self.stats.cameras[meta.camera].drop_at(DropStage::Decode);
+                    log::warn!("camera {camera}: decoder: {e}");
+                    self.stats.cameras[camera].drop_at(DropStage::Decode);
                 }
             }
+            // Only now: returning the buffers frees the camera to go to another
+            // decoder thread, so its next view must not overtake this one.
+            let _ = self.recycle.send(Returned {
+                graph: g,
+                camera,
+                worker: self.index,
+                bindings,
+            });
         }
         let total = thread_cpu_ns().saturating_sub(start_cpu);
         self.stats
