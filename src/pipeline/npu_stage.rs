@@ -99,8 +99,7 @@ pub struct NpuStage {
     pub preprocessors: Vec<Preprocessor>,
     pub camera_graph: Vec<usize>,
     pub cameras: Vec<Receiver<Frame>>,
-    /// One queue per decoder thread; camera `c` goes to `c % len` so each camera's
-    /// frames stay in capture order.
+    /// One queue per decoder thread; which one gets a frame is [`Routing`]'s choice.
     pub decode: Vec<Sender<DecodeWork>>,
     /// Buffers coming back from the decoders.
     pub recycle: Receiver<Returned>,
