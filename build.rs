@@ -1,5 +1,5 @@
 //! With the `libjpeg-turbo` feature: compiles the MJPEG shim
-//! (`src/camera/preprocess/jpeg/turbo_shim.c`) and links the system libjpeg.
+//! (`src/preprocess/jpeg/turbo_shim.c`) and links the system libjpeg.
 //! Without it, nothing happens (the default build needs no C libraries).
 //!
 //! `LIBJPEG_TURBO_INCLUDE_DIR` and `LIBJPEG_TURBO_LIB_DIR` point at a
@@ -13,7 +13,7 @@ fn main() {
 
 #[cfg(feature = "libjpeg-turbo")]
 fn libjpeg_turbo() {
-    const SHIM: &str = "src/camera/preprocess/jpeg/turbo_shim.c";
+    const SHIM: &str = "src/preprocess/jpeg/turbo_shim.c";
     println!("cargo:rerun-if-changed={SHIM}");
     println!("cargo:rerun-if-env-changed=LIBJPEG_TURBO_INCLUDE_DIR");
     println!("cargo:rerun-if-env-changed=LIBJPEG_TURBO_LIB_DIR");

@@ -17,11 +17,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hailo_edge::camera::preprocess::{
+use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
+use hailo_edge::preprocess::{
     mjpeg_decoder, Filter, Fit, InputLayout, InputSpec, Layout, MjpegDecoder, PreprocessConfig,
     Preprocessor,
 };
-use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
 
 /// Name, input format, bytes and size, tensor side, fit, filter, tensor layout.
 type Case<'a> = (
@@ -259,16 +259,9 @@ fn generated() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     }
     let mut yuyv = vec![0u8; (W * H * 2) as usize];
     for (j, o) in yuyv.chunks_exact_mut(4).enumerate() {
-        let a = hailo_edge::camera::preprocess::rgb_to_yuv([
-            rgb[j * 6],
-            rgb[j * 6 + 1],
-            rgb[j * 6 + 2],
-        ]);
-        let b = hailo_edge::camera::preprocess::rgb_to_yuv([
-            rgb[j * 6 + 3],
-            rgb[j * 6 + 4],
-            rgb[j * 6 + 5],
-        ]);
+        let a = hailo_edge::preprocess::rgb_to_yuv([rgb[j * 6], rgb[j * 6 + 1], rgb[j * 6 + 2]]);
+        let b =
+            hailo_edge::preprocess::rgb_to_yuv([rgb[j * 6 + 3], rgb[j * 6 + 4], rgb[j * 6 + 5]]);
         o.copy_from_slice(&[a[0], a[1], b[0], a[2]]);
     }
     let mut jpeg = Vec::new();

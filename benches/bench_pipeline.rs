@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use hailo_edge::npu::sim::DeviceProfile;
-use hailo_edge::pipeline::{run, Report, RigConfig, RunOptions};
+use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
 fn secs(var: &str, default: f64) -> f64 {
     std::env::var(var)

@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hailo_edge::camera::fault::{Fault, FaultySource};
-use hailo_edge::camera::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
-use hailo_edge::camera::runner::{Backoff, CaptureThread};
-use hailo_edge::camera::sync::{SyncConfig, Synchronizer};
 use hailo_edge::camera::synthetic::{demo_rig, AnnyScene, MarkerScene, Scene, SyntheticSource};
 use hailo_edge::camera::v4l2::{V4l2Config, V4l2Source};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
+use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
+use hailo_edge::rig::stage::capture::{Backoff, CaptureThread};
+use hailo_edge::rig::stage::sync::{SyncConfig, Synchronizer};
 
 struct Options {
     seconds: f64,

@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hailo_edge::pipeline::{run, RigConfig, RunOptions};
+use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 fn main() -> std::process::ExitCode {
     env_logger::init();

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use hailo_edge::metrics::measure::{self, RunConfig};
+use hailo_edge::bench::measure::{self, RunConfig};
 use hailo_edge::npu::{Backend, Device};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

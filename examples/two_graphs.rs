@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hailo_edge::npu::sim::{Clock, ManualClock, SimProfile};
+use hailo_edge::npu::sim::{ManualClock, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, BackendKind, ConfiguredModel, Device, NpuError};
 
 struct Setting {
@@ -33,7 +33,7 @@ fn open(real: bool) -> Result<(Device, Option<ManualClock>), NpuError> {
         return Ok((Device::open(Backend::Auto)?, None));
     }
     let clock = ManualClock::new();
-    let profile = SimProfile::default().with_clock(Clock::Manual(clock.clone()));
+    let profile = SimProfile::default().with_clock(TimeBase::Manual(clock.clone()));
     Ok((Device::open(Backend::Sim(profile))?, Some(clock)))
 }
 

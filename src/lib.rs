@@ -10,12 +10,16 @@
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
 //! | [`metrics`] | op counts, latency statistics, utilisation, reports, the planner |
 
+pub mod bench;
 pub mod body;
 pub mod camera;
 pub mod decode;
 pub mod doctor;
+pub mod geom;
 pub mod metrics;
 pub mod npu;
-pub mod pipeline;
+pub mod preprocess;
+pub mod rig;
+pub mod scene;
 
 pub use hef;

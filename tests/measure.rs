@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hailo_edge::metrics::bench::{self, GraphsMode, SweepConfig};
+use hailo_edge::bench::measure::{self, GraphRun, RunConfig, RunMeasurement};
+use hailo_edge::bench::{self, GraphsMode, SweepConfig};
 use hailo_edge::metrics::figure::{Assumption, Figure, Provenance, Unit};
-use hailo_edge::metrics::measure::{self, GraphRun, RunConfig, RunMeasurement};
 use hailo_edge::metrics::plan::Utilisation;
 use hailo_edge::metrics::report::UtilisationReport;
-use hailo_edge::npu::sim::{Clock, DeviceProfile, Link, SimProfile};
+use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, Device};
 
 fn fixture(name: &str) -> PathBuf {
@@ -20,7 +20,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn sim(profile: DeviceProfile) -> Device {
     Device::open(Backend::Sim(
-        SimProfile::new(profile).with_clock(Clock::Virtual),
+        SimProfile::new(profile).with_clock(TimeBase::Virtual),
     ))
     .unwrap()
 }
@@ -321,7 +321,8 @@ fn impossible_runs_are_refused_naming_the_reason() {
         "{err}"
     );
     let manual = Device::open(Backend::Sim(
-        SimProfile::default().with_clock(Clock::Manual(hailo_edge::npu::sim::ManualClock::new())),
+        SimProfile::default()
+            .with_clock(TimeBase::Manual(hailo_edge::npu::sim::ManualClock::new())),
     ))
     .unwrap();
     let config = RunConfig::single(fixture("backbone_288.hef"), Duration::from_millis(100));

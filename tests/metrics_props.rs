@@ -1,7 +1,7 @@
 //! Property tests: parsers round-trip, the planner is additive, and the op counter turns any
 //! bytes into a report or an error, never a panic.
 
-use hailo_edge::metrics::onnx_graph::{encode, Dim, GraphBuilder};
+use hailo_edge::metrics::ops::builder::{encode, Dim, GraphBuilder};
 use hailo_edge::metrics::ops::{count_bytes, InputShape};
 use hailo_edge::metrics::plan::{max_fps, plan, Camera, CostModel, Utilisation};
 use hailo_edge::metrics::utilisation::Precision;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{compute_only, open, tiny_hef};
-use hailo_edge::npu::sim::{Clock, ManualClock};
+use hailo_edge::npu::sim::{ManualClock, TimeBase};
 use hailo_edge::npu::{NpuError, Status};
 
 const T: Duration = Duration::from_secs(10);
@@ -15,7 +15,7 @@ const T: Duration = Duration::from_secs(10);
 #[test]
 fn job_dropped_before_completion_still_completes() {
     let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(Clock::Manual(clock.clone())));
+    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
     let cm = device
         .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
         .unwrap()
@@ -36,7 +36,7 @@ fn job_dropped_before_completion_still_completes() {
 #[test]
 fn dropping_the_configured_model_aborts_jobs_in_flight() {
     let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(Clock::Manual(clock.clone())));
+    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
     let model = device
         .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
         .unwrap();
@@ -98,7 +98,7 @@ fn bindings_and_completions_outlive_everything_else() {
 #[test]
 fn waiting_on_a_held_job_times_out_then_succeeds() {
     let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(Clock::Manual(clock.clone())));
+    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
     let cm = device
         .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
         .unwrap()

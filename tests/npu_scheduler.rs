@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use common::{compute_only, fixture, open};
-use hailo_edge::npu::sim::{Clock, DeviceProfile, Link, ManualClock, SimProfile};
+use hailo_edge::npu::sim::{DeviceProfile, Link, ManualClock, SimProfile, TimeBase};
 use hailo_edge::npu::ConfiguredModel;
 
 const T: Duration = Duration::from_secs(30);
@@ -144,7 +144,7 @@ fn configure(device: &hailo_edge::npu::Device, file: &str, rule: &Rule) -> Confi
 /// `periods` times, on a manual clock; returns what the simulator did.
 fn simulate(rules: &[Rule; 2], period_ns: u64, periods: u64) -> Outcome {
     let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(Clock::Manual(clock.clone())));
+    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
     let a = configure(&device, "backbone_288.hef", &rules[0]);
     let b = configure(&device, "backbone_432.hef", &rules[1]);
     for p in 0..periods {
@@ -281,7 +281,7 @@ fn backbone_288_at_20_tops_and_30_percent_runs_at_168_5_fps() {
 
 #[test]
 fn real_time_clock_sleeps_to_the_modelled_completion() {
-    let device = open(compute_only().with_clock(Clock::RealTime));
+    let device = open(compute_only().with_clock(TimeBase::RealTime));
     let cm = device
         .load_model_file(fixture("backbone_288.hef"))
         .unwrap()

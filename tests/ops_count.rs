@@ -1,7 +1,7 @@
 //! `hailo-edge ops` on small hand-built graphs whose MAC counts are computed by hand.
 
 use assert_cmd::Command;
-use hailo_edge::metrics::onnx_graph::{encode, Attr, Dim, GraphBuilder};
+use hailo_edge::metrics::ops::builder::{encode, Attr, Dim, GraphBuilder};
 use hailo_edge::metrics::ops::{count_bytes, InputShape};
 
 /// x[N,4,8,8] -> Conv 3x3 (6 out, pad 1) -> Relu -> ConvTranspose 2x2/2 (6 -> 2)

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use hailo_edge::pipeline::{run, RigConfig, RunOptions};
+use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[test]
 fn run_duration_writes_a_report_whose_accounting_adds_up() {

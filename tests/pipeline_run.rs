@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hailo_edge::npu::sim::DeviceProfile;
-use hailo_edge::pipeline::config::SwitchingConfig;
-use hailo_edge::pipeline::{run, Report, RigConfig, RunOptions};
+use hailo_edge::rig::config::SwitchingConfig;
+use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
 /// Runs take real time on a 2-core machine: one at a time, so their rates are
 /// not those of four runs sharing the CPU.

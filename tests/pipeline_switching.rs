@@ -10,14 +10,14 @@ use crossbeam_channel::{bounded, unbounded};
 use nalgebra::{Point3, Vector3};
 
 use hailo_edge::camera::calib::Camera;
-use hailo_edge::camera::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use hailo_edge::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
+use hailo_edge::geom::time::MonotonicClock;
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Device, DeviceOptions, Scheduling};
-use hailo_edge::pipeline::npu_stage::{Lane, NpuStage, Switching};
-use hailo_edge::pipeline::stamp::MonotonicClock;
-use hailo_edge::pipeline::stats::LiveStats;
+use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
+use hailo_edge::rig::stage::npu::{Lane, NpuStage, Switching};
+use hailo_edge::rig::stats::LiveStats;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

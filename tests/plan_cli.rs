@@ -172,8 +172,8 @@ fn unknown_side_is_a_clear_error() {
 
 #[test]
 fn graph_cost_counted_from_onnx() {
-    use hailo_edge::metrics::onnx_graph::encode;
-    use hailo_edge::metrics::vit_graph::VitSpec;
+    use hailo_edge::metrics::ops::builder::encode;
+    use hailo_edge::metrics::ops::vit::VitSpec;
     let spec = VitSpec {
         side: 48,
         patch: 12,

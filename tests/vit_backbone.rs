@@ -1,9 +1,9 @@
 //! The generated RF-DETR keypoint backbone: its count agrees with its closed form, with the
 //! counts of the real exported graphs, and is compared with the planning figures.
 
-use hailo_edge::metrics::onnx_graph::encode;
+use hailo_edge::metrics::ops::builder::encode;
 use hailo_edge::metrics::ops::count_bytes;
-use hailo_edge::metrics::vit_graph::VitSpec;
+use hailo_edge::metrics::ops::vit::VitSpec;
 
 fn counted(spec: &VitSpec) -> u64 {
     let bytes = encode(&spec.build().unwrap());

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use hailo_edge::metrics::onnx_graph::encode;
-use hailo_edge::metrics::vit_graph::VitSpec;
+use hailo_edge::metrics::ops::builder::encode;
+use hailo_edge::metrics::ops::vit::VitSpec;
 
 #[derive(Debug, Parser)]
 struct Args {

@@ -47,7 +47,7 @@
 //! Checked against the package's own torch forward on golden samples (`tools/anny_golden.py`,
 //! `tests/body_golden.rs`): vertices and keypoints within 1e-9 m.
 //!
-//! Rendering ([`render`]) draws the posed mesh into a calibrated [`camera_model::Camera`].
+//! Rendering ([`render`]) draws the posed mesh into a calibrated [`Camera`](crate::geom::Camera).
 //!
 //! # The fit half
 //!
@@ -56,7 +56,6 @@
 //! cameras of [`projection`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
 //! ANNY adapter ([`fit::anny`]).
 
-pub mod camera_model;
 pub mod convert;
 mod error;
 pub mod fit;
@@ -71,7 +70,7 @@ pub mod render;
 pub mod rest;
 pub mod triangulate;
 
-pub use camera_model::Camera;
+pub use crate::geom::Camera;
 pub use error::BodyError;
 pub use keypoints::{KeypointTerm, KeypointTerms};
 pub use kinematics::{Pose, PoseJson, Rigid, Skeleton};

@@ -2,7 +2,7 @@
 //! OpenCV defines it: projection with its Jacobian, and iterative undistortion.
 //!
 //! This is the triangulation and fit's camera: the same model as the renderer's
-//! [`crate::body::camera_model::Camera`] (which converts into it with `try_from`), plus the
+//! [`crate::geom::camera::Camera`] (which converts into it with `try_from`), plus the
 //! projection Jacobian and validated construction the solvers need.
 
 use nalgebra::{Matrix2, Matrix2x3, Point2, Point3, Rotation3, Vector2, Vector3};
@@ -279,11 +279,11 @@ impl Camera {
     }
 }
 
-impl TryFrom<&crate::body::camera_model::Camera> for Camera {
+impl TryFrom<&crate::geom::camera::Camera> for Camera {
     type Error = CameraError;
 
     /// The same camera, for triangulation and fitting.
-    fn try_from(c: &crate::body::camera_model::Camera) -> Result<Self, CameraError> {
+    fn try_from(c: &crate::geom::camera::Camera) -> Result<Self, CameraError> {
         let d = c.distortion;
         let rotation = Rotation3::from_matrix_unchecked(c.rotation);
         let orthonormal =
@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn the_renderer_camera_converts_to_the_same_projection() {
-        use crate::body::camera_model as cm;
+        use crate::geom::camera as cm;
         let ours = demo_rig()[2];
         let d = ours.distortion();
         let (fx, fy) = ours.focal();

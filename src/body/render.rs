@@ -8,11 +8,11 @@
 use image::{Rgb, RgbImage};
 use nalgebra::{Point2, Point3, Vector3};
 
-use super::camera_model::Camera;
 use super::kinematics::Pose;
 use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::Rest;
 use super::BodyError;
+use crate::geom::Camera;
 
 /// Depth margin (metres) within which a keypoint counts as visible: keypoints lie inside the
 /// body, up to about a limb's thickness behind the surface that covers them.

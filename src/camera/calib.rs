@@ -15,7 +15,7 @@ use nalgebra::{Matrix3, Rotation3, Vector3};
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
-pub use crate::body::camera_model::{Camera, Distortion};
+pub use crate::geom::{Camera, Distortion};
 
 /// A calibration as the rig file writes it (flat keys; unknown keys are errors).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -14,8 +14,9 @@ use nalgebra::{Point3, Vector3};
 use super::calib::Camera;
 use super::frame::{CameraId, Frame, GroundTruth, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
-use super::preprocess::rgb_to_yuv;
 use super::source::{Source, SourceError, SourceInfo};
+use crate::geom::time::monotonic_ns;
+use crate::preprocess::rgb_to_yuv;
 
 mod anny;
 
@@ -191,17 +192,6 @@ pub struct SyntheticSource {
     dropped: u64,
     rgb: Vec<u8>,
     pool: BufferPool,
-}
-
-/// CLOCK_MONOTONIC now, ns (the clock V4L2 drivers stamp with).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl SyntheticSource {
@@ -442,7 +432,7 @@ pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+    use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
 
     #[test]
     fn frames_carry_truth_and_repeat_exactly() {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use hailo_edge::metrics::bench::{self, plots, GraphsMode, SweepConfig};
-use hailo_edge::npu::sim::{Clock, DeviceProfile, SimProfile};
+use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
+use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, Device};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -100,8 +100,8 @@ fn sim_profile(args: &BenchArgs) -> SimProfile {
         }
     };
     let clock = match args.clock {
-        ClockArg::Virtual => Clock::Virtual,
-        ClockArg::Realtime => Clock::RealTime,
+        ClockArg::Virtual => TimeBase::Virtual,
+        ClockArg::Realtime => TimeBase::RealTime,
     };
     SimProfile::new(device).with_clock(clock)
 }

@@ -105,7 +105,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 /// The budget's rig from a rig file: each camera at its rate into the input
 /// side of its graph's HEF.
 fn rig_from_config(path: &Path) -> anyhow::Result<Rig> {
-    let config = hailo_edge::pipeline::RigConfig::load(path)?;
+    let config = hailo_edge::rig::RigConfig::load(path)?;
     let mut graphs = Vec::new();
     let mut sides = Vec::new();
     for graph in &config.graphs {

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use hailo_edge::metrics::hef_ops;
 use hailo_edge::metrics::ops::{self, InputShape, OpsReport};
 
 /// Exit status when the count is incomplete (some node could not be resolved).
@@ -54,7 +53,7 @@ pub fn run(args: OpsArgs) -> anyhow::Result<ExitCode> {
 
 /// Ops of a HEF: exit 0 when every network group carries them, [`EXIT_INCOMPLETE`] otherwise.
 fn run_hef(args: &OpsArgs) -> anyhow::Result<ExitCode> {
-    let graphs = hef_ops::read_hef(&args.model)?;
+    let graphs = ops::hef::read_hef(&args.model)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&graphs)?);
     } else {

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
 use hailo_edge::metrics::report::UtilisationReport;
-use hailo_edge::metrics::{hef_ops, ops};
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;
@@ -95,7 +95,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             }
             None => (None, spec.as_str()),
         };
-        let graphs = hef_ops::read_hef(file.as_ref()).with_context(|| format!("--hef {spec}"))?;
+        let graphs = ops::hef::read_hef(file.as_ref()).with_context(|| format!("--hef {spec}"))?;
         let g = graphs
             .first()
             .with_context(|| format!("--hef {spec}: no network group"))?;

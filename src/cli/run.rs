@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use hailo_edge::pipeline::{run, RigConfig, RunOptions};
+use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

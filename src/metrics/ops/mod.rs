@@ -6,8 +6,11 @@
 //! and the report is then [incomplete](OpsReport::is_complete): its total is a lower bound, not
 //! a measurement.
 
+pub mod builder;
+pub mod hef;
 mod infer;
 pub mod rules;
+pub mod vit;
 
 use std::collections::BTreeMap;
 use std::path::Path;

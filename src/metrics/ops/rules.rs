@@ -330,7 +330,7 @@ fn str_attr(node: &pb::NodeProto, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::onnx_graph::{Attr, GraphBuilder};
+    use crate::metrics::ops::builder::{Attr, GraphBuilder};
 
     fn node(op: &str, attrs: &[(&str, Attr)]) -> pb::NodeProto {
         let mut g = GraphBuilder::new("t", 17);

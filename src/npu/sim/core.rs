@@ -7,13 +7,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::clock::Clock;
 use super::completion::{RawBuf, SimJob};
 use super::faults::{Fault, FaultPlan};
 use super::model::{fill_outputs, ModelSpec};
 use super::scheduler::{Decision, ModelState, Scheduler};
 use super::stats::SimStats;
 use super::status::*;
+use super::time_base::TimeBase;
 use super::DeviceProfile;
 
 /// A failed check: a HailoRT status and the reason.
@@ -57,7 +57,7 @@ struct CoreState {
 pub struct Core {
     pub(crate) id: String,
     pub(crate) profile: DeviceProfile,
-    clock: Clock,
+    clock: TimeBase,
     pub(crate) round_robin: bool,
     faults: FaultPlan,
     state: Mutex<CoreState>,
@@ -99,7 +99,7 @@ impl Core {
     pub(crate) fn start(
         id: String,
         profile: DeviceProfile,
-        clock: Clock,
+        clock: TimeBase,
         faults: FaultPlan,
         round_robin: bool,
     ) -> Arc<Core> {
@@ -124,7 +124,7 @@ impl Core {
             start: Instant::now(),
             worker: Mutex::new(None),
         });
-        if let Clock::Manual(manual) = &clock {
+        if let TimeBase::Manual(manual) = &clock {
             manual.attach(&core);
         }
         let runner = Arc::clone(&core);
@@ -161,17 +161,17 @@ impl Core {
 
     fn arrival_ns(&self, st: &CoreState) -> u64 {
         match &self.clock {
-            Clock::RealTime => self.wall_ns(),
-            Clock::Virtual => st.dev_now,
-            Clock::Manual(m) => m.now_ns(),
+            TimeBase::RealTime => self.wall_ns(),
+            TimeBase::Virtual => st.dev_now,
+            TimeBase::Manual(m) => m.now_ns(),
         }
     }
 
     fn horizon_ns(&self) -> u64 {
         match &self.clock {
-            Clock::RealTime => self.wall_ns(),
-            Clock::Virtual => u64::MAX,
-            Clock::Manual(m) => m.now_ns(),
+            TimeBase::RealTime => self.wall_ns(),
+            TimeBase::Virtual => u64::MAX,
+            TimeBase::Manual(m) => m.now_ns(),
         }
     }
 
@@ -451,14 +451,14 @@ impl Core {
                 }
                 return;
             }
-            if matches!(self.clock, Clock::RealTime) {
+            if matches!(self.clock, TimeBase::RealTime) {
                 st.dev_now = st.dev_now.max(self.wall_ns());
             }
             let now = st.dev_now;
             let horizon = self.horizon_ns();
             // Manual time: frames stamped with the feeder's current time may
             // still come, so decide only strictly before it.
-            if matches!(self.clock, Clock::Manual(_)) && now >= horizon {
+            if matches!(self.clock, TimeBase::Manual(_)) && now >= horizon {
                 st = self.wait(st, Some(Duration::from_millis(5)));
                 continue;
             }
@@ -478,7 +478,7 @@ impl Core {
                 } => {
                     let (spec, batch, end) = self.start_burst(&mut st, model, frames, switch, now);
                     drop(st);
-                    if matches!(self.clock, Clock::RealTime) {
+                    if matches!(self.clock, TimeBase::RealTime) {
                         let target = self.start + Duration::from_nanos(end);
                         if let Some(left) = target.checked_duration_since(Instant::now()) {
                             thread::sleep(left);
@@ -502,12 +502,12 @@ impl Core {
                 Decision::Idle { wake_at } => {
                     let target = wake_at.unwrap_or(u64::MAX).min(horizon);
                     match &self.clock {
-                        Clock::RealTime => {
+                        TimeBase::RealTime => {
                             let wait = wake_at.map(|t| Duration::from_nanos(t.saturating_sub(now)));
                             st = self.wait(st, Some(wait.unwrap_or(Duration::from_millis(100))));
                         }
                         _ if target != u64::MAX && target > now => st.dev_now = target,
-                        Clock::Manual(_) => st = self.wait(st, Some(Duration::from_millis(5))),
+                        TimeBase::Manual(_) => st = self.wait(st, Some(Duration::from_millis(5))),
                         _ => st = self.idle(st),
                     }
                 }
@@ -593,7 +593,7 @@ impl Core {
         ms.switches_in += u64::from(switch);
         ms.first_start_ns.get_or_insert(now);
         ms.last_end_ns = end;
-        if !matches!(self.clock, Clock::RealTime) {
+        if !matches!(self.clock, TimeBase::RealTime) {
             st.dev_now = end;
         }
         (spec, batch, end)

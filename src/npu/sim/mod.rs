@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, LazyLock};
 
-pub mod clock;
 mod completion;
 mod core;
 pub mod faults;
@@ -34,21 +33,22 @@ pub mod scheduler;
 mod stats;
 mod status;
 pub mod table;
+pub mod time_base;
 mod vdevice;
 
 pub use self::core::MAX_NETWORK_GROUPS;
-pub use clock::{Clock, ManualClock};
 pub use faults::{Fault, FaultPlan};
 pub use model::{OpsSource, OutputKind};
 pub use profile::{DeviceProfile, Figure, Link, LinkKind, Precision};
 pub use reference::ReferenceModel;
 pub use stats::{ModelStats, SimStats};
+pub use time_base::{ManualClock, TimeBase};
 
 /// Everything one simulated device is opened with.
 #[derive(Debug, Clone, Default)]
 pub struct SimProfile {
     pub device: DeviceProfile,
-    pub clock: Clock,
+    pub clock: TimeBase,
     pub faults: FaultPlan,
     /// Reference ONNX models by network group name.
     pub references: BTreeMap<String, Arc<ReferenceModel>>,
@@ -66,7 +66,7 @@ impl SimProfile {
     }
 
     /// The same with another clock.
-    pub fn with_clock(mut self, clock: Clock) -> SimProfile {
+    pub fn with_clock(mut self, clock: TimeBase) -> SimProfile {
         self.clock = clock;
         self
     }

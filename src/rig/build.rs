@@ -1,0 +1,483 @@
+//! Turning a rig file into running parts: the device and its graphs, the
+//! camera sources, preprocessors, decoders and the fitter. Every failure names
+//! the key, file or device it comes from.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::body::fit::{FitConfig, PoseFitter};
+use crate::body::Model;
+use crate::camera::calib::Camera;
+use crate::camera::replay::{Pacing, Recording};
+use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
+use crate::camera::{CameraId, PixelFormat, Source};
+use crate::decode::{Decoder, Engine};
+use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile, TimeBase};
+use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
+use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+
+use super::config::{CameraConfig, RigConfig, SwitchingConfig};
+use super::stage::decode::{GraphDecode, Tap};
+use super::RunError;
+use crate::scene::{demo_calibrations, fit_camera, BodyRig, BodyScene};
+
+/// One configured graph with what the other stages need from its HEF.
+pub struct BuiltGraph {
+    pub cm: ConfiguredModel,
+    pub input: String,
+    pub input_spec: InputSpec,
+    pub decode: GraphDecode,
+}
+
+/// A simulator profile by its config name.
+///
+/// # Errors
+/// [`RunError::Config`] naming `device.profile`.
+pub fn sim_profile(name: &str) -> Result<DeviceProfile, RunError> {
+    match name {
+        "hailo10h-pcie" => Ok(DeviceProfile::hailo10h()),
+        "hailo10h-usb" => Ok(DeviceProfile::hailo10h_usb()),
+        "zero-time" => Ok(DeviceProfile::zero_time()),
+        other => Err(RunError::Config(format!(
+            "`device.profile`: `{other}` is not one of: hailo10h-pcie, hailo10h-usb, zero-time"
+        ))),
+    }
+}
+
+fn need_file(key: String, path: &Path) -> Result<(), RunError> {
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(RunError::MissingFile {
+            key,
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// Opens the device the rig asks for.
+///
+/// # Errors
+/// [`RunError::MissingFile`] for a reference ONNX, [`RunError::Npu`] when the
+/// device cannot be opened.
+pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<Device, RunError> {
+    let scheduling = match rig.switching {
+        SwitchingConfig::Scheduler => Scheduling::RoundRobin,
+        SwitchingConfig::Manual { .. } => Scheduling::None,
+    };
+    let sim = || -> Result<SimProfile, RunError> {
+        let device = match &profile {
+            Some(p) => p.clone(),
+            None => sim_profile(&rig.device.profile)?,
+        };
+        let clock = match rig.device.clock.as_str() {
+            "virtual" => TimeBase::Virtual,
+            _ => TimeBase::RealTime,
+        };
+        let mut sim = SimProfile::new(device).with_clock(clock);
+        for (i, g) in rig.graphs.iter().enumerate() {
+            if let Some(path) = &g.reference_onnx {
+                need_file(format!("graph[{i}].reference_onnx"), path)?;
+                let group = read_hef(i, &g.hef)?
+                    .network_groups
+                    .first()
+                    .map(|n| n.name.clone());
+                let model =
+                    ReferenceModel::from_onnx_file(path).map_err(|message| RunError::Graph {
+                        key: format!("graph[{i}].reference_onnx"),
+                        path: path.clone(),
+                        message,
+                    })?;
+                if let Some(group) = group {
+                    sim = sim.with_reference(&group, model);
+                }
+            }
+        }
+        Ok(sim)
+    };
+    let backend = match rig.device.backend.as_str() {
+        "sim" => Backend::Sim(sim()?),
+        "hailort" => Backend::HailoRt {
+            device_id: rig.device.device_id.clone(),
+        },
+        _ => Backend::Auto,
+    };
+    Device::open_with(
+        backend,
+        DeviceOptions {
+            scheduling,
+            group_id: None,
+        },
+    )
+    .map_err(|source| RunError::Npu {
+        what: format!("opening device (backend `{}`)", rig.device.backend),
+        source,
+    })
+}
+
+fn read_hef(i: usize, path: &Path) -> Result<hef::Hef, RunError> {
+    need_file(format!("graph[{i}].hef"), path)?;
+    let bytes = std::fs::read(path).map_err(|e| RunError::Graph {
+        key: format!("graph[{i}].hef"),
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    hef::Hef::from_bytes(&bytes).map_err(|e| RunError::Graph {
+        key: format!("graph[{i}].hef"),
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Loads and configures every graph on `device`, with its batch and scheduler settings.
+///
+/// # Errors
+/// [`RunError::MissingFile`] / [`RunError::Graph`] naming the HEF,
+/// [`RunError::Npu`] naming the graph.
+pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunError> {
+    let mut out = Vec::new();
+    for (i, g) in rig.graphs.iter().enumerate() {
+        let hef = read_hef(i, &g.hef)?;
+        let bad = |message: String| RunError::Graph {
+            key: format!("graph[{i}].hef"),
+            path: g.hef.clone(),
+            message,
+        };
+        let group = hef
+            .network_groups
+            .first()
+            .ok_or_else(|| bad("no network group".into()))?;
+        let input = group
+            .inputs
+            .first()
+            .ok_or_else(|| bad("no input stream".into()))?;
+        let input_spec = InputSpec::from_stream(input).map_err(|e| bad(e.to_string()))?;
+        if group.outputs.len() != crate::decode::TAPS {
+            return Err(bad(format!(
+                "{} outputs; the decoder reads {} backbone maps",
+                group.outputs.len(),
+                crate::decode::TAPS
+            )));
+        }
+        let taps = group
+            .outputs
+            .iter()
+            .map(|s| Tap {
+                stream: s.name.clone(),
+                data_type: s.data_type,
+                quant: s.quant.clone(),
+            })
+            .collect();
+        let npu = |what: &str, source| RunError::Npu {
+            what: format!("graph `{}` ({}): {what}", g.name, g.hef.display()),
+            source,
+        };
+        let mut model = device
+            .load_model_file(&g.hef)
+            .map_err(|e| npu("loading the HEF", e))?;
+        // Under the scheduler HailoRT wants one batch size for all models; there
+        // the threshold does the device-side batching and `batch` stays a
+        // host-side batch of submissions.
+        if rig.switching != SwitchingConfig::Scheduler {
+            model
+                .set_batch_size(rig.batch(g))
+                .map_err(|e| npu("setting the batch size", e))?;
+        }
+        let cm = model.configure().map_err(|e| npu("configuring", e))?;
+        if rig.switching == SwitchingConfig::Scheduler {
+            cm.set_scheduler_priority(g.priority)
+                .map_err(|e| npu("scheduler priority", e))?;
+            cm.set_scheduler_threshold(rig.threshold(g))
+                .map_err(|e| npu("scheduler threshold", e))?;
+            cm.set_scheduler_timeout(std::time::Duration::from_secs_f64(rig.timeout_ms(g) / 1e3))
+                .map_err(|e| npu("scheduler timeout", e))?;
+        }
+        out.push(BuiltGraph {
+            cm,
+            input: input.name.clone(),
+            input_spec: input_spec.clone(),
+            decode: GraphDecode {
+                taps,
+                input_size: (input_spec.width, input_spec.height),
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// The decoder of every graph, loaded once per decoder thread.
+///
+/// # Errors
+/// [`RunError::MissingFile`] / [`RunError::Graph`] naming the decoder ONNX.
+pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
+    let engine: Engine = rig
+        .decoder
+        .engine
+        .parse()
+        .map_err(|e: crate::decode::DecodeError| {
+            RunError::Config(format!("`decoder.engine`: {e}"))
+        })?;
+    rig.graphs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            need_file(format!("graph[{i}].decoder_onnx"), &g.decoder_onnx)?;
+            crate::decode::load(engine, &g.decoder_onnx).map_err(|e| RunError::Graph {
+                key: format!("graph[{i}].decoder_onnx"),
+                path: g.decoder_onnx.clone(),
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The calibration of every camera: its file, else (synthetic cameras) a demo
+/// camera of the same size, else a camera on a ring around the subject.
+///
+/// # Errors
+/// [`RunError::Camera`] naming the camera whose calibration is missing or bad.
+pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
+    let mut demo: Vec<Option<Camera>> = demo_calibrations().into_iter().map(Some).collect();
+    let n = rig.cameras.len();
+    rig.cameras
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let bad = |message: String| RunError::Camera {
+                camera: c.name.clone(),
+                message,
+            };
+            if let Some(("v4l2", dev)) = c.source.split_once(':') {
+                if !Path::new(dev).exists() {
+                    return Err(bad(format!(
+                        "device {dev} does not exist (`camera[{i}].source`)"
+                    )));
+                }
+            }
+            if let Some(path) = &c.calibration_file {
+                need_file(format!("camera[{i}].calibration_file"), path)?;
+                let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
+                    .map_err(|e| bad(e.to_string()))?;
+                return Ok(calib);
+            }
+            if c.source != "synthetic" {
+                return Err(bad(format!(
+                    "`camera[{i}].calibration_file` is needed: the fit needs every real camera calibrated"
+                )));
+            }
+            let same = demo.iter_mut().find(|d| {
+                d.as_ref()
+                    .is_some_and(|d| d.width == c.width && d.height == c.height)
+            });
+            if let Some(d) = same.and_then(Option::take) {
+                return Ok(d);
+            }
+            let a = std::f64::consts::TAU * i as f64 / n as f64;
+            Camera::look_at(
+                nalgebra::Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4),
+                nalgebra::Point3::origin(),
+                nalgebra::Vector3::z(),
+                c.width,
+                c.height,
+                62.0,
+            )
+            .map_err(|e| bad(e.to_string()))
+        })
+        .collect()
+}
+
+/// The body model and its rig for the fit.
+///
+/// # Errors
+/// [`RunError::MissingFile`] / [`RunError::Body`] naming the model.
+pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
+    let model: Model;
+    let (m, name): (&Model, &'static str) = match &rig.body.model {
+        Some(path) => {
+            need_file("body.model".into(), path)?;
+            model = Model::load(path)
+                .map_err(|e| RunError::Body(format!("{}: {e}", path.display())))?;
+            (&model, "file")
+        }
+        None => (
+            Model::embedded().map_err(|e| RunError::Body(e.to_string()))?,
+            "embedded",
+        ),
+    };
+    if rig.body.keypoints == "decoder" {
+        // The fit feeds the decoder's keypoint i to the body's keypoint i.
+        crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels())
+            .map_err(|e| RunError::Body(format!("body model ({name}): {e}")))?;
+    }
+    let body = BodyRig::anny(m, rig.body.limits).map_err(RunError::Body)?;
+    Ok((Arc::new(body), name))
+}
+
+/// A fitter over the rig's cameras.
+///
+/// # Errors
+/// [`RunError::Body`] when a camera or the rig is refused.
+pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, RunError> {
+    let cameras = calibrations
+        .iter()
+        .map(fit_camera)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::Body)?;
+    PoseFitter::new(
+        body.rig.clone(),
+        body.limits.clone(),
+        body.active.clone(),
+        cameras,
+        FitConfig::default(),
+    )
+    .map_err(|e| RunError::Body(e.to_string()))
+}
+
+/// The preprocessor of each camera into its graph's input.
+///
+/// # Errors
+/// [`RunError::Camera`] naming the camera.
+pub fn preprocessors(
+    rig: &RigConfig,
+    graphs: &[BuiltGraph],
+    graph_of: &[usize],
+) -> Result<Vec<Preprocessor>, RunError> {
+    rig.cameras
+        .iter()
+        .zip(graph_of)
+        .map(|(c, &g)| {
+            let fit = match c.fit.as_str() {
+                "crop" => Fit::Crop,
+                _ => Fit::Letterbox { pad: [c.pad; 3] },
+            };
+            Preprocessor::new(
+                graphs[g].input_spec.clone(),
+                PreprocessConfig {
+                    fit,
+                    ..PreprocessConfig::default()
+                },
+            )
+            .map_err(|e| RunError::Camera {
+                camera: c.name.clone(),
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Opens every camera. Synthetic cameras render `scene` and share one start stamp.
+///
+/// # Errors
+/// [`RunError::Camera`] naming the camera that cannot be opened.
+pub fn sources(
+    rig: &RigConfig,
+    calibrations: &[Camera],
+    scene: Arc<BodyScene>,
+    real_time: bool,
+) -> Result<Vec<Box<dyn Source>>, RunError> {
+    let synthetic: Vec<SyntheticCamera> = rig
+        .cameras
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.source == "synthetic")
+        .map(|(i, c)| SyntheticCamera {
+            camera: CameraId(i as u32),
+            calibration: calibrations[i],
+            format: c
+                .format
+                .as_deref()
+                .and_then(PixelFormat::from_name)
+                .unwrap_or(PixelFormat::Yuyv),
+            fps: c.fps,
+            offset_ns: 0,
+        })
+        .collect();
+    let mut synth = SyntheticSource::rig(scene, &synthetic, real_time)
+        .map_err(|e| RunError::Camera {
+            camera: "synthetic".into(),
+            message: e.to_string(),
+        })?
+        .into_iter();
+    let mut out: Vec<Box<dyn Source>> = Vec::new();
+    for (i, c) in rig.cameras.iter().enumerate() {
+        let source: Box<dyn Source> = match c.source.split_once(':') {
+            None => match synth.next() {
+                Some(s) => Box::new(s),
+                None => {
+                    return Err(RunError::Camera {
+                        camera: c.name.clone(),
+                        message: "no synthetic source".into(),
+                    })
+                }
+            },
+            Some(("v4l2", path)) => v4l2(i, c, Path::new(path))?,
+            Some(("replay", path)) => replay(i, c, Path::new(path))?,
+            Some((kind, _)) => {
+                return Err(RunError::Config(format!(
+                    "`camera[{i}].source`: unknown kind `{kind}`"
+                )))
+            }
+        };
+        out.push(source);
+    }
+    Ok(out)
+}
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunError> {
+    use crate::camera::v4l2::{V4l2Config, V4l2Source};
+    let format = c
+        .format
+        .as_deref()
+        .map_or(Some(PixelFormat::Yuyv), PixelFormat::from_name)
+        .ok_or_else(|| RunError::Config(format!("`camera[{i}].format`: unknown")))?;
+    if !path.exists() {
+        return Err(RunError::Camera {
+            camera: c.name.clone(),
+            message: format!(
+                "device {} does not exist (camera[{i}].source)",
+                path.display()
+            ),
+        });
+    }
+    let source = V4l2Source::open(V4l2Config {
+        path: PathBuf::from(path),
+        camera: CameraId(i as u32),
+        format,
+        width: c.width,
+        height: c.height,
+        fps: c.fps,
+        buffers: 4,
+        timeout: std::time::Duration::from_secs(2),
+    })
+    .map_err(|e| RunError::Camera {
+        camera: c.name.clone(),
+        message: format!("{}: {e}", path.display()),
+    })?;
+    Ok(Box::new(source))
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+fn v4l2(_i: usize, c: &CameraConfig, _path: &Path) -> Result<Box<dyn Source>, RunError> {
+    Err(RunError::Camera {
+        camera: c.name.clone(),
+        message: "V4L2 capture needs 64-bit Linux".into(),
+    })
+}
+
+fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunError> {
+    need_file(format!("camera[{i}].source"), path)?;
+    let recording = Recording::open(path).map_err(|e| RunError::Camera {
+        camera: c.name.clone(),
+        message: e.to_string(),
+    })?;
+    recording
+        .sources(Pacing::Original)
+        .into_iter()
+        .find(|s| s.info().camera == CameraId(i as u32))
+        .map(|s| Box::new(s) as Box<dyn Source>)
+        .ok_or_else(|| RunError::Camera {
+            camera: c.name.clone(),
+            message: format!("{} has no camera {i}", path.display()),
+        })
+}

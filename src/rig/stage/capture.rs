@@ -1,0 +1,281 @@
+//! One capture thread per camera: blocks on its source, forwards frames into
+//! a bounded channel (drop-oldest, counted), counts bad frames, and on a
+//! disconnect retries with exponential backoff while the other cameras go on.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+use crate::camera::frame::{CameraId, Frame};
+use crate::camera::source::{Source, SourceError};
+
+/// Retry schedule after a disconnect.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    pub factor: f64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(5),
+            factor: 2.0,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before attempt `n` (0-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        let d = self.initial.as_secs_f64() * self.factor.powi(n.min(64) as i32);
+        Duration::from_secs_f64(d.min(self.max.as_secs_f64()))
+    }
+}
+
+/// Where a camera is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CameraState {
+    Streaming,
+    Reconnecting,
+    /// A finite source finished.
+    Ended,
+    /// Stopped on request or after an unrecoverable error.
+    Stopped,
+}
+
+impl CameraState {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Streaming,
+            1 => Self::Reconnecting,
+            2 => Self::Ended,
+            _ => Self::Stopped,
+        }
+    }
+}
+
+/// Live counters of one camera, shared between its thread and the status display.
+#[derive(Debug, Default)]
+pub struct CameraStatus {
+    state: AtomicU8,
+    frames: AtomicU64,
+    bad_frames: AtomicU64,
+    timeouts: AtomicU64,
+    driver_drops: AtomicU64,
+    queue_drops: AtomicU64,
+    disconnects: AtomicU64,
+    reconnects: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// A copy of a camera's counters.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StatusSnapshot {
+    pub state: CameraState,
+    pub frames: u64,
+    /// Wrong-size, corrupt or flagged frames (source or preprocessing).
+    pub bad_frames: u64,
+    pub timeouts: u64,
+    /// Gaps in the driver's sequence numbers.
+    pub driver_drops: u64,
+    /// Frames dropped because the consumer was behind (drop-oldest).
+    pub queue_drops: u64,
+    pub disconnects: u64,
+    pub reconnects: u64,
+    pub last_error: Option<String>,
+}
+
+impl CameraStatus {
+    /// Counts a frame found bad downstream (e.g. a corrupt MJPEG at decode).
+    pub fn record_bad_frame(&self, error: &dyn std::fmt::Display) {
+        self.bad_frames.fetch_add(1, Ordering::Relaxed);
+        self.set_error(error);
+    }
+
+    fn set_error(&self, error: &dyn std::fmt::Display) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+    }
+
+    fn set_state(&self, s: CameraState) {
+        self.state.store(s as u8, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> StatusSnapshot {
+        StatusSnapshot {
+            state: CameraState::from_u8(self.state.load(Ordering::Relaxed)),
+            frames: self.frames.load(Ordering::Relaxed),
+            bad_frames: self.bad_frames.load(Ordering::Relaxed),
+            timeouts: self.timeouts.load(Ordering::Relaxed),
+            driver_drops: self.driver_drops.load(Ordering::Relaxed),
+            queue_drops: self.queue_drops.load(Ordering::Relaxed),
+            disconnects: self.disconnects.load(Ordering::Relaxed),
+            reconnects: self.reconnects.load(Ordering::Relaxed),
+            last_error: self
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// A running capture thread.
+pub struct CaptureThread {
+    pub camera: CameraId,
+    pub status: Arc<CameraStatus>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl CaptureThread {
+    /// Starts capturing from `source` into `tx`; when `tx` is full the oldest
+    /// queued frame (taken through `rx`) is dropped and counted.
+    pub fn spawn(
+        mut source: Box<dyn Source>,
+        tx: Sender<Frame>,
+        rx: Receiver<Frame>,
+        backoff: Backoff,
+    ) -> std::io::Result<Self> {
+        let camera = source.info().camera;
+        let status = Arc::new(CameraStatus::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (st, sp) = (Arc::clone(&status), Arc::clone(&stop));
+        let handle = std::thread::Builder::new()
+            .name(format!("capture-{camera}"))
+            .spawn(move || run(source.as_mut(), &tx, &rx, backoff, &st, &sp))?;
+        Ok(Self {
+            camera,
+            status,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Asks the thread to stop after its current frame and waits for it.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            if h.join().is_err() {
+                log::error!("{}: capture thread panicked", self.camera);
+            }
+        }
+    }
+
+    /// Whether the thread has finished.
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+impl Drop for CaptureThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn run(
+    source: &mut dyn Source,
+    tx: &Sender<Frame>,
+    rx: &Receiver<Frame>,
+    backoff: Backoff,
+    status: &CameraStatus,
+    stop: &AtomicBool,
+) {
+    let name = source.info().name.clone();
+    status.set_state(CameraState::Streaming);
+    while !stop.load(Ordering::Relaxed) {
+        match source.next_frame() {
+            Ok(frame) => {
+                status.frames.fetch_add(1, Ordering::Relaxed);
+                status
+                    .driver_drops
+                    .store(source.driver_drops(), Ordering::Relaxed);
+                let mut frame = frame;
+                loop {
+                    match tx.try_send(frame) {
+                        Ok(()) => break,
+                        Err(TrySendError::Full(f)) => {
+                            if rx.try_recv().is_ok() {
+                                status.queue_drops.fetch_add(1, Ordering::Relaxed);
+                            }
+                            frame = f;
+                        }
+                        Err(TrySendError::Disconnected(_)) => {
+                            status.set_state(CameraState::Stopped);
+                            return;
+                        }
+                    }
+                }
+            }
+            Err(SourceError::EndOfStream) => {
+                status.set_state(CameraState::Ended);
+                return;
+            }
+            Err(e @ SourceError::BadFrame(_)) => {
+                log::warn!("{e}");
+                status.record_bad_frame(&e);
+            }
+            Err(e @ SourceError::Timeout { .. }) => {
+                log::warn!("{e}");
+                status.timeouts.fetch_add(1, Ordering::Relaxed);
+                status.set_error(&e);
+            }
+            Err(e @ (SourceError::Disconnected { .. } | SourceError::Io { .. })) => {
+                log::warn!("{e}; reconnecting");
+                status.disconnects.fetch_add(1, Ordering::Relaxed);
+                status.set_error(&e);
+                status.set_state(CameraState::Reconnecting);
+                if !reconnect(source, backoff, status, stop) {
+                    break;
+                }
+                log::info!("{name}: reconnected");
+                status.reconnects.fetch_add(1, Ordering::Relaxed);
+                status.set_state(CameraState::Streaming);
+            }
+            Err(e) => {
+                log::error!("{e}; camera stopped");
+                status.set_error(&e);
+                break;
+            }
+        }
+    }
+    status.set_state(CameraState::Stopped);
+}
+
+/// Retries until the source is back (true) or a stop is requested (false).
+fn reconnect(
+    source: &mut dyn Source,
+    backoff: Backoff,
+    status: &CameraStatus,
+    stop: &AtomicBool,
+) -> bool {
+    for attempt in 0.. {
+        // Sleep in short steps so a stop request is honoured quickly.
+        let deadline = std::time::Instant::now() + backoff.delay(attempt);
+        while std::time::Instant::now() < deadline {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5).min(deadline - std::time::Instant::now()));
+        }
+        match source.reconnect() {
+            Ok(()) => return true,
+            Err(e) => {
+                log::debug!("reconnect attempt {}: {e}", attempt + 1);
+                status.set_error(&e);
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests;

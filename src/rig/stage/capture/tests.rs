@@ -1,0 +1,127 @@
+use super::*;
+use crate::camera::calib::Camera;
+use crate::camera::fault::{Fault, FaultySource};
+use crate::camera::frame::PixelFormat;
+use crate::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
+use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
+use nalgebra::{Point3, Vector3};
+
+fn small_rig(n: u32) -> Vec<SyntheticSource> {
+    let cams: Vec<SyntheticCamera> = (0..n)
+        .map(|i| SyntheticCamera {
+            camera: CameraId(i),
+            calibration: Camera::look_at(
+                Point3::new(3.0, 0.0, 0.0),
+                Point3::origin(),
+                Vector3::z(),
+                64,
+                48,
+                60.0,
+            )
+            .unwrap(),
+            format: PixelFormat::Yuyv,
+            fps: 200.0,
+            offset_ns: 0,
+        })
+        .collect();
+    SyntheticSource::rig(Arc::new(MarkerScene::default()), &cams, true).unwrap()
+}
+
+fn fast_backoff() -> Backoff {
+    Backoff {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(40),
+        factor: 2.0,
+    }
+}
+
+#[test]
+fn backoff_grows_to_its_cap() {
+    let b = Backoff::default();
+    assert_eq!(b.delay(0), Duration::from_millis(100));
+    assert_eq!(b.delay(3), Duration::from_millis(800));
+    assert_eq!(b.delay(30), Duration::from_secs(5));
+}
+
+#[test]
+fn an_unplugged_camera_retries_while_the_others_go_on() {
+    let mut sources = small_rig(3).into_iter();
+    let faulty = FaultySource::new(
+        sources.next().unwrap(),
+        vec![
+            Fault::WrongSize { at: 3 },
+            Fault::CorruptJpeg { at: 5 },
+            Fault::Unplug {
+                at: 10,
+                failed_reconnects: 3,
+            },
+        ],
+    );
+    let mut all: Vec<Box<dyn Source>> = vec![Box::new(faulty)];
+    all.extend(sources.map(|s| Box::new(s) as Box<dyn Source>));
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    let threads: Vec<CaptureThread> = all
+        .into_iter()
+        .map(|s| CaptureThread::spawn(s, tx.clone(), rx.clone(), fast_backoff()).unwrap())
+        .collect();
+    let mut pre = Preprocessor::new(InputSpec::rgb(32, 32), PreprocessConfig::default()).unwrap();
+    let mut per_cam = [0u64; 3];
+    let mut saw_reconnecting = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // Consume until camera 0 is back and has delivered 10 more frames.
+    while std::time::Instant::now() < deadline {
+        let Ok(frame) = rx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let cam = frame.camera.0 as usize;
+        if let Err(e) = pre.run(&frame) {
+            threads[cam].status.record_bad_frame(&e);
+            continue;
+        }
+        per_cam[cam] += 1;
+        saw_reconnecting |= threads[0].status.snapshot().state == CameraState::Reconnecting;
+        if threads[0].status.snapshot().reconnects == 1 && per_cam[0] >= 18 {
+            break;
+        }
+    }
+    let s0 = threads[0].status.snapshot();
+    assert!(
+        saw_reconnecting,
+        "status never showed the camera reconnecting"
+    );
+    assert_eq!((s0.disconnects, s0.reconnects), (1, 1), "{s0:?}");
+    // One wrong-size frame from the source, one corrupt MJPEG from decoding.
+    assert_eq!(s0.bad_frames, 2, "{s0:?}");
+    assert!(
+        per_cam[0] >= 18,
+        "camera 0 delivered {} good frames",
+        per_cam[0]
+    );
+    // While camera 0 was away (>= 10+20+40+40 ms backoff) the others went on.
+    assert!(
+        per_cam[1] > per_cam[0] && per_cam[2] > per_cam[0],
+        "{per_cam:?}"
+    );
+    for t in threads {
+        let s = t.status.snapshot();
+        assert!(s.last_error.is_none() || t.camera == CameraId(0), "{s:?}");
+        t.stop();
+    }
+}
+
+#[test]
+fn a_slow_consumer_drops_oldest_and_counts_it() {
+    let src = small_rig(1).remove(0);
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let t = CaptureThread::spawn(Box::new(src), tx, rx.clone(), fast_backoff()).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let status = Arc::clone(&t.status);
+    t.stop();
+    let s = status.snapshot();
+    // 200 fps for 150 ms into a queue of 2 nobody reads.
+    assert!(s.queue_drops >= 10, "{s:?}");
+    assert_eq!(s.frames, s.queue_drops + rx.len() as u64, "{s:?}");
+    // The newest frames are kept.
+    let newest = rx.try_recv().unwrap().sequence;
+    assert!(newest >= s.frames - 3, "kept {newest} of {}", s.frames);
+}

@@ -1,0 +1,349 @@
+//! Multi-view sync by capture time, triangulation + pose fit with a warm
+//! start, and the per-frame sinks (JSON lines, recorder).
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use nalgebra::Point2;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+use serde::Serialize;
+
+use crate::body::fit::synthetic::mpjpe;
+use crate::body::fit::PoseFitter;
+use crate::body::triangulate::Observation;
+use crate::rig::stage::sync::{Group, SyncConfig, Synchronizer};
+
+use crate::geom::time::{thread_cpu_ns, Clock};
+use crate::rig::stamp::Stage;
+use crate::rig::stats::{DropStage, LiveStats};
+use crate::rig::work::ViewResult;
+
+/// Where the fit's 2D keypoints come from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KeypointSource {
+    /// The decoder's top detection.
+    Decoder,
+    /// Synthetic cameras' ground truth plus Gaussian pixel noise (seeded).
+    GroundTruth { noise_px: f64, seed: u64 },
+}
+
+/// One fitted instant, as written to the JSON lines file.
+#[derive(Debug, Serialize)]
+pub struct FrameResult<'a> {
+    /// Capture time of the sync anchor, CLOCK_MONOTONIC ns.
+    pub capture_ns: u64,
+    pub views: Vec<ViewRecord>,
+    pub fit: Option<FitRecord<'a>>,
+    pub fit_error: Option<String>,
+}
+
+/// One view of a result.
+#[derive(Debug, Serialize)]
+pub struct ViewRecord {
+    pub camera: usize,
+    pub sequence: u64,
+    pub capture_ns: u64,
+    /// The decoder's top detection keypoints, camera pixels: `[x, y, visibility, score]`.
+    pub keypoints: Vec<[f32; 4]>,
+    /// Per-stage latency, ms, and capture to fit.
+    pub timing_ms: std::collections::BTreeMap<&'static str, f64>,
+}
+
+/// The fitted body.
+#[derive(Debug, Serialize)]
+pub struct FitRecord<'a> {
+    /// Root translation, metres.
+    pub translation: [f64; 3],
+    /// Rotation vectors (radians) of the fitted bones, by bone name.
+    pub rotations: std::collections::BTreeMap<&'a str, [f64; 3]>,
+    /// 3D keypoints, metres.
+    pub keypoints_3d: Vec<[f64; 3]>,
+    /// Mean reprojection residual, pixels.
+    pub residual_px: Option<f64>,
+    /// MPJPE against ground truth, millimetres (synthetic cameras only).
+    pub mpjpe_mm: Option<f64>,
+    pub cold_start: bool,
+}
+
+/// The fit thread's state.
+pub struct FitStage {
+    pub input: Receiver<ViewResult>,
+    pub cameras: usize,
+    pub fitter: Option<PoseFitter>,
+    pub keypoints: KeypointSource,
+    pub keypoint_count: usize,
+    pub stats: Arc<LiveStats>,
+    pub clock: Arc<dyn Clock>,
+    pub jsonl: Option<Box<dyn Write + Send>>,
+    /// JSON of each result with its capture time, for the recorder.
+    pub record: Option<Sender<crate::rig::stage::sinks::Item>>,
+    pub sync: SyncConfig,
+    pub bone_names: Vec<String>,
+    /// The bones the fit turns (reported by name).
+    pub active: Vec<usize>,
+    /// Extra time per view (a deliberately slow stage, for backpressure tests).
+    pub delay: Option<std::time::Duration>,
+}
+
+impl FitStage {
+    /// Runs until the input closes, then resolves what the sync still holds.
+    ///
+    /// # Errors
+    /// Writing the JSON lines failed.
+    pub fn run(mut self) -> std::io::Result<()> {
+        let cpu0 = thread_cpu_ns();
+        let mut fit_cpu = 0u64;
+        let mut sync = Synchronizer::new(&self.sync);
+        let mut last = vec![None::<u64>; self.cameras];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(match self.keypoints {
+            KeypointSource::GroundTruth { seed, .. } => seed,
+            KeypointSource::Decoder => 0,
+        });
+        let mut pushed = vec![0u64; self.cameras];
+        let mut grouped = vec![0u64; self.cameras];
+        let mut io_error = None;
+        let mut handle = |me: &mut Self,
+                          groups: Vec<Group<ViewResult>>,
+                          rng: &mut rand::rngs::StdRng,
+                          grouped: &mut Vec<u64>| {
+            for g in groups {
+                for m in g.members.iter().flatten() {
+                    grouped[m.meta.camera] += 1;
+                }
+                if let Err(e) = me.fit_group(g, rng, &mut fit_cpu) {
+                    io_error.get_or_insert(e);
+                }
+            }
+        };
+        while let Ok(view) = self.input.recv() {
+            if let Some(d) = self.delay {
+                std::thread::sleep(d);
+            }
+            let c = view.meta.camera;
+            let t = view.meta.stamps.capture_ns();
+            if c >= self.cameras || last[c].is_some_and(|l| t <= l) {
+                // Out of order for the sync: counted, never silently lost.
+                if let Some(cc) = self.stats.cameras.get(c) {
+                    cc.drop_at(DropStage::Sync);
+                }
+                continue;
+            }
+            last[c] = Some(t);
+            pushed[c] += 1;
+            let groups = sync.push_at(view, self.clock.now_ns());
+            handle(&mut self, groups, &mut rng, &mut grouped);
+        }
+        let groups = sync.finish();
+        handle(&mut self, groups, &mut rng, &mut grouped);
+        // Frames the sync did not put into any group (between anchors).
+        for c in 0..self.cameras {
+            for _ in grouped[c]..pushed[c] {
+                self.stats.cameras[c].drop_at(DropStage::Sync);
+            }
+        }
+        if let Some(w) = &mut self.jsonl {
+            w.flush()?;
+        }
+        let total = thread_cpu_ns().saturating_sub(cpu0);
+        self.stats.cpu.fit.fetch_add(fit_cpu, Ordering::Relaxed);
+        self.stats
+            .cpu
+            .sync_sinks
+            .fetch_add(total.saturating_sub(fit_cpu), Ordering::Relaxed);
+        io_error.map_or(Ok(()), Err)
+    }
+
+    fn observations(
+        &self,
+        view: &ViewResult,
+        rng: &mut rand::rngs::StdRng,
+    ) -> Vec<Option<Observation>> {
+        let mut obs = vec![None; self.keypoint_count];
+        match self.keypoints {
+            KeypointSource::GroundTruth { noise_px, .. } => {
+                let noise = Normal::new(0.0, noise_px.max(1e-12)).ok();
+                if let Some(truth) = &view.meta.truth {
+                    for (o, k) in obs.iter_mut().zip(&truth.keypoints_2d) {
+                        *o = k.map(|[x, y]| {
+                            let (dx, dy) = match &noise {
+                                Some(n) if noise_px > 0.0 => (n.sample(rng), n.sample(rng)),
+                                _ => (0.0, 0.0),
+                            };
+                            Observation {
+                                pixel: Point2::new(f64::from(x) + dx, f64::from(y) + dy),
+                                confidence: 1.0,
+                            }
+                        });
+                    }
+                }
+            }
+            KeypointSource::Decoder => {
+                if let Some(d) = &view.detection {
+                    // The decoder's 17 COCO keypoints are the first 17 of the body's
+                    // (checked by name when the rig is built).
+                    for (o, k) in obs.iter_mut().zip(&d.keypoints) {
+                        *o = Some(Observation {
+                            pixel: Point2::new(f64::from(k.x), f64::from(k.y)),
+                            confidence: f64::from(k.score * k.visibility).clamp(0.0, 1.0),
+                        });
+                    }
+                }
+            }
+        }
+        obs
+    }
+
+    fn fit_group(
+        &mut self,
+        group: Group<ViewResult>,
+        rng: &mut rand::rngs::StdRng,
+        fit_cpu: &mut u64,
+    ) -> std::io::Result<()> {
+        let now = self.clock.now_ns();
+        let mut members = group.members;
+        for m in members.iter_mut().flatten() {
+            m.meta.stamps.leave(Stage::Sync, now);
+        }
+        let observations: Vec<Vec<Option<Observation>>> = members
+            .iter()
+            .map(|m| match m {
+                Some(v) => self.observations(v, rng),
+                None => vec![None; self.keypoint_count],
+            })
+            .collect();
+        let truth = members.iter().flatten().find_map(|m| m.meta.truth.clone());
+        let c0 = thread_cpu_ns();
+        // Capture time of the instant: the fitter warm-starts only across
+        // short gaps (whole instants drop when the host falls behind).
+        let time_s = group.anchor_ns as f64 * 1e-9;
+        let fitted = self
+            .fitter
+            .as_mut()
+            .map(|f| f.fit_at(&observations, time_s));
+        *fit_cpu += thread_cpu_ns().saturating_sub(c0);
+        let done = self.clock.now_ns();
+        let mut fit_error = None;
+        let mut fit = None;
+        match fitted {
+            Some(Ok(out)) => {
+                self.stats.cpu.fitted_groups.fetch_add(1, Ordering::Relaxed);
+                let residuals: Vec<f64> =
+                    out.residuals.iter().flatten().flatten().copied().collect();
+                let residual_px = (!residuals.is_empty())
+                    .then(|| residuals.iter().sum::<f64>() / residuals.len() as f64);
+                let mpjpe_m = truth.as_ref().and_then(|t| {
+                    let est: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
+                    let tr: Vec<_> = t
+                        .keypoints_3d
+                        .iter()
+                        .map(|p| {
+                            nalgebra::Point3::new(f64::from(p[0]), f64::from(p[1]), f64::from(p[2]))
+                        })
+                        .collect();
+                    mpjpe(&est, &tr)
+                });
+                {
+                    let mut q = self.stats.fit.lock().unwrap_or_else(|e| e.into_inner());
+                    q.fits += 1;
+                    q.cold_starts += u64::from(out.cold_start);
+                    if let Some(r) = residual_px {
+                        q.residual_sum_px += r;
+                        q.residual_count += 1;
+                    }
+                    if let Some(m) = mpjpe_m {
+                        q.mpjpe_sum_m += m;
+                        q.mpjpe_count += 1;
+                        q.last_mpjpe_m = Some(m);
+                    }
+                }
+                fit = Some(FitRecord {
+                    translation: out.pose.translation.into(),
+                    rotations: self
+                        .active
+                        .iter()
+                        .filter_map(|&j| {
+                            let v = out.pose.rotations[j].scaled_axis();
+                            self.bone_names
+                                .get(j)
+                                .map(|n| (n.as_str(), [v.x, v.y, v.z]))
+                        })
+                        .collect(),
+                    keypoints_3d: out.keypoints.iter().map(|p| [p.x, p.y, p.z]).collect(),
+                    residual_px,
+                    mpjpe_mm: mpjpe_m.map(|m| m * 1e3),
+                    cold_start: out.cold_start,
+                });
+            }
+            Some(Err(e)) => fit_error = Some(e.to_string()),
+            None => {}
+        }
+        // The per-view records exist only for the sinks; without one, a
+        // frame costs its counters and latencies alone.
+        let sinks = self.jsonl.is_some() || self.record.is_some();
+        let mut views = Vec::new();
+        for m in members.iter_mut().flatten() {
+            let c = m.meta.camera;
+            if fit_error.is_some() {
+                self.stats.cameras[c].drop_at(DropStage::Fit);
+                continue;
+            }
+            m.meta.stamps.leave(Stage::Fit, done);
+            self.stats.cameras[c]
+                .processed
+                .fetch_add(1, Ordering::Relaxed);
+            self.stats.record_latency(&m.meta.stamps);
+            if !sinks {
+                continue;
+            }
+            let mut timing_ms = std::collections::BTreeMap::new();
+            for stage in Stage::ALL {
+                if let Some(ns) = m.meta.stamps.latency_ns(stage) {
+                    timing_ms.insert(stage.name(), ns as f64 / 1e6);
+                }
+            }
+            if let Some(ns) = m.meta.stamps.total_ns() {
+                timing_ms.insert(crate::rig::stats::END_TO_END, ns as f64 / 1e6);
+            }
+            views.push(ViewRecord {
+                camera: c,
+                sequence: m.meta.sequence,
+                capture_ns: m.meta.stamps.capture_ns(),
+                keypoints: m
+                    .detection
+                    .as_ref()
+                    .map(|d| {
+                        d.keypoints
+                            .iter()
+                            .map(|k| [k.x, k.y, k.visibility, k.score])
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                timing_ms,
+            });
+        }
+        if !sinks {
+            return Ok(());
+        }
+        let result = FrameResult {
+            capture_ns: group.anchor_ns,
+            views,
+            fit,
+            fit_error,
+        };
+        let line = serde_json::to_string(&result).map_err(std::io::Error::other)?;
+        if let Some(w) = &mut self.jsonl {
+            w.write_all(line.as_bytes())?;
+            w.write_all(b"\n")?;
+        }
+        if let Some(r) = &self.record {
+            let _ = r.send(crate::rig::stage::sinks::Item::Result {
+                capture_ns: group.anchor_ns,
+                json: line,
+            });
+        }
+        Ok(())
+    }
+}
