@@ -8,7 +8,7 @@ use hailort_sys::hes_vdevice;
 
 use super::api::Api;
 use super::error::NpuError;
-use super::model::Model;
+use super::infer_model::Model;
 use super::result;
 use super::sim::{self, Figure, SimProfile, SimStats};
 

@@ -19,7 +19,7 @@ use super::buffer::PageBuf;
 use super::configured::CmShared;
 use super::device::Handle;
 use super::error::{NpuError, Status};
-use super::model::Direction;
+use super::infer_model::Direction;
 use super::result;
 use super::sim::OutputKind;
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hef::{ErrorClass, Hef, NetworkGroup};
 
 use super::core::{Core, Fail, MAX_NETWORK_GROUPS};
-use super::model::{ModelSpec, OpsSource, StreamSpec};
+use super::model_spec::{ModelSpec, OpsSource, StreamSpec};
 use super::registry;
 use super::status::*;
 use super::SimProfile;
