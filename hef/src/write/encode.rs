@@ -267,7 +267,7 @@ fn network_group(
             ),
         );
     }
-    if opts.mux_outputs && !output_layers.is_empty() {
+    let output_edges: Vec<(u32, proto::Edge)> = if opts.mux_outputs && !output_layers.is_empty() {
         let net = output_layers[0].0;
         if output_layers.iter().any(|(n, _)| *n != net) {
             return Err(invalid(
@@ -288,6 +288,14 @@ fn network_group(
                 })
                 .collect(),
         };
+        vec![(net, proto::Edge::LayerMux(mux))]
+    } else {
+        output_layers
+            .into_iter()
+            .map(|(net, info)| (net, proto::Edge::LayerInfo(info)))
+            .collect()
+    };
+    for (net, e) in output_edges {
         push(
             &mut contexts,
             last,
@@ -296,23 +304,9 @@ fn network_group(
                 last,
                 proto::CONNECTION_BOUNDARY,
                 net,
-                proto::Edge::LayerMux(mux),
+                e,
             ),
         );
-    } else {
-        for (net, info) in output_layers {
-            push(
-                &mut contexts,
-                last,
-                edge(
-                    proto::DIRECTION_DEVICE_TO_HOST,
-                    last,
-                    proto::CONNECTION_BOUNDARY,
-                    net,
-                    proto::Edge::LayerInfo(info),
-                ),
-            );
-        }
     }
 
     let metadata = proto::ProtoHefNetworkGroupMetadata {
