@@ -5,7 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{compute_only, configured, fixture, open, open_manual_scheduling, tiny_hef};
+use common::{
+    compute_only, configured, configured_with_batch, fixture, open, open_manual_scheduling,
+    tiny_hef,
+};
 use hailo_edge::npu::sim::{DeviceProfile, Fault, FaultPlan, SimProfile};
 use hailo_edge::npu::{result, Api, Direction, FormatType, NpuError, Status};
 
@@ -203,9 +206,7 @@ fn activate_under_the_scheduler_is_invalid_operation() {
 fn unequal_batch_sizes_under_the_scheduler_are_refused() {
     let hef = tiny_hef("tiny", 4, 2, Some(1000));
     let device = open(compute_only());
-    let mut a = device.load_model(&hef).unwrap();
-    a.set_batch_size(4).unwrap();
-    let _a = a.configure().unwrap();
+    let _a = configured_with_batch(&device, &hef, 4);
     let mut b = device.load_model(&hef).unwrap();
     b.set_batch_size(2).unwrap();
     let err = b.configure().unwrap_err();
@@ -215,12 +216,8 @@ fn unequal_batch_sizes_under_the_scheduler_are_refused() {
     b.set_batch_size(4).unwrap();
     let _b = b.configure().unwrap();
     let manual = open_manual_scheduling(compute_only());
-    let mut c = manual.load_model(&hef).unwrap();
-    c.set_batch_size(4).unwrap();
-    let _c = c.configure().unwrap();
-    let mut d = manual.load_model(&hef).unwrap();
-    d.set_batch_size(2).unwrap();
-    let _d = d.configure().unwrap();
+    let _c = configured_with_batch(&manual, &hef, 4);
+    let _d = configured_with_batch(&manual, &hef, 2);
 }
 
 #[test]

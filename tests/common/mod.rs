@@ -33,6 +33,13 @@ pub fn configured(device: &Device, hef: &[u8]) -> ConfiguredModel {
     device.load_model(hef).unwrap().configure().unwrap()
 }
 
+/// `hef` loaded on `device` with batch size `batch`, then configured.
+pub fn configured_with_batch(device: &Device, hef: &[u8], batch: u16) -> ConfiguredModel {
+    let mut model = device.load_model(hef).unwrap();
+    model.set_batch_size(batch).unwrap();
+    model.configure().unwrap()
+}
+
 pub fn open_manual_scheduling(profile: SimProfile) -> Device {
     Device::open_with(
         Backend::Sim(profile),

@@ -275,6 +275,20 @@ impl Core {
         })
     }
 
+    /// HailoRT's refusal of manual `what` (activate, deactivate) under the
+    /// model scheduler, in its words.
+    fn require_manual(&self, what: &str) -> Result<(), Fail> {
+        if self.round_robin {
+            return Err((
+                HAILO_INVALID_OPERATION,
+                format!(
+                    "Manually {what} a core-op is not allowed when the core-op scheduler is active"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn set_priority(&self, id: u64, priority: u8) -> Result<(), Fail> {
         self.set_sched(id, "set_scheduler_priority", |s| s.priority = priority)
     }
@@ -290,13 +304,7 @@ impl Core {
 
     /// Manual activation (scheduling NONE); charges one switch.
     pub(crate) fn activate(&self, id: u64) -> Result<(), Fail> {
-        if self.round_robin {
-            return Err((
-                HAILO_INVALID_OPERATION,
-                "Manually activate a core-op is not allowed when the core-op scheduler is active"
-                    .into(),
-            ));
-        }
+        self.require_manual("activate")?;
         let switch_ns = ns(self.profile.switch_cost_s.value);
         self.with_model(id, |st| {
             if let Some(active) = st.manual_active {
@@ -317,13 +325,7 @@ impl Core {
     }
 
     pub(crate) fn deactivate(&self, id: u64) -> Result<(), Fail> {
-        if self.round_robin {
-            return Err((
-                HAILO_INVALID_OPERATION,
-                "Manually deactivate a core-op is not allowed when the core-op scheduler is active"
-                    .into(),
-            ));
-        }
+        self.require_manual("deactivate")?;
         self.with_model(id, |st| {
             if st.manual_active != Some(id) {
                 return Err((
