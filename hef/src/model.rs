@@ -114,7 +114,7 @@ impl std::str::FromStr for Chip {
             .find(|c| c.name().eq_ignore_ascii_case(&wanted))
             .ok_or_else(|| {
                 let names: Vec<_> = Self::ALL.iter().map(|c| c.name()).collect();
-                format!("unknown chip {s:?}, expected one of {}", names.join(", "))
+                format!("unknown chip '{s}', expected one of {}", names.join(", "))
             })
     }
 }
@@ -304,6 +304,16 @@ pub enum Direction {
     Input,
     /// Device to host.
     Output,
+}
+
+impl Direction {
+    /// `input` or `output`, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Input => "input",
+            Direction::Output => "output",
+        }
+    }
 }
 
 /// Element type of a stream's device buffer.

@@ -292,7 +292,7 @@ impl Device {
     pub fn describe(&self) -> String {
         match &self.inner.sim {
             Some(p) => format!(
-                "simulator {} ({}, {} clock, link {:?})",
+                "simulator {} ({}, {} clock, link {})",
                 self.inner.device_id,
                 p.device.name,
                 p.clock.name(),

@@ -297,7 +297,11 @@ impl Job {
             Ok(c) => self.take(c),
             Err(RecvTimeoutError::Timeout) => Err(NpuError::Timeout {
                 call: "job completion",
-                detail: format!("no completion of job {} within {timeout:?}", self.id),
+                detail: format!(
+                    "no completion of job {} within {} ms",
+                    self.id,
+                    timeout.as_millis()
+                ),
             }),
             Err(RecvTimeoutError::Disconnected) => Err(NpuError::CompletionLost { job: self.id }),
         }

@@ -135,7 +135,7 @@ fn network_group(
             n.strip_prefix(&prefix).map(str::to_string).ok_or_else(|| {
                 invalid(
                     format!("{path}.networks"),
-                    format!("{n:?} must start with {prefix:?}"),
+                    format!("'{n}' must start with '{prefix}'"),
                 )
             })
         })
@@ -163,8 +163,9 @@ fn network_group(
             return Err(invalid(
                 format!("{path}.{}", s.name),
                 format!(
-                    "listed among the {dir:?}s but its direction is {:?}",
-                    s.direction
+                    "listed among the {}s but its direction is {}",
+                    dir.name(),
+                    s.direction.name()
                 ),
             ));
         }
@@ -175,7 +176,7 @@ fn network_group(
             .ok_or_else(|| {
                 invalid(
                     format!("{path}.{}.network", s.name),
-                    format!("{:?} is not a network of the group", s.network),
+                    format!("'{}' is not a network of the group", s.network),
                 )
             })?;
         *sys += 1;

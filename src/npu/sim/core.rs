@@ -371,7 +371,7 @@ impl Core {
                 let fault = fault.unwrap_or(Fault::CommunicationClosed);
                 return Err((
                     fault.status(),
-                    format!("injected fault at job {index}: {fault:?}"),
+                    format!("injected fault at job {index}: {fault}"),
                 ));
             }
             _ => {}
