@@ -174,29 +174,12 @@ fn verify_one_line_per_file_and_exit_status() {
         );
     }
     // The arch check follows --chip.
-    let (ok, _, _) = stdout_of(&[
-        "hef",
-        "verify",
-        "--chip",
-        "hailo8",
-        "fixtures/wrong_arch_hailo8.hef",
-    ]);
+    let verify_on = |chip: &str, file: &str| stdout_of(&["hef", "verify", "--chip", chip, file]);
+    let (ok, _, _) = verify_on("hailo8", "fixtures/wrong_arch_hailo8.hef");
     assert!(ok);
-    let (ok, _, _) = stdout_of(&[
-        "hef",
-        "verify",
-        "--chip",
-        "any",
-        "fixtures/wrong_arch_hailo8.hef",
-    ]);
+    let (ok, _, _) = verify_on("any", "fixtures/wrong_arch_hailo8.hef");
     assert!(ok);
-    let (ok, _, err) = stdout_of(&[
-        "hef",
-        "verify",
-        "--chip",
-        "hailo99",
-        "fixtures/backbone_288.hef",
-    ]);
+    let (ok, _, err) = verify_on("hailo99", "fixtures/backbone_288.hef");
     assert!(!ok && err.contains("unknown chip"), "{err}");
 }
 

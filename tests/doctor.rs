@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt;
 
 use doctor_fake::*;
-use hailo_edge::doctor::budget::{Camera, Rig};
+use hailo_edge::doctor::budget::{CameraMode, Rig};
 use hailo_edge::doctor::{diagnose, Report, SysfsUsb, UsbBus, UsbSpeed, Verdict};
 
 const HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 168, 10, 11));
@@ -394,7 +394,7 @@ fn rig_from_flags_and_json() {
     let usb = vec![gadget(UsbSpeed::Super)];
     let ifs = host_ifs();
     let access = FakeAccess::default();
-    let cams: Vec<Camera> = ["288@30", "288@30"]
+    let cams: Vec<CameraMode> = ["288@30", "288@30"]
         .iter()
         .map(|s| s.parse().unwrap())
         .collect();

@@ -90,21 +90,24 @@ fn fixture(name: &str) -> String {
     format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The `budget` object of `doctor --json` on `f` with `extra` arguments.
+fn budget(f: &FakeBox, extra: &[&str]) -> serde_json::Value {
+    let out = doctor(f).arg("--json").args(extra).assert().success();
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    json["budget"].clone()
+}
+
+/// [`budget`] with `--hef` for the 288 and the 432 backbone fixtures.
+fn budget_of_both_backbones(f: &FakeBox) -> serde_json::Value {
+    let (a, b) = (fixture("backbone_288.hef"), fixture("backbone_432.hef"));
+    budget(f, &["--hef", &a, "--hef", &b])
+}
+
 #[test]
 fn budget_from_hef_files_matches_the_formula() {
     let f = pcie_box();
-    let run = |extra: &[&str]| {
-        let out = doctor(&f).arg("--json").args(extra).assert().success();
-        let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-        json["budget"].clone()
-    };
-    let formula = run(&[]);
-    let hefs = run(&[
-        "--hef",
-        &fixture("backbone_288.hef"),
-        "--hef",
-        &fixture("backbone_432.hef"),
-    ]);
+    let formula = budget(&f, &[]);
+    let hefs = budget_of_both_backbones(&f);
     assert_eq!(hefs["shapes"], "hef");
     assert_eq!(formula["shapes"], "backbone_formula");
     assert_eq!(hefs["in_bytes_per_s"], formula["in_bytes_per_s"]);
@@ -114,19 +117,9 @@ fn budget_from_hef_files_matches_the_formula() {
 #[test]
 fn budget_from_a_rig_file_matches_its_cameras_and_hefs() {
     let f = pcie_box();
-    let run = |extra: &[&str]| {
-        let out = doctor(&f).arg("--json").args(extra).assert().success();
-        let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-        json["budget"].clone()
-    };
     let rig = format!("{}/examples/rig.toml", env!("CARGO_MANIFEST_DIR"));
-    let from_rig = run(&["--config", &rig]);
-    let from_flags = run(&[
-        "--hef",
-        &fixture("backbone_288.hef"),
-        "--hef",
-        &fixture("backbone_432.hef"),
-    ]);
+    let from_rig = budget(&f, &["--config", &rig]);
+    let from_flags = budget_of_both_backbones(&f);
     assert_eq!(from_rig["rig"], "3x288@120 + 1x432@120");
     assert_eq!(from_rig["shapes"], "hef");
     assert_eq!(from_rig["in_bytes_per_s"], from_flags["in_bytes_per_s"]);

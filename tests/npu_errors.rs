@@ -5,7 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{compute_only, fixture, open, open_manual_scheduling, tiny_hef};
+use common::{
+    compute_only, configured, configured_with_batch, fixture, open, open_manual_scheduling,
+    tiny_hef,
+};
 use hailo_edge::npu::sim::{DeviceProfile, Fault, FaultPlan, SimProfile};
 use hailo_edge::npu::{result, Api, Direction, FormatType, NpuError, Status};
 
@@ -21,11 +24,7 @@ fn status_of<T: std::fmt::Debug>(r: Result<T, NpuError>) -> Status {
 fn wrong_buffer_size_is_invalid_argument() {
     let api = Api::sim();
     let device = open(compute_only());
-    let cm = device
-        .load_model(&tiny_hef("tiny", 4, 2, Some(1000)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let cm = configured(&device, &tiny_hef("tiny", 4, 2, Some(1000)));
     let b = cm.bindings().unwrap();
     // Through the checked layer, with raw sizes.
     let raw_bindings = {
@@ -172,14 +171,14 @@ fn corrupt_hefs_get_hailort_statuses() {
 fn activate_under_the_scheduler_is_invalid_operation() {
     let hef = tiny_hef("tiny", 4, 2, Some(1000));
     let scheduled = open(compute_only());
-    let cm = scheduled.load_model(&hef).unwrap().configure().unwrap();
+    let cm = configured(&scheduled, &hef);
     assert_eq!(status_of(cm.activate()), Status::InvalidOperation);
     assert_eq!(status_of(cm.deactivate()), Status::InvalidOperation);
     // Negative control: with scheduling NONE activation works, and the
     // scheduler setters are the ones refused.
     let manual = open_manual_scheduling(compute_only());
-    let a = manual.load_model(&hef).unwrap().configure().unwrap();
-    let b = manual.load_model(&hef).unwrap().configure().unwrap();
+    let a = configured(&manual, &hef);
+    let b = configured(&manual, &hef);
     assert_eq!(
         status_of(a.set_scheduler_threshold(2)),
         Status::InvalidOperation
@@ -207,9 +206,7 @@ fn activate_under_the_scheduler_is_invalid_operation() {
 fn unequal_batch_sizes_under_the_scheduler_are_refused() {
     let hef = tiny_hef("tiny", 4, 2, Some(1000));
     let device = open(compute_only());
-    let mut a = device.load_model(&hef).unwrap();
-    a.set_batch_size(4).unwrap();
-    let _a = a.configure().unwrap();
+    let _a = configured_with_batch(&device, &hef, 4);
     let mut b = device.load_model(&hef).unwrap();
     b.set_batch_size(2).unwrap();
     let err = b.configure().unwrap_err();
@@ -219,12 +216,8 @@ fn unequal_batch_sizes_under_the_scheduler_are_refused() {
     b.set_batch_size(4).unwrap();
     let _b = b.configure().unwrap();
     let manual = open_manual_scheduling(compute_only());
-    let mut c = manual.load_model(&hef).unwrap();
-    c.set_batch_size(4).unwrap();
-    let _c = c.configure().unwrap();
-    let mut d = manual.load_model(&hef).unwrap();
-    d.set_batch_size(2).unwrap();
-    let _d = d.configure().unwrap();
+    let _c = configured_with_batch(&manual, &hef, 4);
+    let _d = configured_with_batch(&manual, &hef, 2);
 }
 
 #[test]
@@ -296,7 +289,7 @@ fn injected_faults_surface_as_hailort_statuses() {
         compute_only()
             .with_faults(FaultPlan::none().at_job(0, Fault::DeviceTemporarilyUnavailable)),
     );
-    let cm = unavailable.load_model(&hef).unwrap().configure().unwrap();
+    let cm = configured(&unavailable, &hef);
     let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
     assert_eq!(err.status(), Some(Status::DeviceTemporarilyUnavailable));
     assert_eq!(err.code(), Some(97));

@@ -6,21 +6,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{compute_only, open, tiny_hef};
-use hailo_edge::npu::sim::{ManualClock, TimeBase};
+use common::{compute_only, configured, open, open_manual_clock, tiny_hef};
 use hailo_edge::npu::{NpuError, Status};
 
 const T: Duration = Duration::from_secs(10);
 
 #[test]
 fn job_dropped_before_completion_still_completes() {
-    let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
-    let cm = device
-        .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let (clock, device) = open_manual_clock();
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
     let job = cm.run_async(cm.bindings().unwrap()).unwrap();
     assert_eq!(cm.pending(), 1, "held by the manual clock");
     drop(job);
@@ -35,8 +29,7 @@ fn job_dropped_before_completion_still_completes() {
 
 #[test]
 fn dropping_the_configured_model_aborts_jobs_in_flight() {
-    let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
+    let (_clock, device) = open_manual_clock();
     let model = device
         .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
         .unwrap();
@@ -78,11 +71,7 @@ fn device_dropped_first_stays_open_for_its_models() {
 #[test]
 fn bindings_and_completions_outlive_everything_else() {
     let device = open(compute_only());
-    let cm = device
-        .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
     let unused = cm.bindings().unwrap();
     let mut job = cm.run_async(cm.bindings().unwrap()).unwrap();
     let done = job.wait(T).unwrap();
@@ -97,13 +86,8 @@ fn bindings_and_completions_outlive_everything_else() {
 
 #[test]
 fn waiting_on_a_held_job_times_out_then_succeeds() {
-    let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
-    let cm = device
-        .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let (clock, device) = open_manual_clock();
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
     let mut job = cm.run_async(cm.bindings().unwrap()).unwrap();
     let err = job.wait(Duration::from_millis(20)).unwrap_err();
     assert_eq!(err.status(), Some(Status::Timeout), "{err}");
@@ -118,13 +102,10 @@ fn waiting_on_a_held_job_times_out_then_succeeds() {
 #[test]
 fn four_threads_submit_at_once() {
     let device = open(compute_only());
-    let cm = Arc::new(
-        device
-            .load_model(&tiny_hef("tiny", 8, 4, Some(1_000_000)))
-            .unwrap()
-            .configure()
-            .unwrap(),
-    );
+    let cm = Arc::new(configured(
+        &device,
+        &tiny_hef("tiny", 8, 4, Some(1_000_000)),
+    ));
     let per_thread = 100usize;
     let threads: Vec<_> = (0..4u8)
         .map(|t| {

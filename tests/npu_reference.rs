@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{open, tiny_hef};
+use common::{configured, open, tiny_hef};
 use hailo_edge::npu::sim::{DeviceProfile, Figure, Link, OutputKind, ReferenceModel, SimProfile};
 use hailo_edge::npu::{Direction, FormatType};
 use prost::Message;
@@ -139,7 +139,9 @@ fn outputs_are_the_reference_graph_quantised() {
 
 #[test]
 fn a_broken_onnx_is_a_clear_error() {
-    let err = ReferenceModel::from_onnx_bytes(b"not an onnx model").unwrap_err();
+    let err = ReferenceModel::from_onnx_bytes(b"not an onnx model")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("ONNX"), "{err}");
 }
 
@@ -148,11 +150,7 @@ fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
     let reference = ReferenceModel::from_onnx_bytes(&matmul_onnx()).unwrap();
     let device = open(SimProfile::new(DeviceProfile::hailo10h()).with_reference("ref", reference));
     // The HEF's output has 4 features; the reference gives 3.
-    let cm = device
-        .load_model(&tiny_hef("ref", 2, 4, Some(100)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let cm = configured(&device, &tiny_hef("ref", 2, 4, Some(100)));
     let err = cm
         .run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
         .unwrap_err();
@@ -162,11 +160,7 @@ fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
         "{err}"
     );
     // Negative control: the fitting HEF runs.
-    let cm = device
-        .load_model(&tiny_hef("ref", 2, 3, Some(100)))
-        .unwrap()
-        .configure()
-        .unwrap();
+    let cm = configured(&device, &tiny_hef("ref", 2, 3, Some(100)));
     cm.run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
         .unwrap();
 }

@@ -6,8 +6,8 @@ mod common;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use common::{compute_only, fixture, open};
-use hailo_edge::npu::sim::{DeviceProfile, Link, ManualClock, SimProfile, TimeBase};
+use common::{compute_only, fixture, open, open_manual_clock};
+use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::ConfiguredModel;
 
 const T: Duration = Duration::from_secs(30);
@@ -143,8 +143,7 @@ fn configure(device: &hailo_edge::npu::Device, file: &str, rule: &Rule) -> Confi
 /// Feeds 3 frames of the 288 graph and 1 of the 432 graph every `period`,
 /// `periods` times, on a manual clock; returns what the simulator did.
 fn simulate(rules: &[Rule; 2], period_ns: u64, periods: u64) -> Outcome {
-    let clock = ManualClock::new();
-    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
+    let (clock, device) = open_manual_clock();
     let a = configure(&device, "backbone_288.hef", &rules[0]);
     let b = configure(&device, "backbone_432.hef", &rules[1]);
     for p in 0..periods {

@@ -114,7 +114,7 @@ impl std::str::FromStr for Chip {
             .find(|c| c.name().eq_ignore_ascii_case(&wanted))
             .ok_or_else(|| {
                 let names: Vec<_> = Self::ALL.iter().map(|c| c.name()).collect();
-                format!("unknown chip {s:?}, expected one of {}", names.join(", "))
+                format!("unknown chip '{s}', expected one of {}", names.join(", "))
             })
     }
 }
@@ -306,6 +306,16 @@ pub enum Direction {
     Output,
 }
 
+impl Direction {
+    /// `input` or `output`, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Input => "input",
+            Direction::Output => "output",
+        }
+    }
+}
+
 /// Element type of a stream's device buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DataType {
@@ -333,117 +343,69 @@ impl DataType {
     }
 }
 
-/// A HailoRT `hailo_format_order_t`, by its C value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum FormatOrder {
-    /// `HAILO_FORMAT_ORDER_NHWC`.
-    Nhwc,
-    /// `HAILO_FORMAT_ORDER_NHCW`.
-    Nhcw,
-    /// `HAILO_FORMAT_ORDER_FCR`.
-    Fcr,
-    /// `HAILO_FORMAT_ORDER_F8CR`.
-    F8cr,
-    /// `HAILO_FORMAT_ORDER_NHW`.
-    Nhw,
-    /// `HAILO_FORMAT_ORDER_NC`.
-    Nc,
-    /// `HAILO_FORMAT_ORDER_BAYER_RGB`.
-    BayerRgb,
-    /// `HAILO_FORMAT_ORDER_12_BIT_BAYER_RGB`.
-    TwelveBitBayerRgb,
-    /// `HAILO_FORMAT_ORDER_HAILO_NMS`.
-    HailoNms,
-    /// `HAILO_FORMAT_ORDER_RGB888`.
-    Rgb888,
-    /// `HAILO_FORMAT_ORDER_NCHW`.
-    Nchw,
-    /// `HAILO_FORMAT_ORDER_YUY2`.
-    Yuy2,
-    /// `HAILO_FORMAT_ORDER_NV12`.
-    Nv12,
-    /// `HAILO_FORMAT_ORDER_NV21`.
-    Nv21,
-    /// `HAILO_FORMAT_ORDER_YYUV`.
-    Yyuv,
-    /// `HAILO_FORMAT_ORDER_YYVU`.
-    Yyvu,
-    /// `HAILO_FORMAT_ORDER_RGB4`.
-    Rgb4,
-    /// `HAILO_FORMAT_ORDER_I420`.
-    I420,
-    /// `HAILO_FORMAT_ORDER_YYYYUV`.
-    Yyyyuv,
-    /// `HAILO_FORMAT_ORDER_NMS_WITH_BYTE_MASK`.
-    NmsWithByteMask,
-    /// `HAILO_FORMAT_ORDER_NMS_ON_CHIP`.
-    NmsOnChip,
-    /// `HAILO_FORMAT_ORDER_NMS_BY_CLASS`.
-    NmsByClass,
-    /// `HAILO_FORMAT_ORDER_NMS_BY_SCORE`.
-    NmsByScore,
+/// Declares [`FormatOrder`] from one table of variant, C value and the name
+/// HailoRT prints, so the three cannot drift apart.
+macro_rules! format_orders {
+    ($($variant:ident = $value:literal, $name:literal;)*) => {
+        /// A HailoRT `hailo_format_order_t`, by its C value.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[repr(u32)]
+        pub enum FormatOrder {
+            $(
+                #[doc = concat!("`HAILO_FORMAT_ORDER_", $name, "`.")]
+                $variant = $value,
+            )*
+        }
+
+        impl FormatOrder {
+            /// Every order, in C value order.
+            const ALL: &[FormatOrder] = &[$(FormatOrder::$variant,)*];
+
+            /// The name HailoRT prints (`HAILO_FORMAT_ORDER_` stripped).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(FormatOrder::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+format_orders! {
+    Nhwc = 1, "NHWC";
+    Nhcw = 2, "NHCW";
+    Fcr = 3, "FCR";
+    F8cr = 4, "F8CR";
+    Nhw = 5, "NHW";
+    Nc = 6, "NC";
+    BayerRgb = 7, "BAYER_RGB";
+    TwelveBitBayerRgb = 8, "12_BIT_BAYER_RGB";
+    HailoNms = 9, "HAILO_NMS";
+    Rgb888 = 10, "RGB888";
+    Nchw = 11, "NCHW";
+    Yuy2 = 12, "YUY2";
+    Nv12 = 13, "NV12";
+    Nv21 = 14, "NV21";
+    Yyuv = 15, "YYUV";
+    Yyvu = 16, "YYVU";
+    Rgb4 = 17, "RGB4";
+    I420 = 18, "I420";
+    Yyyyuv = 19, "YYYYUV";
+    NmsWithByteMask = 20, "NMS_WITH_BYTE_MASK";
+    NmsOnChip = 21, "NMS_ON_CHIP";
+    NmsByClass = 22, "NMS_BY_CLASS";
+    NmsByScore = 23, "NMS_BY_SCORE";
 }
 
 impl FormatOrder {
     /// The `hailo_format_order_t` value.
     pub fn c_value(self) -> u32 {
-        use FormatOrder::*;
-        match self {
-            Nhwc => 1,
-            Nhcw => 2,
-            Fcr => 3,
-            F8cr => 4,
-            Nhw => 5,
-            Nc => 6,
-            BayerRgb => 7,
-            TwelveBitBayerRgb => 8,
-            HailoNms => 9,
-            Rgb888 => 10,
-            Nchw => 11,
-            Yuy2 => 12,
-            Nv12 => 13,
-            Nv21 => 14,
-            Yyuv => 15,
-            Yyvu => 16,
-            Rgb4 => 17,
-            I420 => 18,
-            Yyyyuv => 19,
-            NmsWithByteMask => 20,
-            NmsOnChip => 21,
-            NmsByClass => 22,
-            NmsByScore => 23,
-        }
+        self as u32
     }
 
     /// The order for a `hailo_format_order_t` value (AUTO = 0 has none).
     pub fn from_c_value(v: u32) -> Option<Self> {
-        use FormatOrder::*;
-        const ALL: [FormatOrder; 23] = [
-            Nhwc,
-            Nhcw,
-            Fcr,
-            F8cr,
-            Nhw,
-            Nc,
-            BayerRgb,
-            TwelveBitBayerRgb,
-            HailoNms,
-            Rgb888,
-            Nchw,
-            Yuy2,
-            Nv12,
-            Nv21,
-            Yyuv,
-            Yyvu,
-            Rgb4,
-            I420,
-            Yyyyuv,
-            NmsWithByteMask,
-            NmsOnChip,
-            NmsByClass,
-            NmsByScore,
-        ];
-        ALL.into_iter().find(|o| o.c_value() == v)
+        Self::ALL.iter().copied().find(|o| o.c_value() == v)
     }
 
     /// The host (vstream / InferModel) order HailoRT uses by default for a
@@ -457,36 +419,6 @@ impl FormatOrder {
             Yyyyuv => I420,
             NmsOnChip => NmsByClass,
             other => other,
-        }
-    }
-
-    /// The name HailoRT prints (`HAILO_FORMAT_ORDER_` stripped).
-    pub fn name(self) -> &'static str {
-        use FormatOrder::*;
-        match self {
-            Nhwc => "NHWC",
-            Nhcw => "NHCW",
-            Fcr => "FCR",
-            F8cr => "F8CR",
-            Nhw => "NHW",
-            Nc => "NC",
-            BayerRgb => "BAYER_RGB",
-            TwelveBitBayerRgb => "12_BIT_BAYER_RGB",
-            HailoNms => "HAILO_NMS",
-            Rgb888 => "RGB888",
-            Nchw => "NCHW",
-            Yuy2 => "YUY2",
-            Nv12 => "NV12",
-            Nv21 => "NV21",
-            Yyuv => "YYUV",
-            Yyvu => "YYVU",
-            Rgb4 => "RGB4",
-            I420 => "I420",
-            Yyyyuv => "YYYYUV",
-            NmsWithByteMask => "NMS_WITH_BYTE_MASK",
-            NmsOnChip => "NMS_ON_CHIP",
-            NmsByClass => "NMS_BY_CLASS",
-            NmsByScore => "NMS_BY_SCORE",
         }
     }
 }

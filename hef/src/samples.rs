@@ -68,6 +68,22 @@ pub fn stream(
     }
 }
 
+/// A classifier head's output: `classes` scores in NC order on network
+/// `network` of group `group`.
+fn class_scores(
+    group: &str,
+    network: &str,
+    name: &str,
+    classes: u32,
+    quant: Quantization,
+) -> StreamInfo {
+    let mut s = stream(group, name, Direction::Output, image(1, 1, classes), quant);
+    s.network = format!("{group}/{network}");
+    s.device_order = FormatOrder::Nc;
+    s.host_order = FormatOrder::Nc;
+    s
+}
+
 /// A single-network group with the usual defaults.
 pub fn group(
     name: &str,
@@ -171,26 +187,8 @@ pub fn two_groups() -> Hef {
     );
     c_in.device_order = FormatOrder::Rgb888;
     c_in.host_order = FormatOrder::Nhwc;
-    let mut c_head = stream(
-        c,
-        "head_b/fc1",
-        Direction::Output,
-        image(1, 1, 10),
-        uniform(100.0, 0.125),
-    );
-    c_head.network = format!("{c}/head_b");
-    c_head.device_order = FormatOrder::Nc;
-    c_head.host_order = FormatOrder::Nc;
-    let mut c_out = stream(
-        c,
-        "fc1",
-        Direction::Output,
-        image(1, 1, 1000),
-        uniform(90.0, 0.0625),
-    );
-    c_out.network = format!("{c}/head_a");
-    c_out.device_order = FormatOrder::Nc;
-    c_out.host_order = FormatOrder::Nc;
+    let c_head = class_scores(c, "head_b", "head_b/fc1", 10, uniform(100.0, 0.125));
+    let c_out = class_scores(c, "head_a", "fc1", 1000, uniform(90.0, 0.0625));
     c_in.network = format!("{c}/head_a");
     let mut classifier = group(c, 1, vec![c_in], vec![c_out, c_head]);
     classifier.networks = vec![format!("{c}/head_a"), format!("{c}/head_b")];

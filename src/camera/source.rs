@@ -71,7 +71,7 @@ pub enum SourceError {
     #[error("{device}: disconnected: {reason}")]
     Disconnected { device: String, reason: String },
     /// No frame within the timeout.
-    #[error("{device}: no frame within {timeout:?}")]
+    #[error("{device}: no frame within {} ms", .timeout.as_millis())]
     Timeout { device: String, timeout: Duration },
     /// A finite source (a recording) has no more frames.
     #[error("end of stream")]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::doctor::budget::{graphs_from_hefs, Camera, Rig, ShapeSource};
+use hailo_edge::doctor::budget::{graphs_from_hefs, CameraMode, Rig, ShapeSource};
 use hailo_edge::doctor::{
     diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
     SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
@@ -23,7 +23,7 @@ pub struct DoctorArgs {
     /// A camera of the rig for the link budget, SIDE@FPS (repeat the flag for
     /// each camera). Default: the demo rig, 3x288@120 + 1x432@120.
     #[arg(long = "camera", value_name = "SIDE@FPS")]
-    cameras: Vec<Camera>,
+    cameras: Vec<CameraMode>,
     /// A HEF of the rig's graphs (repeat for each); each camera feeds the
     /// graph whose input side equals its own. Without --hef the budget uses
     /// the RF-DETR backbone's shapes.
@@ -130,7 +130,7 @@ fn rig_from_config(path: &Path) -> anyhow::Result<Rig> {
                 .find(|(name, _)| *name == c.graph)
                 .map(|&(_, side)| side)
                 .expect("the rig file's validation ties every camera to a graph");
-            Camera {
+            CameraMode {
                 side,
                 fps: c.fps.round() as u32,
             }

@@ -24,15 +24,15 @@ pub mod hailort;
 pub mod installed;
 pub mod net;
 pub mod pcie;
-mod report;
 pub mod usb;
+mod verdict;
 
 pub use env::{
     Environment, GetIfAddrs, Interfaces, Permissions, ProcessAccess, SysRoot, DEFAULT_CARD_ADDR,
 };
 pub use hailort::hailort_compiled_in;
-pub use report::{Check, Report, Verdict};
 pub use usb::{HostUsb, SysfsUsb, UsbBus, UsbDevice, UsbSpeed};
+pub use verdict::{Check, Report, Verdict};
 
 #[cfg(feature = "usb")]
 pub use usb::RusbBus;

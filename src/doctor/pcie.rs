@@ -153,18 +153,13 @@ pub fn nodes(root: &SysRoot) -> Vec<String> {
 /// `pcie.devices`, `pcie.driver`, `pcie.nodes` and `pcie.link`.
 pub fn checks(env: &Environment<'_>, found: &[PciFunction], t: &Transports) -> Vec<Check> {
     if found.is_empty() {
-        let devices = if t.usb {
-            Check::skip(
-                "pcie.devices",
-                "no Hailo PCIe function; the USB part is present",
-            )
-        } else {
-            Check::fail(
-                "pcie.devices",
-                "no PCI function with vendor 0x1e60 in /sys/bus/pci/devices",
-                "seat the card in an M.2/PCIe slot and reboot; `lspci -d 1e60:` should list it",
-            )
-        };
+        let devices = Check::missing_part(
+            t.usb,
+            "pcie.devices",
+            "no Hailo PCIe function; the USB part is present",
+            "no PCI function with vendor 0x1e60 in /sys/bus/pci/devices",
+            "seat the card in an M.2/PCIe slot and reboot; `lspci -d 1e60:` should list it",
+        );
         return vec![
             devices,
             Check::skip("pcie.driver", "no PCIe part"),
@@ -185,15 +180,12 @@ fn devices_check(found: &[PciFunction]) -> Check {
         .iter()
         .map(|f| format!("{} {} (1e60:{:04x})", f.bdf, f.name(), f.device_id))
         .collect();
-    if found.iter().any(|f| part(f.device_id).is_none()) {
-        Check::warn(
-            "pcie.devices",
-            list.join(", "),
-            "update hailo-edge; this Hailo device id is not known to it",
-        )
-    } else {
-        Check::ok("pcie.devices", list.join(", "))
-    }
+    Check::ok_or_warn(
+        found.iter().all(|f| part(f.device_id).is_some()),
+        "pcie.devices",
+        list.join(", "),
+        "update hailo-edge; this Hailo device id is not known to it",
+    )
 }
 
 fn driver_check(found: &[PciFunction]) -> Check {
@@ -284,15 +276,12 @@ fn link_check(found: &[PciFunction]) -> Check {
             }
         }
     }
-    if degraded {
-        Check::warn(
-            "pcie.link",
-            lines.join(", "),
-            "use a slot wired for the card's full width and generation; `sudo lspci -vv -d 1e60: | grep LnkSta`",
-        )
-    } else {
-        Check::ok("pcie.link", lines.join(", "))
-    }
+    Check::ok_or_warn(
+        !degraded,
+        "pcie.link",
+        lines.join(", "),
+        "use a slot wired for the card's full width and generation; `sudo lspci -vv -d 1e60: | grep LnkSta`",
+    )
 }
 
 #[cfg(test)]

@@ -245,21 +245,16 @@ pub fn checks(devices: &Result<Vec<UsbDevice>, DoctorError>, t: &Transports) -> 
         }
     };
     let Some(g) = find_gadget(list) else {
-        let gadget = if t.pcie {
-            Check::skip(
-                "usb.gadget",
-                "no USB part (0525:a4a1); a PCIe part is present",
-            )
-        } else {
-            Check::fail(
-                "usb.gadget",
-                format!(
-                    "no Hailo part: nothing on PCIe and no USB gadget 0525:a4a1 among {} USB devices",
-                    list.len()
-                ),
-                "plug the card into a USB 3 port and wait for it to boot; `lsusb -d 0525:a4a1` should list it",
-            )
-        };
+        let gadget = Check::missing_part(
+            t.pcie,
+            "usb.gadget",
+            "no USB part (0525:a4a1); a PCIe part is present",
+            format!(
+                "no Hailo part: nothing on PCIe and no USB gadget 0525:a4a1 among {} USB devices",
+                list.len()
+            ),
+            "plug the card into a USB 3 port and wait for it to boot; `lsusb -d 0525:a4a1` should list it",
+        );
         return vec![gadget, Check::skip("usb.speed", "no USB part")];
     };
     let gadget = Check::ok(

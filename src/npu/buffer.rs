@@ -85,11 +85,11 @@ impl std::fmt::Debug for PageBuf {
 
 /// Idle buffers by size.
 #[derive(Debug, Default)]
-pub struct BufferPool {
+pub struct PagePool {
     free: Mutex<HashMap<usize, Vec<PageBuf>>>,
 }
 
-impl BufferPool {
+impl PagePool {
     /// A buffer of `len` bytes: a reused one when there is one.
     pub fn take(&self, len: usize) -> PageBuf {
         let reused = self
@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn buffers_are_page_aligned_and_reused() {
-        let pool = BufferPool::default();
+        let pool = PagePool::default();
         let mut a = pool.take(10_000);
         assert_eq!(a.as_mut_ptr() as usize % PAGE, 0);
         assert_eq!(a.len(), 10_000);

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use hailort_sys::hes_configured_model;
 
-use super::buffer::BufferPool;
+use super::buffer::PagePool;
 use super::device::{BackendKind, DeviceInner, Handle};
 use super::error::NpuError;
+use super::infer_model::{Model, StreamDesc};
 use super::job::{on_complete, Bindings, Completion, InFlight, Job};
-use super::model::{Model, StreamDesc};
 use super::result;
 use super::sim::OutputKind;
 
@@ -26,7 +26,7 @@ pub(crate) struct CmShared {
     pub name: String,
     pub inputs: Vec<StreamDesc>,
     pub outputs: Vec<StreamDesc>,
-    pub pool: BufferPool,
+    pub pool: PagePool,
     pending: Arc<AtomicUsize>,
     callbacks: Arc<AtomicUsize>,
     broken: Mutex<Option<String>>,
@@ -88,7 +88,7 @@ impl ConfiguredModel {
                 name: model.name().to_string(),
                 inputs: model.inputs().to_vec(),
                 outputs: model.outputs().to_vec(),
-                pool: BufferPool::default(),
+                pool: PagePool::default(),
                 pending: Arc::new(AtomicUsize::new(0)),
                 callbacks: Arc::new(AtomicUsize::new(0)),
                 broken: Mutex::new(None),

@@ -8,7 +8,7 @@ use hailort_sys::hes_vdevice;
 
 use super::api::Api;
 use super::error::NpuError;
-use super::model::Model;
+use super::infer_model::Model;
 use super::result;
 use super::sim::{self, Figure, SimProfile, SimStats};
 
@@ -147,6 +147,12 @@ pub fn scan_hailort() -> Result<Vec<String>, NpuError> {
 }
 
 impl Device {
+    /// Runs `f` on the table and the vdevice handle, under the handle's lock.
+    fn with<R>(&self, f: impl FnOnce(&Api, NonNull<hes_vdevice>) -> R) -> R {
+        let api = self.inner.api;
+        self.inner.handle.with(|v| f(&api, v))
+    }
+
     /// Opens a device with the round-robin scheduler.
     ///
     /// # Errors
@@ -286,7 +292,7 @@ impl Device {
     pub fn describe(&self) -> String {
         match &self.inner.sim {
             Some(p) => format!(
-                "simulator {} ({}, {} clock, link {:?})",
+                "simulator {} ({}, {} clock, link {})",
                 self.inner.device_id,
                 p.device.name,
                 p.clock.name(),
@@ -311,12 +317,9 @@ impl Device {
     #[doc(alias = "VDevice::create_infer_model")]
     pub fn load_model_file(&self, path: impl AsRef<Path>) -> Result<Model, NpuError> {
         let path = path.as_ref().to_string_lossy().into_owned();
-        let api = self.inner.api;
-        let handle = self
-            .inner
-            .handle
-            // SAFETY: the vdevice is live while `self` is.
-            .with(|v| unsafe { result::infer_model::create_from_file(&api, v, &path) })?;
+        // SAFETY: the vdevice is live while `self` is.
+        let handle =
+            self.with(|api, v| unsafe { result::infer_model::create_from_file(api, v, &path) })?;
         Model::new(Arc::clone(&self.inner), handle)
     }
 
@@ -326,12 +329,9 @@ impl Device {
     /// As [`Device::load_model_file`].
     #[doc(alias = "VDevice::create_infer_model")]
     pub fn load_model(&self, hef_bytes: &[u8]) -> Result<Model, NpuError> {
-        let api = self.inner.api;
+        // SAFETY: the vdevice is live while `self` is.
         let handle = self
-            .inner
-            .handle
-            // SAFETY: the vdevice is live while `self` is.
-            .with(|v| unsafe { result::infer_model::create_from_memory(&api, v, hef_bytes) })?;
+            .with(|api, v| unsafe { result::infer_model::create_from_memory(api, v, hef_bytes) })?;
         Model::new(Arc::clone(&self.inner), handle)
     }
 
@@ -341,11 +341,8 @@ impl Device {
     /// `NotSupported` where the device cannot report.
     #[doc(alias = "query_performance_stats")]
     pub fn performance_stats(&self) -> Result<hailort_sys::hes_performance_stats, NpuError> {
-        let api = self.inner.api;
-        self.inner
-            .handle
-            // SAFETY: the vdevice is live while `self` is.
-            .with(|v| unsafe { result::vdevice::performance_stats(&api, v, 0) })
+        // SAFETY: the vdevice is live while `self` is.
+        self.with(|api, v| unsafe { result::vdevice::performance_stats(api, v, 0) })
     }
 
     /// Power draw in watts.
@@ -354,11 +351,8 @@ impl Device {
     /// `NotSupported` (the simulator does not model power).
     #[doc(alias = "power_measurement")]
     pub fn power(&self) -> Result<f32, NpuError> {
-        let api = self.inner.api;
-        self.inner
-            .handle
-            // SAFETY: the vdevice is live while `self` is.
-            .with(|v| unsafe { result::vdevice::power(&api, v, 0) })
+        // SAFETY: the vdevice is live while `self` is.
+        self.with(|api, v| unsafe { result::vdevice::power(api, v, 0) })
     }
 
     /// Chip temperature, degrees Celsius (both sensors).
@@ -367,11 +361,8 @@ impl Device {
     /// `NotSupported` (the simulator does not model temperature).
     #[doc(alias = "get_chip_temperature")]
     pub fn chip_temperature(&self) -> Result<hailort_sys::hes_chip_temperature, NpuError> {
-        let api = self.inner.api;
-        self.inner
-            .handle
-            // SAFETY: the vdevice is live while `self` is.
-            .with(|v| unsafe { result::vdevice::chip_temperature(&api, v, 0) })
+        // SAFETY: the vdevice is live while `self` is.
+        self.with(|api, v| unsafe { result::vdevice::chip_temperature(api, v, 0) })
     }
 
     /// The backend library version.

@@ -19,7 +19,7 @@ use super::buffer::PageBuf;
 use super::configured::CmShared;
 use super::device::Handle;
 use super::error::{NpuError, Status};
-use super::model::Direction;
+use super::infer_model::Direction;
 use super::result;
 use super::sim::OutputKind;
 
@@ -297,7 +297,11 @@ impl Job {
             Ok(c) => self.take(c),
             Err(RecvTimeoutError::Timeout) => Err(NpuError::Timeout {
                 call: "job completion",
-                detail: format!("no completion of job {} within {timeout:?}", self.id),
+                detail: format!(
+                    "no completion of job {} within {} ms",
+                    self.id,
+                    timeout.as_millis()
+                ),
             }),
             Err(RecvTimeoutError::Disconnected) => Err(NpuError::CompletionLost { job: self.id }),
         }

@@ -37,18 +37,18 @@ mod buffer;
 mod configured;
 mod device;
 pub mod error;
+mod infer_model;
 mod job;
-mod model;
 pub mod result;
 pub mod sim;
 
 pub use api::Api;
-pub use buffer::{BufferPool, PageBuf, PAGE};
+pub use buffer::{PageBuf, PagePool, PAGE};
 pub use configured::ConfiguredModel;
 pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, Scheduling};
 pub use error::{NpuError, Status};
+pub use infer_model::{Direction, FormatType, Model, StreamDesc};
 pub use job::{Bindings, Completion, Job};
-pub use model::{Direction, FormatType, Model, StreamDesc};
 pub use sim::OutputKind;
 
 static_assertions::assert_impl_all!(Device: Send, Sync, Clone);

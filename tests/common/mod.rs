@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile};
-use hailo_edge::npu::{Backend, Device, DeviceOptions, Scheduling};
+use hailo_edge::npu::sim::{DeviceProfile, Link, ManualClock, SimProfile, TimeBase};
+use hailo_edge::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
 
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -19,6 +19,25 @@ pub fn compute_only() -> SimProfile {
 
 pub fn open(profile: SimProfile) -> Device {
     Device::open(Backend::Sim(profile)).expect("open the simulator")
+}
+
+/// A compute-only device on a manual clock, and the clock that drives it.
+pub fn open_manual_clock() -> (ManualClock, Device) {
+    let clock = ManualClock::new();
+    let device = open(compute_only().with_clock(TimeBase::Manual(clock.clone())));
+    (clock, device)
+}
+
+/// `hef` loaded on `device` and configured with the defaults.
+pub fn configured(device: &Device, hef: &[u8]) -> ConfiguredModel {
+    device.load_model(hef).unwrap().configure().unwrap()
+}
+
+/// `hef` loaded on `device` with batch size `batch`, then configured.
+pub fn configured_with_batch(device: &Device, hef: &[u8], batch: u16) -> ConfiguredModel {
+    let mut model = device.load_model(hef).unwrap();
+    model.set_batch_size(batch).unwrap();
+    model.configure().unwrap()
 }
 
 pub fn open_manual_scheduling(profile: SimProfile) -> Device {

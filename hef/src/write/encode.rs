@@ -135,7 +135,7 @@ fn network_group(
             n.strip_prefix(&prefix).map(str::to_string).ok_or_else(|| {
                 invalid(
                     format!("{path}.networks"),
-                    format!("{n:?} must start with {prefix:?}"),
+                    format!("'{n}' must start with '{prefix}'"),
                 )
             })
         })
@@ -163,8 +163,9 @@ fn network_group(
             return Err(invalid(
                 format!("{path}.{}", s.name),
                 format!(
-                    "listed among the {dir:?}s but its direction is {:?}",
-                    s.direction
+                    "listed among the {}s but its direction is {}",
+                    dir.name(),
+                    s.direction.name()
                 ),
             ));
         }
@@ -175,7 +176,7 @@ fn network_group(
             .ok_or_else(|| {
                 invalid(
                     format!("{path}.{}.network", s.name),
-                    format!("{:?} is not a network of the group", s.network),
+                    format!("'{}' is not a network of the group", s.network),
                 )
             })?;
         *sys += 1;
@@ -267,7 +268,7 @@ fn network_group(
             ),
         );
     }
-    if opts.mux_outputs && !output_layers.is_empty() {
+    let output_edges: Vec<(u32, proto::Edge)> = if opts.mux_outputs && !output_layers.is_empty() {
         let net = output_layers[0].0;
         if output_layers.iter().any(|(n, _)| *n != net) {
             return Err(invalid(
@@ -288,6 +289,14 @@ fn network_group(
                 })
                 .collect(),
         };
+        vec![(net, proto::Edge::LayerMux(mux))]
+    } else {
+        output_layers
+            .into_iter()
+            .map(|(net, info)| (net, proto::Edge::LayerInfo(info)))
+            .collect()
+    };
+    for (net, e) in output_edges {
         push(
             &mut contexts,
             last,
@@ -296,23 +305,9 @@ fn network_group(
                 last,
                 proto::CONNECTION_BOUNDARY,
                 net,
-                proto::Edge::LayerMux(mux),
+                e,
             ),
         );
-    } else {
-        for (net, info) in output_layers {
-            push(
-                &mut contexts,
-                last,
-                edge(
-                    proto::DIRECTION_DEVICE_TO_HOST,
-                    last,
-                    proto::CONNECTION_BOUNDARY,
-                    net,
-                    proto::Edge::LayerInfo(info),
-                ),
-            );
-        }
     }
 
     let metadata = proto::ProtoHefNetworkGroupMetadata {

@@ -197,13 +197,17 @@ fn check_with_python(path: &Path, written: &[Frame]) {
             .push((f.capture_ns, f.sequence, f.data.len()));
     }
     let expect_path = path.with_extension("expect.json");
-    std::fs::write(&expect_path, serde_json::to_vec(&expect).unwrap()).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(path)
-        .arg(&expect_path)
-        .output()
-        .unwrap();
+    // Writes `expect` beside the recording and runs the script against it.
+    let check = |expect: &std::collections::BTreeMap<String, Vec<(u64, u64, usize)>>| {
+        std::fs::write(&expect_path, serde_json::to_vec(expect).unwrap()).unwrap();
+        std::process::Command::new("python3")
+            .arg(&script)
+            .arg(path)
+            .arg(&expect_path)
+            .output()
+            .unwrap()
+    };
+    let out = check(&expect);
     assert!(
         out.status.success(),
         "check_mcap.py failed:\n{}{}",
@@ -214,13 +218,7 @@ fn check_with_python(path: &Path, written: &[Frame]) {
     if let Some(v) = expect.get_mut("/cam1/image") {
         v.pop();
     }
-    std::fs::write(&expect_path, serde_json::to_vec(&expect).unwrap()).unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(path)
-        .arg(&expect_path)
-        .output()
-        .unwrap();
+    let out = check(&expect);
     assert!(
         !out.status.success(),
         "check_mcap.py accepted a wrong frame count"

@@ -7,8 +7,8 @@
 //! line-coded rates are the standards'; the practical share of a link is an
 //! assumption, stated in every report.
 
+mod demand;
 mod link;
-mod rig;
 
 use std::fmt;
 
@@ -16,18 +16,18 @@ use serde::Serialize;
 
 use super::Check;
 
+pub use demand::{
+    graphs_from_hefs, CameraMode, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS, BACKBONE_OUTPUTS,
+    BACKBONE_STRIDE,
+};
 pub use link::{
     pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
-};
-pub use rig::{
-    graphs_from_hefs, Camera, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS, BACKBONE_OUTPUTS,
-    BACKBONE_STRIDE,
 };
 
 /// Per-camera load, for reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CameraLoad {
-    pub camera: Camera,
+    pub camera: CameraMode,
     pub in_bytes_per_s: f64,
     pub out_bytes_per_s: f64,
 }
@@ -197,7 +197,7 @@ mod tests {
         // A 432 camera's features on Gen 1's 375 MB/s practical:
         // 120 fps 238.9 MB/s (64%), 170 fps 338.4 MB/s (90%), 240 fps 477.8 MB/s (127%).
         let gen1 = || Some(Link::usb(UsbSpeed::Super, "t"));
-        let rig = |fps| Rig::with_backbone(vec![Camera { side: 432, fps }]).unwrap();
+        let rig = |fps| Rig::with_backbone(vec![CameraMode { side: 432, fps }]).unwrap();
         assert_eq!(
             LinkBudget::new(&rig(120), gen1()).check().verdict,
             super::super::Verdict::Ok

@@ -8,10 +8,10 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::completion::{RawBuf, SimJob};
+use super::device_stats::SimStats;
 use super::faults::{Fault, FaultPlan};
-use super::model::{fill_outputs, ModelSpec};
+use super::model_spec::{fill_outputs, ModelSpec};
 use super::scheduler::{Decision, ModelState, Scheduler};
-use super::stats::SimStats;
 use super::status::*;
 use super::time_base::TimeBase;
 use super::DeviceProfile;
@@ -259,46 +259,52 @@ impl Core {
         }
     }
 
-    pub(crate) fn set_priority(&self, id: u64, priority: u8) -> Result<(), Fail> {
-        self.require_scheduler("set_scheduler_priority")?;
+    /// Changes one scheduler setting of model `id` (the C entry `what`).
+    fn set_sched(
+        &self,
+        id: u64,
+        what: &str,
+        set: impl FnOnce(&mut ModelState),
+    ) -> Result<(), Fail> {
+        self.require_scheduler(what)?;
         self.with_model(id, |st| {
             if let Some(m) = st.models.get_mut(&id) {
-                m.sched.priority = priority;
+                set(&mut m.sched);
             }
             Ok(())
         })
+    }
+
+    /// HailoRT's refusal of manual `what` (activate, deactivate) under the
+    /// model scheduler, in its words.
+    fn require_manual(&self, what: &str) -> Result<(), Fail> {
+        if self.round_robin {
+            return Err((
+                HAILO_INVALID_OPERATION,
+                format!(
+                    "Manually {what} a core-op is not allowed when the core-op scheduler is active"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_priority(&self, id: u64, priority: u8) -> Result<(), Fail> {
+        self.set_sched(id, "set_scheduler_priority", |s| s.priority = priority)
     }
 
     pub(crate) fn set_threshold(&self, id: u64, threshold: u32) -> Result<(), Fail> {
-        self.require_scheduler("set_scheduler_threshold")?;
-        self.with_model(id, |st| {
-            if let Some(m) = st.models.get_mut(&id) {
-                m.sched.threshold = threshold;
-            }
-            Ok(())
-        })
+        self.set_sched(id, "set_scheduler_threshold", |s| s.threshold = threshold)
     }
 
     pub(crate) fn set_timeout(&self, id: u64, timeout: Duration) -> Result<(), Fail> {
-        self.require_scheduler("set_scheduler_timeout")?;
         let t = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        self.with_model(id, |st| {
-            if let Some(m) = st.models.get_mut(&id) {
-                m.sched.timeout_ns = t;
-            }
-            Ok(())
-        })
+        self.set_sched(id, "set_scheduler_timeout", |s| s.timeout_ns = t)
     }
 
     /// Manual activation (scheduling NONE); charges one switch.
     pub(crate) fn activate(&self, id: u64) -> Result<(), Fail> {
-        if self.round_robin {
-            return Err((
-                HAILO_INVALID_OPERATION,
-                "Manually activate a core-op is not allowed when the core-op scheduler is active"
-                    .into(),
-            ));
-        }
+        self.require_manual("activate")?;
         let switch_ns = ns(self.profile.switch_cost_s.value);
         self.with_model(id, |st| {
             if let Some(active) = st.manual_active {
@@ -319,13 +325,7 @@ impl Core {
     }
 
     pub(crate) fn deactivate(&self, id: u64) -> Result<(), Fail> {
-        if self.round_robin {
-            return Err((
-                HAILO_INVALID_OPERATION,
-                "Manually deactivate a core-op is not allowed when the core-op scheduler is active"
-                    .into(),
-            ));
-        }
+        self.require_manual("deactivate")?;
         self.with_model(id, |st| {
             if st.manual_active != Some(id) {
                 return Err((
@@ -371,7 +371,7 @@ impl Core {
                 let fault = fault.unwrap_or(Fault::CommunicationClosed);
                 return Err((
                     fault.status(),
-                    format!("injected fault at job {index}: {fault:?}"),
+                    format!("injected fault at job {index}: {fault}"),
                 ));
             }
             _ => {}

@@ -21,6 +21,16 @@ pub enum Fault {
     DeviceTemporarilyUnavailable,
 }
 
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Fault::Timeout => "timeout",
+            Fault::CommunicationClosed => "communication closed",
+            Fault::DeviceTemporarilyUnavailable => "device temporarily unavailable",
+        })
+    }
+}
+
 impl Fault {
     /// The status the fault produces.
     pub fn status(self) -> u32 {

@@ -9,7 +9,7 @@
 //! - [`scheduler`]: HailoRT's model scheduler rules as a pure function;
 //! - `core`: the device thread: queues, bursts, timing, statistics;
 //! - [`clock`]: real-time, virtual and manual (deterministic) time;
-//! - [`model`] and [`mod@reference`]: the streams and how outputs are made;
+//! - [`model_spec`] and [`mod@reference`]: the streams and how outputs are made;
 //! - [`faults`]: timeouts, closed communication, unavailable device, at
 //!   chosen jobs.
 //!
@@ -22,26 +22,26 @@ use std::sync::{Arc, LazyLock};
 
 mod completion;
 mod core;
+mod device_stats;
 pub mod faults;
 mod jobs;
-pub mod model;
 mod model_entries;
+pub mod model_spec;
 pub mod profile;
 pub mod reference;
 pub mod registry;
 pub mod scheduler;
-mod stats;
 mod status;
 pub mod table;
 pub mod time_base;
 mod vdevice;
 
 pub use self::core::MAX_NETWORK_GROUPS;
+pub use device_stats::{ModelStats, SimStats};
 pub use faults::{Fault, FaultPlan};
-pub use model::{OpsSource, OutputKind};
+pub use model_spec::{OpsSource, OutputKind};
 pub use profile::{DeviceProfile, Figure, Link, LinkKind, Precision};
-pub use reference::ReferenceModel;
-pub use stats::{ModelStats, SimStats};
+pub use reference::{ReferenceError, ReferenceModel};
 pub use time_base::{ManualClock, TimeBase};
 
 /// Everything one simulated device is opened with.

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use hailort_sys::*;
 
 use super::core::Fail;
-use super::model::{StreamSpec, FORMAT_TYPE_AUTO, FORMAT_TYPE_FLOAT32};
+use super::model_spec::{StreamSpec, FORMAT_TYPE_AUTO, FORMAT_TYPE_FLOAT32};
 use super::status::*;
-use super::table::{guard, insert, lookup, out, remove, str_arg, Obj, SimConfigured};
+use super::table::{guard, insert, lookup, out, remove, str_arg, write_list, Obj, SimConfigured};
 use super::vdevice::{build_spec, parse_hef, SimInferModel, SimVDevice};
 
 pub(super) fn create_model(
@@ -195,28 +195,15 @@ pub(super) unsafe extern "C" fn infer_model_stream_quant_infos(
         let model = lookup!(m, Model, "infer model");
         let count = out(count)?;
         let s = stream_at(&model, d, index)?;
-        // SAFETY: `count` is non-NULL and writable.
-        let capacity = unsafe { *count };
-        // SAFETY: as above.
-        unsafe { *count = s.quant.len() };
-        if s.quant.len() > capacity || (infos.is_null() && !s.quant.is_empty()) {
-            return Err((
-                HAILO_INSUFFICIENT_BUFFER,
-                format!("{} quant infos", s.quant.len()),
-            ));
-        }
-        for (i, q) in s.quant.iter().enumerate() {
-            // SAFETY: `infos` has `capacity` >= len elements (checked).
-            unsafe {
-                *infos.add(i) = hes_quant_info {
-                    zp: q.zp,
-                    scale: q.scale,
-                    limvals_min: q.limvals_min,
-                    limvals_max: q.limvals_max,
-                }
-            };
-        }
-        Ok(())
+        let quant = s.quant.iter().map(|q| hes_quant_info {
+            zp: q.zp,
+            scale: q.scale,
+            limvals_min: q.limvals_min,
+            limvals_max: q.limvals_max,
+        });
+        // SAFETY: `count` is non-NULL (checked) and writable, `infos` NULL or
+        // `*count` long (contract).
+        unsafe { write_list(infos, count, quant, "quant infos") }
     })
 }
 
@@ -279,7 +266,7 @@ pub(super) unsafe extern "C" fn infer_model_set_format_type(
         }
         set_format(m, d, name, |s| {
             s.format_type = if t == FORMAT_TYPE_AUTO {
-                super::model::device_format_type(s.device_type)
+                super::model_spec::device_format_type(s.device_type)
             } else {
                 t
             }

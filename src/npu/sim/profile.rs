@@ -49,6 +49,16 @@ pub enum LinkKind {
     Free,
 }
 
+impl std::fmt::Display for LinkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkKind::Pcie { generation, lanes } => write!(f, "PCIe Gen{generation} x{lanes}"),
+            LinkKind::UsbEthernet => f.write_str("USB Ethernet"),
+            LinkKind::Free => f.write_str("free"),
+        }
+    }
+}
+
 /// Bandwidth and latency of the host link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Link {

@@ -6,10 +6,63 @@
 //! shaped `[1, height, width, features]` (NHWC, as the host buffers are), and
 //! one f32 output per HEF output, in order, with the output's element count.
 
-use super::model::{dequantize_input, ModelSpec};
+use std::path::PathBuf;
+
+use super::model_spec::{dequantize_input, ModelSpec};
 
 #[cfg(feature = "sim-onnx")]
 use tract_onnx::prelude::*;
+
+/// Why a reference model could not be loaded or run. Runtime details are
+/// tract's own messages.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReferenceError {
+    #[error("{}: cannot read the reference ONNX: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: Box<ReferenceError>,
+    },
+    #[error("not a readable ONNX model: {0}")]
+    NotOnnx(String),
+    #[error("ONNX model has unknown shapes or types: {0}")]
+    UnknownShapes(String),
+    #[error("ONNX model cannot be planned: {0}")]
+    Unplannable(String),
+    #[error("built without the `sim-onnx` feature: no ONNX runtime")]
+    NoRuntime,
+    #[error("input '{stream}' is an NMS stream: NMS inputs are not supported, the reference takes images")]
+    NmsInput { stream: String },
+    #[error(
+        "input '{stream}' does not fill a [1, {height}, {width}, {features}] tensor: {detail}"
+    )]
+    InputShape {
+        stream: String,
+        height: usize,
+        width: usize,
+        features: usize,
+        detail: String,
+    },
+    #[error("reference ONNX run failed: {0}")]
+    Run(String),
+    #[error("reference ONNX gives {got} outputs, the HEF has {expected}")]
+    OutputCount { got: usize, expected: usize },
+    #[error("reference output for '{stream}' is not f32: {detail}")]
+    OutputType { stream: String, detail: String },
+    #[error("reference output for '{stream}' has {got} elements, the HEF stream {expected}")]
+    OutputSize {
+        stream: String,
+        got: usize,
+        expected: usize,
+    },
+}
 
 /// A graph's reference model, ready to run.
 pub struct ReferenceModel {
@@ -29,19 +82,19 @@ impl std::fmt::Debug for ReferenceModel {
 impl ReferenceModel {
     /// Loads an ONNX model from memory.
     #[cfg(feature = "sim-onnx")]
-    pub fn from_onnx_bytes(bytes: &[u8]) -> Result<ReferenceModel, String> {
+    pub fn from_onnx_bytes(bytes: &[u8]) -> Result<ReferenceModel, ReferenceError> {
         let model = tract_onnx::onnx()
             .model_for_read(&mut std::io::Cursor::new(bytes))
-            .map_err(|e| format!("not a readable ONNX model: {e}"))?;
+            .map_err(|e| ReferenceError::NotOnnx(e.to_string()))?;
         let typed = model
             .into_typed()
             .and_then(|m| m.into_decluttered())
-            .map_err(|e| format!("ONNX model has unknown shapes or types: {e}"))?;
+            .map_err(|e| ReferenceError::UnknownShapes(e.to_string()))?;
         let ops_per_frame = count_ops(&typed);
         let plan = typed
             .into_optimized()
             .and_then(|m| m.into_runnable())
-            .map_err(|e| format!("ONNX model cannot be planned: {e}"))?;
+            .map_err(|e| ReferenceError::Unplannable(e.to_string()))?;
         Ok(ReferenceModel {
             plan,
             ops_per_frame,
@@ -50,15 +103,23 @@ impl ReferenceModel {
 
     /// Without the `sim-onnx` feature there is no ONNX runtime.
     #[cfg(not(feature = "sim-onnx"))]
-    pub fn from_onnx_bytes(_bytes: &[u8]) -> Result<ReferenceModel, String> {
-        Err("built without the `sim-onnx` feature: no ONNX runtime".into())
+    pub fn from_onnx_bytes(_bytes: &[u8]) -> Result<ReferenceModel, ReferenceError> {
+        Err(ReferenceError::NoRuntime)
     }
 
     /// Loads an ONNX model from a file.
-    pub fn from_onnx_file(path: impl AsRef<std::path::Path>) -> Result<ReferenceModel, String> {
+    pub fn from_onnx_file(
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<ReferenceModel, ReferenceError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        ReferenceModel::from_onnx_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        let bytes = std::fs::read(path).map_err(|source| ReferenceError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        ReferenceModel::from_onnx_bytes(&bytes).map_err(|e| ReferenceError::File {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Operations per frame (2 x multiply-accumulates) counted from the graph.
@@ -68,7 +129,7 @@ impl ReferenceModel {
 
     /// Runs one frame: dequantises the inputs, returns the real outputs.
     #[cfg(feature = "sim-onnx")]
-    pub fn run(&self, spec: &ModelSpec, inputs: &[&[u8]]) -> Result<Vec<Vec<f32>>, String> {
+    pub fn run(&self, spec: &ModelSpec, inputs: &[&[u8]]) -> Result<Vec<Vec<f32>>, ReferenceError> {
         let mut tensors: TVec<TValue> = tvec!();
         for (stream, data) in spec.inputs.iter().zip(inputs) {
             let values = dequantize_input(stream, data);
@@ -78,31 +139,49 @@ impl ReferenceModel {
                     width,
                     features,
                 } => (height as usize, width as usize, features as usize),
-                hef::StreamShape::Nms { .. } => return Err("NMS inputs are not supported".into()),
+                hef::StreamShape::Nms { .. } => {
+                    return Err(ReferenceError::NmsInput {
+                        stream: stream.name.clone(),
+                    })
+                }
             };
-            let tensor = Tensor::from_shape(&[1, h, w, f], &values).map_err(|e| e.to_string())?;
+            let tensor = Tensor::from_shape(&[1, h, w, f], &values).map_err(|e| {
+                ReferenceError::InputShape {
+                    stream: stream.name.clone(),
+                    height: h,
+                    width: w,
+                    features: f,
+                    detail: e.to_string(),
+                }
+            })?;
             tensors.push(tensor.into());
         }
-        let outputs = self.plan.run(tensors).map_err(|e| e.to_string())?;
+        let outputs = self
+            .plan
+            .run(tensors)
+            .map_err(|e| ReferenceError::Run(e.to_string()))?;
         if outputs.len() != spec.outputs.len() {
-            return Err(format!(
-                "reference ONNX gives {} outputs, the HEF has {}",
-                outputs.len(),
-                spec.outputs.len()
-            ));
+            return Err(ReferenceError::OutputCount {
+                got: outputs.len(),
+                expected: spec.outputs.len(),
+            });
         }
         outputs
             .iter()
             .zip(&spec.outputs)
             .map(|(t, stream)| {
-                let view = t.to_plain_array_view::<f32>().map_err(|e| e.to_string())?;
+                let view =
+                    t.to_plain_array_view::<f32>()
+                        .map_err(|e| ReferenceError::OutputType {
+                            stream: stream.name.clone(),
+                            detail: e.to_string(),
+                        })?;
                 if view.len() != stream.elements() {
-                    return Err(format!(
-                        "reference output for '{}' has {} elements, the HEF stream {}",
-                        stream.name,
-                        view.len(),
-                        stream.elements()
-                    ));
+                    return Err(ReferenceError::OutputSize {
+                        stream: stream.name.clone(),
+                        got: view.len(),
+                        expected: stream.elements(),
+                    });
                 }
                 Ok(view.iter().copied().collect())
             })
@@ -111,9 +190,13 @@ impl ReferenceModel {
 
     /// Without the `sim-onnx` feature there is no ONNX runtime.
     #[cfg(not(feature = "sim-onnx"))]
-    pub fn run(&self, _spec: &ModelSpec, _inputs: &[&[u8]]) -> Result<Vec<Vec<f32>>, String> {
+    pub fn run(
+        &self,
+        _spec: &ModelSpec,
+        _inputs: &[&[u8]],
+    ) -> Result<Vec<Vec<f32>>, ReferenceError> {
         let _ = dequantize_input;
-        Err("built without the `sim-onnx` feature".into())
+        Err(ReferenceError::NoRuntime)
     }
 }
 

@@ -18,8 +18,8 @@ use hailort_sys::*;
 use super::completion::{RawBuf, SimJob};
 use super::core::{Core, Fail};
 use super::jobs;
-use super::model::ModelSpec;
 use super::model_entries;
+use super::model_spec::ModelSpec;
 use super::registry;
 use super::status::*;
 use super::vdevice::{SimInferModel, SimVDevice};
@@ -116,8 +116,8 @@ pub(super) unsafe fn str_arg<'a>(s: *const c_char, what: &str) -> Result<&'a str
         .map_err(|_| (HAILO_INVALID_ARGUMENT, format!("{what} is not UTF-8")))
 }
 
-fn write_id(dst: &mut hes_device_id, id: &str) {
-    *dst = hes_device_id::default();
+fn device_id(id: &str) -> hes_device_id {
+    let mut dst = hes_device_id::default();
     for (d, s) in dst
         .id
         .iter_mut()
@@ -125,6 +125,34 @@ fn write_id(dst: &mut hes_device_id, id: &str) {
     {
         *d = s as c_char;
     }
+    dst
+}
+
+/// Writes `items` into the caller's array `dst` of `*count` elements and
+/// sets `*count` to how many there are. When they do not fit (or `dst` is
+/// NULL) the count is still set, so the caller can retry with room:
+/// `HAILO_INSUFFICIENT_BUFFER` saying "`n` `what`".
+///
+/// # Safety
+/// `count` is non-NULL and writable; `dst` is NULL or holds `*count`
+/// writable elements.
+pub(super) unsafe fn write_list<T>(
+    dst: *mut T,
+    count: *mut usize,
+    items: impl ExactSizeIterator<Item = T>,
+    what: &str,
+) -> Result<(), Fail> {
+    let n = items.len();
+    // SAFETY: `count` is non-NULL and writable (caller).
+    let capacity = unsafe { count.replace(n) };
+    if n > capacity || (dst.is_null() && n > 0) {
+        return Err((HAILO_INSUFFICIENT_BUFFER, format!("{n} {what}")));
+    }
+    for (i, item) in items.enumerate() {
+        // SAFETY: `dst` holds `capacity` >= n elements (checked above).
+        unsafe { dst.add(i).write(item) };
+    }
+    Ok(())
 }
 
 unsafe extern "C" fn get_library_version(v: *mut hes_version) -> hes_status {
@@ -155,21 +183,10 @@ unsafe extern "C" fn scan_devices(ids: *mut hes_device_id, count: *mut usize) ->
     guard(|| {
         let count = out(count)?;
         let found = registry::scan();
-        // SAFETY: `count` is non-NULL and writable (contract).
-        let capacity = unsafe { *count };
-        // SAFETY: as above.
-        unsafe { *count = found.len() };
-        if found.len() > capacity || (ids.is_null() && !found.is_empty()) {
-            return Err((
-                HAILO_INSUFFICIENT_BUFFER,
-                format!("{} device ids found", found.len()),
-            ));
-        }
-        for (i, id) in found.iter().enumerate() {
-            // SAFETY: `ids` has `capacity` >= found.len() elements (checked).
-            write_id(unsafe { &mut *ids.add(i) }, id);
-        }
-        Ok(())
+        let found = found.iter().map(|id| device_id(id));
+        // SAFETY: `count` is non-NULL (checked) and writable, `ids` NULL or
+        // `*count` long (contract).
+        unsafe { write_list(ids, count, found, "device ids found") }
     })
 }
 
@@ -210,17 +227,10 @@ unsafe extern "C" fn vdevice_device_ids(
     guard(|| {
         let dev = lookup!(v, VDevice, "vdevice");
         let count = out(count)?;
-        // SAFETY: `count` is non-NULL and writable (contract).
-        if unsafe { *count } < 1 || ids.is_null() {
-            // SAFETY: as above.
-            unsafe { *count = 1 };
-            return Err((HAILO_INSUFFICIENT_BUFFER, "1 device id".into()));
-        }
-        // SAFETY: `ids` has at least one element (checked).
-        write_id(unsafe { &mut *ids }, &dev.core.id);
-        // SAFETY: `count` is writable.
-        unsafe { *count = 1 };
-        Ok(())
+        let id = std::iter::once(device_id(&dev.core.id));
+        // SAFETY: `count` is non-NULL (checked) and writable, `ids` NULL or
+        // `*count` long (contract).
+        unsafe { write_list(ids, count, id, "device id") }
     })
 }
 
@@ -271,14 +281,7 @@ unsafe extern "C" fn vdevice_power(
     index: usize,
     _watts: *mut f32,
 ) -> hes_status {
-    guard(|| {
-        let _ = lookup!(v, VDevice, "vdevice");
-        only_device(index)?;
-        Err((
-            HAILO_NOT_SUPPORTED,
-            "the simulator does not model power".into(),
-        ))
-    })
+    not_modelled(v, index, "power")
 }
 
 unsafe extern "C" fn vdevice_chip_temperature(
@@ -286,12 +289,18 @@ unsafe extern "C" fn vdevice_chip_temperature(
     index: usize,
     _t: *mut hes_chip_temperature,
 ) -> hes_status {
+    not_modelled(v, index, "temperature")
+}
+
+/// A device reading the simulator has no model of: `HAILO_NOT_SUPPORTED`
+/// once the handle and device index check out.
+fn not_modelled(v: *mut hes_vdevice, index: usize, what: &str) -> hes_status {
     guard(|| {
         let _ = lookup!(v, VDevice, "vdevice");
         only_device(index)?;
         Err((
             HAILO_NOT_SUPPORTED,
-            "the simulator does not model temperature".into(),
+            format!("the simulator does not model {what}"),
         ))
     })
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hef::{ErrorClass, Hef, NetworkGroup};
 
 use super::core::{Core, Fail, MAX_NETWORK_GROUPS};
-use super::model::{ModelSpec, OpsSource, StreamSpec};
+use super::model_spec::{ModelSpec, OpsSource, StreamSpec};
 use super::registry;
 use super::status::*;
 use super::SimProfile;
@@ -146,10 +146,16 @@ pub(crate) fn build_spec(model: &SimInferModel) -> Result<ModelSpec, Fail> {
         return Err((
             HAILO_HEF_NOT_COMPATIBLE_WITH_DEVICE,
             format!(
-                "{}: HEF hw_arch {} runs on {:?}, the device is a {chip}",
+                "{}: HEF hw_arch {} runs on {}, the device is a {chip}",
                 model.origin,
                 model.hef.hw_arch.0,
-                model.hef.compatible_chips()
+                model
+                    .hef
+                    .compatible_chips()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }

@@ -7,14 +7,14 @@ use serde::Serialize;
 
 use crate::doctor::DoctorError;
 
-/// One camera: a square frame of `side` pixels at `fps`.
+/// One camera mode: a square frame of `side` pixels at `fps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Camera {
+pub struct CameraMode {
     pub side: u32,
     pub fps: u32,
 }
 
-impl FromStr for Camera {
+impl FromStr for CameraMode {
     type Err = DoctorError;
 
     /// `SIDE@FPS`, e.g. `288@120`.
@@ -123,7 +123,7 @@ pub enum ShapeSource {
 /// Cameras and the graphs they feed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rig {
-    pub cameras: Vec<Camera>,
+    pub cameras: Vec<CameraMode>,
     pub graphs: Vec<GraphIo>,
     pub shapes: ShapeSource,
 }
@@ -140,9 +140,9 @@ impl Rig {
     }
 
     /// The demo rig's cameras: 3x288@120 + 1x432@120.
-    pub fn demo_cameras() -> Vec<Camera> {
+    pub fn demo_cameras() -> Vec<CameraMode> {
         [288, 288, 288, 432]
-            .map(|side| Camera { side, fps: 120 })
+            .map(|side| CameraMode { side, fps: 120 })
             .to_vec()
     }
 
@@ -150,7 +150,7 @@ impl Rig {
     ///
     /// # Errors
     /// [`DoctorError::EmptyRig`] without cameras.
-    pub fn with_backbone(cameras: Vec<Camera>) -> Result<Self, DoctorError> {
+    pub fn with_backbone(cameras: Vec<CameraMode>) -> Result<Self, DoctorError> {
         let mut sides: Vec<u32> = cameras.iter().map(|c| c.side).collect();
         sides.sort_unstable();
         sides.dedup();
@@ -168,7 +168,7 @@ impl Rig {
     /// [`DoctorError::EmptyRig`], or [`DoctorError::NoGraphForCamera`] naming
     /// a camera no graph takes.
     pub fn with_graphs(
-        cameras: Vec<Camera>,
+        cameras: Vec<CameraMode>,
         graphs: Vec<GraphIo>,
         shapes: ShapeSource,
     ) -> Result<Self, DoctorError> {
@@ -190,7 +190,7 @@ impl Rig {
 
     /// (bytes/s in, bytes/s out) of a camera, through the graph of its side;
     /// `None` when no graph of the rig takes it.
-    pub fn camera_load(&self, c: &Camera) -> Option<(f64, f64)> {
+    pub fn camera_load(&self, c: &CameraMode) -> Option<(f64, f64)> {
         let g = self.graphs.iter().find(|g| g.input_side == c.side)?;
         let fps = f64::from(c.fps);
         Some((g.in_bytes as f64 * fps, g.out_bytes as f64 * fps))
@@ -206,7 +206,7 @@ impl Rig {
 
     /// `3x288@120 + 1x432@120`.
     pub fn summary(&self) -> String {
-        let mut groups: Vec<(Camera, usize)> = Vec::new();
+        let mut groups: Vec<(CameraMode, usize)> = Vec::new();
         for c in &self.cameras {
             match groups.iter_mut().find(|(g, _)| g == c) {
                 Some((_, n)) => *n += 1,
@@ -228,14 +228,14 @@ mod tests {
     #[test]
     fn cameras_parse_and_reject() {
         assert_eq!(
-            "288@120".parse::<Camera>().unwrap(),
-            Camera {
+            "288@120".parse::<CameraMode>().unwrap(),
+            CameraMode {
                 side: 288,
                 fps: 120
             }
         );
         for bad in ["288", "x@120", "288@", "0@120", "290@30"] {
-            let e = bad.parse::<Camera>().unwrap_err().to_string();
+            let e = bad.parse::<CameraMode>().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
     }
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn graphs_must_cover_cameras() {
         let err = Rig::with_graphs(
-            vec![Camera { side: 432, fps: 30 }],
+            vec![CameraMode { side: 432, fps: 30 }],
             vec![GraphIo::backbone(288)],
             ShapeSource::BackboneFormula,
         )

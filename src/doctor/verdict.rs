@@ -68,6 +68,36 @@ impl Check {
         Self::new(id, Verdict::Fail, detail, Some(fix))
     }
 
+    /// `Ok` when `fine`, otherwise `Warn` with `fix`.
+    pub fn ok_or_warn(
+        fine: bool,
+        id: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        let (verdict, fix) = match fine {
+            true => (Verdict::Ok, None),
+            false => (Verdict::Warn, Some(fix)),
+        };
+        Self::new(id, verdict, detail, fix)
+    }
+
+    /// No part on this transport: `Skip` saying `skip_detail` when the other
+    /// transport has one, otherwise `Fail` saying `fail_detail`, with `fix`.
+    pub fn missing_part(
+        other_present: bool,
+        id: &'static str,
+        skip_detail: &str,
+        fail_detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        if other_present {
+            Self::skip(id, skip_detail)
+        } else {
+            Self::fail(id, fail_detail, fix)
+        }
+    }
+
     fn new(
         id: &'static str,
         verdict: Verdict,

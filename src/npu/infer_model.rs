@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use hailort_sys::{hes_infer_model, hes_quant_info};
 
+use super::api::Api;
 use super::configured::ConfiguredModel;
 use super::device::{DeviceInner, Handle};
 use super::error::NpuError;
@@ -128,13 +129,29 @@ impl Model {
             outputs: Vec::new(),
             batch: 0,
         };
-        let api = model.device.api;
-        model.name = model
-            .handle
-            // SAFETY: the handle was just created by this table.
-            .with(|m| unsafe { result::infer_model::name(&api, m) })?;
+        // SAFETY: the handle was just created by this table.
+        model.name = model.with(|api, m| unsafe { result::infer_model::name(api, m) })?;
         model.refresh()?;
         Ok(model)
+    }
+
+    /// Runs `f` on the table and the model handle, under the handle's lock.
+    fn with<R>(&self, f: impl FnOnce(&Api, NonNull<hes_infer_model>) -> R) -> R {
+        let api = self.device.api;
+        self.handle.with(|m| f(&api, m))
+    }
+
+    /// Checks that `stream` exists, changes its format through `set` (given
+    /// the direction's C value), then reads the streams back.
+    fn set_stream_format(
+        &mut self,
+        direction: Direction,
+        stream: &str,
+        set: impl FnOnce(&Api, NonNull<hes_infer_model>, u32) -> Result<(), NpuError>,
+    ) -> Result<(), NpuError> {
+        self.check_stream(direction, stream)?;
+        self.with(|api, m| set(api, m, direction.c_value()))?;
+        self.refresh()
     }
 
     fn refresh(&mut self) -> Result<(), NpuError> {
@@ -206,10 +223,8 @@ impl Model {
     /// The table's status.
     #[doc(alias = "InferModel::set_batch_size")]
     pub fn set_batch_size(&mut self, batch: u16) -> Result<(), NpuError> {
-        let api = self.device.api;
-        self.handle
-            // SAFETY: the handle is live while `self` is.
-            .with(|m| unsafe { result::infer_model::set_batch_size(&api, m, batch) })?;
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, m| unsafe { result::infer_model::set_batch_size(api, m, batch) })?;
         self.batch = batch;
         Ok(())
     }
@@ -225,13 +240,10 @@ impl Model {
         stream: &str,
         t: FormatType,
     ) -> Result<(), NpuError> {
-        self.check_stream(direction, stream)?;
-        let api = self.device.api;
-        // SAFETY: the handle is live while `self` is.
-        self.handle.with(|m| unsafe {
-            result::infer_model::set_format_type(&api, m, direction.c_value(), stream, t.c_value())
-        })?;
-        self.refresh()
+        self.set_stream_format(direction, stream, |api, m, d| {
+            // SAFETY: the handle is live while `self` is.
+            unsafe { result::infer_model::set_format_type(api, m, d, stream, t.c_value()) }
+        })
     }
 
     /// Sets the order (`hailo_format_order_t` value) of one stream's buffers.
@@ -245,13 +257,10 @@ impl Model {
         stream: &str,
         order: u32,
     ) -> Result<(), NpuError> {
-        self.check_stream(direction, stream)?;
-        let api = self.device.api;
-        // SAFETY: the handle is live while `self` is.
-        self.handle.with(|m| unsafe {
-            result::infer_model::set_format_order(&api, m, direction.c_value(), stream, order)
-        })?;
-        self.refresh()
+        self.set_stream_format(direction, stream, |api, m, d| {
+            // SAFETY: the handle is live while `self` is.
+            unsafe { result::infer_model::set_format_order(api, m, d, stream, order) }
+        })
     }
 
     /// Sets the power mode (false: PERFORMANCE, true: ULTRA_PERFORMANCE).
@@ -260,10 +269,8 @@ impl Model {
     /// The table's status.
     #[doc(alias = "InferModel::set_power_mode")]
     pub fn set_ultra_performance(&mut self, ultra: bool) -> Result<(), NpuError> {
-        let api = self.device.api;
-        self.handle
-            // SAFETY: the handle is live while `self` is.
-            .with(|m| unsafe { result::infer_model::set_power_mode(&api, m, u32::from(ultra)) })
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, m| unsafe { result::infer_model::set_power_mode(api, m, u32::from(ultra)) })
     }
 
     /// Operations per frame the HEF states (`Hef::get_computational_ops`).
@@ -272,10 +279,8 @@ impl Model {
     /// `NotAvailable` when the HEF carries none.
     #[doc(alias = "Hef::get_computational_ops")]
     pub fn computational_ops(&self) -> Result<u64, NpuError> {
-        let api = self.device.api;
-        self.handle
-            // SAFETY: the handle is live while `self` is.
-            .with(|m| unsafe { result::infer_model::computational_ops(&api, m) })
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, m| unsafe { result::infer_model::computational_ops(api, m) })
     }
 
     /// Configures the model on its device.
@@ -285,11 +290,8 @@ impl Model {
     /// sizes under the scheduler or too many network groups.
     #[doc(alias = "InferModel::configure")]
     pub fn configure(&self) -> Result<ConfiguredModel, NpuError> {
-        let api = self.device.api;
-        let ptr = self
-            .handle
-            // SAFETY: the handle is live while `self` is.
-            .with(|m| unsafe { result::infer_model::configure(&api, m) })?;
+        // SAFETY: the handle is live while `self` is.
+        let ptr = self.with(|api, m| unsafe { result::infer_model::configure(api, m) })?;
         Ok(ConfiguredModel::new(self, ptr))
     }
 }

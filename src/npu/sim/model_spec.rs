@@ -12,7 +12,7 @@ use std::sync::Arc;
 use hef::{DataType, Quantization, StreamInfo, StreamShape};
 
 use super::completion::RawBuf;
-use super::reference::ReferenceModel;
+use super::reference::{ReferenceError, ReferenceModel};
 
 /// `hailo_format_type_t` values.
 pub const FORMAT_TYPE_AUTO: u32 = 0;
@@ -256,6 +256,16 @@ pub fn dequantize_input(spec: &StreamSpec, data: &[u8]) -> Vec<f32> {
     }
 }
 
+/// A job's outputs could not be made: its graph's reference model failed.
+#[derive(Debug, thiserror::Error)]
+#[error("reference ONNX of '{group}' failed: {source}")]
+pub struct FillError {
+    /// The network group whose reference failed.
+    pub group: String,
+    #[source]
+    pub source: ReferenceError,
+}
+
 /// Fills the output buffers of one finished job; `Err` when the reference
 /// model failed (the job then fails rather than pass off other data).
 pub(crate) fn fill_outputs(
@@ -263,7 +273,7 @@ pub(crate) fn fill_outputs(
     index: u64,
     inputs: &[RawBuf],
     outputs: &[RawBuf],
-) -> Result<(), String> {
+) -> Result<(), FillError> {
     let outs: Vec<&mut [u8]> = outputs
         .iter()
         // SAFETY: each RawBuf was checked against its stream's frame size when set
@@ -277,9 +287,10 @@ pub(crate) fn fill_outputs(
             // SAFETY: as above, for the input buffers, which are only read.
             .map(|b| unsafe { std::slice::from_raw_parts(b.ptr.cast_const(), b.len) })
             .collect();
-        let values = reference
-            .run(spec, &ins)
-            .map_err(|err| format!("reference ONNX of '{}' failed: {err}", spec.name))?;
+        let values = reference.run(spec, &ins).map_err(|source| FillError {
+            group: spec.name.clone(),
+            source,
+        })?;
         for ((out, stream), v) in outs.into_iter().zip(&spec.outputs).zip(&values) {
             quantize_into(stream, v, out);
         }
