@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::keypoints::{top_detections, AffineMapping};
-use hailo_edge::decode::tract_engine::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
 
 fn fixture(name: &str) -> PathBuf {
@@ -113,7 +113,7 @@ fn bad_paths_and_graphs_are_named() {
 #[cfg(feature = "ort")]
 #[test]
 fn ort_engine_agrees_with_tract_when_the_library_is_there() {
-    use hailo_edge::decode::ort_engine::{available, OrtDecoder};
+    use hailo_edge::decode::engine::ort::{available, OrtDecoder};
     if let Err(why) = available() {
         eprintln!("skipping the ONNX Runtime comparison: {why}");
         return;

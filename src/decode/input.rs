@@ -58,7 +58,7 @@ impl FeatureMaps {
 
     /// Read access to map `i` as a flat NCHW slice.
     pub fn map(&self, i: usize) -> &[f32] {
-        super::f32s(&self.maps[i]).expect("feature maps are dense f32")
+        super::ops::f32s(&self.maps[i]).expect("feature maps are dense f32")
     }
 
     /// Write access to map `i` as a flat NCHW slice.
@@ -72,13 +72,13 @@ impl FeatureMaps {
             self.maps[i] =
                 Arc::new(Tensor::zero::<f32>(&self.shape).expect("f32 tensor of a plain shape"));
         }
-        super::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
+        super::ops::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
             .expect("feature maps are dense f32")
     }
 
     /// The maps as an engine's inputs, shared rather than copied; map `i` gets
     /// the shape `shapes[i]` when given (the same elements, row-major, under
-    /// other axis lengths: see [`super::input_reshape`]).
+    /// other axis lengths: see `ops::input_reshape`).
     ///
     /// # Errors
     /// When a shape holds another number of elements than the maps.
@@ -339,6 +339,6 @@ mod tests {
             before,
             "shared buffer must not be written"
         );
-        assert_eq!(super::super::f32s(&held).unwrap()[0], 1.0);
+        assert_eq!(super::super::ops::f32s(&held).unwrap()[0], 1.0);
     }
 }

@@ -6,26 +6,18 @@
 //! | step | module | what it does |
 //! |---|---|---|
 //! | 1 | [`input`] | dequantise the device buffers into the NCHW f32 maps the ONNX expects, in one pass, into reused buffers |
-//! | 2 | [`Decoder`] ([`tract_engine`], `ort_engine`) | run the projectors, decoder and heads from an ONNX file |
+//! | 2 | [`Decoder`] ([`engine::tract`], `engine::ort`) | run the projectors, decoder and heads from an ONNX file |
 //! | 3 | [`keypoints`] | pick the top detections and map their keypoints back to camera pixels |
 //!
 //! Engines are chosen by a config key ([`Engine`]): `tract` (pure Rust, the default, with
-//! the fast [`grid_sample`] kernel) or `ort` (ONNX Runtime, loaded at run time; cargo
+//! the fast kernels of [`ops`]) or `ort` (ONNX Runtime, loaded at run time; cargo
 //! feature `ort`).
 
-pub mod attention;
-pub mod deform_sample;
-pub mod fast_ops;
-mod graph_patch;
-pub mod grid_sample;
+pub mod engine;
 pub mod input;
-mod input_reshape;
 pub mod keypoints;
-pub mod layer_norm;
-#[cfg(feature = "ort")]
-pub mod ort_engine;
+pub mod ops;
 pub mod retain_memory;
-pub mod tract_engine;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -35,49 +27,6 @@ pub use keypoints::{Detection, Keypoint, KeypointMapping};
 
 /// Number of backbone maps the decoder reads (ViT taps after layers 3, 6, 9 and 12).
 pub const TAPS: usize = 4;
-
-/// Helpers shared by the kernel tests: seeded inputs and the largest difference.
-#[cfg(test)]
-pub(crate) mod test_util {
-    use tract_onnx::prelude::Tensor;
-
-    /// `n` values in `[lo, hi)` from a xorshift seeded by `seed`: repeatable inputs.
-    pub fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
-            })
-            .collect()
-    }
-
-    /// The largest absolute element difference of two f32 tensors of one shape.
-    pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        assert_eq!(a.shape(), b.shape());
-        let (a, b) = (super::f32s(a).unwrap(), super::f32s(b).unwrap());
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
-    }
-}
-
-/// The elements of a dense f32 tensor.
-pub(crate) fn f32s(t: &tract_onnx::prelude::Tensor) -> tract_onnx::prelude::TractResult<&[f32]> {
-    t.try_as_plain_ram()?.as_slice::<f32>()
-}
-
-/// The elements of a dense f32 tensor, writable.
-pub(crate) fn f32s_mut(
-    t: &mut tract_onnx::prelude::Tensor,
-) -> tract_onnx::prelude::TractResult<&mut [f32]> {
-    t.to_plain_array_view_mut::<f32>()?
-        .into_slice()
-        .ok_or_else(|| tract_onnx::tract_hir::internal::format_err!("tensor is not contiguous"))
-}
 
 /// Errors of the decoder.
 #[derive(Debug, thiserror::Error)]
@@ -251,12 +200,12 @@ pub trait Decoder: Send {
 /// [`DecodeError::OrtNotBuilt`] for `Engine::Ort` without the `ort` feature.
 pub fn load(engine: Engine, path: &Path) -> Result<Box<dyn Decoder>, DecodeError> {
     match engine {
-        Engine::Tract => Ok(Box::new(tract_engine::TractDecoder::load(
+        Engine::Tract => Ok(Box::new(engine::tract::TractDecoder::load(
             path,
-            tract_engine::TractKernels::Fast,
+            engine::tract::TractKernels::Fast,
         )?)),
         #[cfg(feature = "ort")]
-        Engine::Ort => Ok(Box::new(ort_engine::OrtDecoder::load(path, 1)?)),
+        Engine::Ort => Ok(Box::new(engine::ort::OrtDecoder::load(path, 1)?)),
         #[cfg(not(feature = "ort"))]
         Engine::Ort => Err(DecodeError::OrtNotBuilt),
     }

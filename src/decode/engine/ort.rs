@@ -12,8 +12,8 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use super::tract_engine::OUTPUT_NAMES;
-use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use super::tract::OUTPUT_NAMES;
+use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Environment variable naming the ONNX Runtime shared library.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -155,6 +155,6 @@ impl Decoder for OrtDecoder {
                 .map_err(|e| DecodeError::Run(format!("output {name}: {e:#}")))
         };
         let [d, l, k] = OUTPUT_NAMES;
-        super::tract_engine::raw_output(&tensor(d)?, &tensor(l)?, &tensor(k)?)
+        super::tract::raw_output(&tensor(d)?, &tensor(l)?, &tensor(k)?)
     }
 }

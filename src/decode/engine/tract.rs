@@ -1,31 +1,31 @@
 //! The tract engine: pure Rust, the default.
 //!
-//! The ONNX graph is loaded with the fast [`GridSample`](super::grid_sample) kernel
+//! The ONNX graph is loaded with the fast [`GridSample`](crate::decode::ops::grid_sample) kernel
 //! registered (or, for comparisons, tract's own kernel), optimised once, and run with
 //! one reused execution state. tract still allocates each intermediate tensor per run;
-//! [`super::retain_memory`] keeps malloc from returning those blocks to the kernel
+//! [`crate::decode::retain_memory`] keeps malloc from returning those blocks to the kernel
 //! between frames.
 
 use std::path::{Path, PathBuf};
 
 use tract_onnx::prelude::*;
 
-use super::attention::fuse_attention;
-use super::deform_sample::fuse_deformable_sampling;
-use super::fast_ops::speed_up;
-use super::grid_sample::onnx_fast;
-use super::input_reshape::fold_input_reshapes;
-use super::layer_norm::fuse_layer_norm;
-use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use crate::decode::ops::attention::fuse_attention;
+use crate::decode::ops::deform_sample::fuse_deformable_sampling;
+use crate::decode::ops::fast_ops::speed_up;
+use crate::decode::ops::grid_sample::onnx_fast;
+use crate::decode::ops::input_reshape::fold_input_reshapes;
+use crate::decode::ops::layer_norm::fuse_layer_norm;
+use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TractKernels {
-    /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
-    /// fused with the attention weighting ([`super::deform_sample`]), fused
-    /// short-sequence attention ([`super::attention`]) and layer norms
-    /// ([`super::layer_norm`]), and the broadcasting / short-softmax replacements of
-    /// [`super::fast_ops`].
+    /// hailo-edge's kernels where they apply: [`FastGridSample`](crate::decode::ops::grid_sample::FastGridSample)
+    /// fused with the attention weighting ([`deform_sample`](crate::decode::ops::deform_sample)), fused
+    /// short-sequence attention ([`attention`](crate::decode::ops::attention)) and layer norms
+    /// ([`layer_norm`](crate::decode::ops::layer_norm)), and the broadcasting / short-softmax replacements of
+    /// [`fast_ops`](crate::decode::ops::fast_ops).
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
@@ -40,7 +40,7 @@ pub struct TractDecoder {
     state: TypedSimpleState,
     input_shape: [usize; 4],
     /// Per input, the shape the optimised graph reads it in, when that is not
-    /// `input_shape` ([`super::input_reshape`]).
+    /// `input_shape` (`ops::input_reshape`).
     feed_shapes: Vec<Option<TVec<usize>>>,
     /// Position of dets, labels and keypoints among the model outputs.
     output_index: [usize; 3],
@@ -138,7 +138,7 @@ impl TractDecoder {
                 path.display()
             );
         }
-        super::retain_memory::retain_freed_memory();
+        crate::decode::retain_memory::retain_freed_memory();
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
@@ -199,15 +199,15 @@ pub(crate) fn raw_output(
         || ls[..2] != [1, q]
         || ks.len() != 4
         || ks[..2] != [1, q]
-        || ks[3] != super::keypoints::FIELDS
+        || ks[3] != crate::decode::keypoints::FIELDS
     {
         return Err(run_err(format!(
             "outputs dets {ds:?}, labels {ls:?}, keypoints {ks:?}; expected (1,Q,4), (1,Q,C), (1,Q,K,{})",
-            super::keypoints::FIELDS
+            crate::decode::keypoints::FIELDS
         )));
     }
     let f = |t: &Tensor| {
-        super::f32s(t)
+        crate::decode::ops::f32s(t)
             .map(<[f32]>::to_vec)
             .map_err(|e| run_err(format!("{e:#}")))
     };

@@ -115,18 +115,12 @@ impl FastDeformSample {
     }
 }
 
-impl Op for FastDeformSample {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastDeformSample {
+    fn kernel_name(&self) -> StaticName {
         "FastDeformSample".into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastDeformSample {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (value, grid, weights) = args_3!(inputs);
         let vs: [usize; 4] = value
             .shape()
@@ -152,27 +146,25 @@ impl EvalOp for FastDeformSample {
             super::f32s(&weights)?,
             super::f32s_mut(&mut out)?,
         );
-        Ok(tvec!(out.into_tvalue()))
+        Ok(out)
     }
-}
 
-impl TypedOp for FastDeformSample {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+    fn output_fact(&self, inputs: &[&TypedFact]) -> TractResult<TypedFact> {
         let (v, g) = (&inputs[0].shape, &inputs[1].shape);
         ensure!(
             v.rank() == 4 && g.rank() == 4,
             "FastDeformSample needs 4-D value and grid"
         );
-        Ok(tvec!(f32::fact(&[
+        Ok(f32::fact(&[
             v[0].clone(),
             v[1].clone(),
             g[1].clone(),
-            1.to_dim()
-        ])))
+            1.to_dim(),
+        ]))
     }
 }
+
+super::tract_op!(FastDeformSample);
 
 /// Rewrites every `FastGridSample -> Mul(weights (N,1,Lq,P)) -> ReduceSum(axis 3)` chain
 /// into one [`FastDeformSample`]. Returns how many chains were fused.
