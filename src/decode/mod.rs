@@ -22,6 +22,8 @@ pub mod retain_memory;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use ndarray::{Array2, Array3, ArrayView1};
+
 pub use input::FeatureMaps;
 pub use keypoints::{Detection, Keypoint, KeypointMapping};
 
@@ -116,60 +118,59 @@ impl FromStr for Engine {
     }
 }
 
-/// The raw outputs of the decoder graph for one frame (batch 1).
+/// The raw outputs of the decoder graph for one frame (batch 1), the batch axis dropped.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawOutput {
     /// Boxes (Q, 4): cx, cy, w, h, normalised to the model input.
-    pub dets: Vec<[f32; 4]>,
-    /// Class logits (Q × classes), row-major; `sigmoid` gives the score.
-    pub labels: Vec<f32>,
-    /// Number of class logits per query.
-    pub classes: usize,
-    /// Keypoint fields (Q × K × 8), row-major; see [`keypoints`] for the 8 fields.
-    pub keypoints: Vec<f32>,
-    /// Keypoints per query (17 for COCO).
-    pub keypoints_per_query: usize,
+    pub dets: Array2<f32>,
+    /// Class logits (Q, classes); `sigmoid` gives the score.
+    pub labels: Array2<f32>,
+    /// Keypoint fields (Q, K, 8), K = 17 for COCO; see [`keypoints`] for the 8 fields.
+    pub keypoints: Array3<f32>,
 }
 
 impl RawOutput {
     /// Number of queries.
     pub fn queries(&self) -> usize {
-        self.dets.len()
+        self.dets.nrows()
+    }
+
+    /// Number of class logits per query.
+    pub fn classes(&self) -> usize {
+        self.labels.ncols()
+    }
+
+    /// Keypoints per query (17 for COCO).
+    pub fn keypoints_per_query(&self) -> usize {
+        self.keypoints.dim().1
     }
 
     /// Class logits of query `q`.
-    pub fn logits(&self, q: usize) -> &[f32] {
-        &self.labels[q * self.classes..(q + 1) * self.classes]
+    pub fn logits(&self, q: usize) -> ArrayView1<'_, f32> {
+        self.labels.row(q)
     }
 
     /// The 8 fields of keypoint `k` of query `q`.
-    pub fn keypoint(&self, q: usize, k: usize) -> &[f32] {
-        let i = (q * self.keypoints_per_query + k) * keypoints::FIELDS;
-        &self.keypoints[i..i + keypoints::FIELDS]
+    pub fn keypoint(&self, q: usize, k: usize) -> ArrayView1<'_, f32> {
+        self.keypoints.slice(ndarray::s![q, k, ..])
     }
 
     /// Largest absolute difference to another output of the same shape (for engine
     /// comparisons); `None` when the shapes differ.
     pub fn max_abs_diff(&self, other: &RawOutput) -> Option<f32> {
-        if self.dets.len() != other.dets.len()
-            || self.labels.len() != other.labels.len()
-            || self.keypoints.len() != other.keypoints.len()
+        if self.dets.dim() != other.dets.dim()
+            || self.labels.dim() != other.labels.dim()
+            || self.keypoints.dim() != other.keypoints.dim()
         {
             return None;
         }
-        let a = self
-            .dets
-            .iter()
-            .flatten()
-            .chain(&self.labels)
-            .chain(&self.keypoints);
-        let b = other
-            .dets
-            .iter()
-            .flatten()
-            .chain(&other.labels)
-            .chain(&other.keypoints);
-        Some(a.zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max))
+        let diff = self.elements().zip(other.elements());
+        Some(diff.map(|(x, y)| (x - y).abs()).fold(0.0, f32::max))
+    }
+
+    /// Every value: the boxes, then the logits, then the keypoint fields.
+    fn elements(&self) -> impl Iterator<Item = &f32> {
+        self.dets.iter().chain(&self.labels).chain(&self.keypoints)
     }
 }
 
@@ -230,17 +231,15 @@ mod tests {
     #[test]
     fn max_abs_diff_sees_a_change() {
         let a = RawOutput {
-            dets: vec![[0.5; 4]; 2],
-            labels: vec![0.0; 6],
-            classes: 3,
-            keypoints: vec![0.0; 2 * 17 * 8],
-            keypoints_per_query: 17,
+            dets: Array2::from_elem((2, 4), 0.5),
+            labels: Array2::zeros((2, 3)),
+            keypoints: Array3::zeros((2, 17, 8)),
         };
         let mut b = a.clone();
         assert_eq!(a.max_abs_diff(&b), Some(0.0));
-        b.keypoints[100] = 0.25;
+        b.keypoints[[0, 12, 4]] = 0.25;
         assert_eq!(a.max_abs_diff(&b), Some(0.25));
-        b.labels.pop();
+        b.labels = Array2::zeros((2, 2));
         assert_eq!(a.max_abs_diff(&b), None);
     }
 }

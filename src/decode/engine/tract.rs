@@ -6,10 +6,11 @@
 //! [`crate::decode::retain_memory`] keeps malloc from returning those blocks to the kernel
 //! between frames.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tract_onnx::prelude::*;
 
+use super::{raw_output, GraphInputs, OUTPUT_NAMES};
 use crate::decode::ops::attention::fuse_attention;
 use crate::decode::ops::deform_sample::fuse_deformable_sampling;
 use crate::decode::ops::fast_ops::speed_up;
@@ -31,16 +32,12 @@ pub enum TractKernels {
     Stock,
 }
 
-/// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
-pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
-
 /// A decoder graph prepared by tract.
 pub struct TractDecoder {
-    path: PathBuf,
+    graph: GraphInputs,
     state: TypedSimpleState,
-    input_shape: [usize; 4],
     /// Per input, the shape the optimised graph reads it in, when that is not
-    /// `input_shape` (`ops::input_reshape`).
+    /// the graph's input shape (`ops::input_reshape`).
     feed_shapes: Vec<Option<TVec<usize>>>,
     /// Position of dets, labels and keypoints among the model outputs.
     output_index: [usize; 3],
@@ -49,8 +46,7 @@ pub struct TractDecoder {
 impl std::fmt::Debug for TractDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TractDecoder")
-            .field("path", &self.path)
-            .field("input_shape", &self.input_shape)
+            .field("graph", &self.graph)
             .finish_non_exhaustive()
     }
 }
@@ -146,9 +142,11 @@ impl TractDecoder {
             path.display()
         );
         Ok(Self {
-            path: path.to_path_buf(),
+            graph: GraphInputs {
+                path: path.to_path_buf(),
+                shape: input_shape,
+            },
             state,
-            input_shape,
             feed_shapes,
             output_index,
         })
@@ -161,67 +159,25 @@ impl Decoder for TractDecoder {
     }
 
     fn input_shape(&self) -> [usize; 4] {
-        self.input_shape
+        self.graph.shape
     }
 
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
-        if maps.shape() != self.input_shape {
-            return Err(DecodeError::InputShape {
-                expected: self.input_shape,
-                found: maps.shape(),
-            });
-        }
+        self.graph.check(maps)?;
+        let run_err = |e: TractError| DecodeError::Run(format!("{e:#}"));
         // The maps' Arcs are lent to tract; the state drops them at the end of the
         // turn, so the next frame's dequantisation writes into the same buffers.
-        let inputs = maps
-            .lend(&self.feed_shapes)
-            .map_err(|e| DecodeError::Run(format!("{e:#}")))?;
-        let outputs = self
-            .state
-            .run(inputs)
-            .map_err(|e| DecodeError::Run(format!("{e:#}")))?;
-        let [d, l, k] = self.output_index;
-        raw_output(&outputs[d], &outputs[l], &outputs[k])
+        let inputs = maps.lend(&self.feed_shapes).map_err(run_err)?;
+        let outputs = self.state.run(inputs).map_err(run_err)?;
+        let [d, l, k] = self
+            .output_index
+            .map(|i| outputs[i].to_plain_array_view::<f32>());
+        raw_output(
+            d.map_err(run_err)?,
+            l.map_err(run_err)?,
+            k.map_err(run_err)?,
+        )
     }
-}
-
-/// Checks the three output tensors' shapes and copies them into a [`RawOutput`].
-pub(crate) fn raw_output(
-    dets: &Tensor,
-    labels: &Tensor,
-    keypoints: &Tensor,
-) -> Result<RawOutput, DecodeError> {
-    let run_err = |m: String| DecodeError::Run(m);
-    let (ds, ls, ks) = (dets.shape(), labels.shape(), keypoints.shape());
-    let q = ds.get(1).copied().unwrap_or(0);
-    if ds != [1, q, 4]
-        || ls.len() != 3
-        || ls[..2] != [1, q]
-        || ks.len() != 4
-        || ks[..2] != [1, q]
-        || ks[3] != crate::decode::keypoints::FIELDS
-    {
-        return Err(run_err(format!(
-            "outputs dets {ds:?}, labels {ls:?}, keypoints {ks:?}; expected (1,Q,4), (1,Q,C), (1,Q,K,{})",
-            crate::decode::keypoints::FIELDS
-        )));
-    }
-    let f = |t: &Tensor| {
-        crate::decode::ops::f32s(t)
-            .map(<[f32]>::to_vec)
-            .map_err(|e| run_err(format!("{e:#}")))
-    };
-    let flat = f(dets)?;
-    Ok(RawOutput {
-        dets: flat
-            .chunks_exact(4)
-            .map(|c| [c[0], c[1], c[2], c[3]])
-            .collect(),
-        labels: f(labels)?,
-        classes: ls[2],
-        keypoints: f(keypoints)?,
-        keypoints_per_query: ks[2],
-    })
 }
 
 #[cfg(test)]

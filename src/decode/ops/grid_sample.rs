@@ -357,21 +357,15 @@ mod tests {
     fn far_outside_is_zero_with_zero_padding_and_edge_with_border() {
         let x = Tensor::from_shape(&[1, 1, 2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         let grid = Tensor::from_shape(&[1, 1, 2, 2], &[5.0f32, 5.0, -5.0, -5.0]).unwrap();
-        let zeros = FastGridSample {
-            align_corners: false,
-            padding: FastPadding::Zeros,
-        };
-        assert_eq!(
-            super::super::f32s(&run(&zeros, &x, &grid)).unwrap(),
-            &[0.0, 0.0]
-        );
-        let border = FastGridSample {
-            align_corners: false,
-            padding: FastPadding::Border,
-        };
-        assert_eq!(
-            super::super::f32s(&run(&border, &x, &grid)).unwrap(),
-            &[4.0, 1.0]
-        );
+        for (padding, want) in [
+            (FastPadding::Zeros, [0.0, 0.0]),
+            (FastPadding::Border, [4.0, 1.0]),
+        ] {
+            let op = FastGridSample {
+                align_corners: false,
+                padding,
+            };
+            assert_eq!(super::super::f32s(&run(&op, &x, &grid)).unwrap(), &want);
+        }
     }
 }

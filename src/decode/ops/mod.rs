@@ -138,7 +138,11 @@ pub(crate) mod test_util {
     /// The largest absolute element difference of two f32 tensors of one shape.
     pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
         assert_eq!(a.shape(), b.shape());
-        let (a, b) = (super::f32s(a).unwrap(), super::f32s(b).unwrap());
+        max_abs_diff(super::f32s(a).unwrap(), super::f32s(b).unwrap())
+    }
+
+    /// The largest absolute element difference of two slices, over the shorter.
+    pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         a.iter()
             .zip(b)
             .map(|(x, y)| (x - y).abs())

@@ -244,7 +244,7 @@ super::tract_op!(FastAttention);
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{max_diff, random};
+    use super::super::test_util::{max_abs_diff, max_diff, random};
     use super::kernel::{one_generic, Portable};
     use super::*;
     use tract_onnx::tract_hir::tract_core::ops::array::Slice;
@@ -393,11 +393,7 @@ mod tests {
             let mut b = vec![1.0; (m - 1) * d];
             one(&ops, dims, &mut scratch(), &mut a);
             one_generic::<Portable>(&ops, dims, &mut scratch(), &mut b);
-            let diff = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
+            let diff = max_abs_diff(&a, &b);
             assert!(diff < 1e-5, "{diff}");
             // Rows are distributions over V's rows: bounded by V's range.
             assert!(a.iter().all(|x| x.abs() <= 2.0));
