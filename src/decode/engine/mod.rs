@@ -1,7 +1,7 @@
 //! The engines that run the decoder graph: [`tract`] (pure Rust, the default) and
 //! `ort` (ONNX Runtime, cargo feature `ort`). Both implement [`Decoder`](super::Decoder)
-//! and hand their outputs to [`raw_output`] as ndarray views of the engine's own
-//! buffers, so the one copy of an output is the one into [`RawOutput`].
+//! and hand their outputs as ndarray views of the engine's own buffers to one shape
+//! check, so the one copy of an output is the one into [`RawOutput`].
 
 #[cfg(feature = "ort")]
 pub mod ort;

@@ -22,11 +22,9 @@ use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TractKernels {
-    /// hailo-edge's kernels where they apply: [`FastGridSample`](crate::decode::ops::grid_sample::FastGridSample)
-    /// fused with the attention weighting ([`deform_sample`](crate::decode::ops::deform_sample)), fused
-    /// short-sequence attention ([`attention`](crate::decode::ops::attention)) and layer norms
-    /// ([`layer_norm`](crate::decode::ops::layer_norm)), and the broadcasting / short-softmax replacements of
-    /// [`fast_ops`](crate::decode::ops::fast_ops).
+    /// hailo-edge's kernels where they apply ([`ops`](crate::decode::ops)): the fast
+    /// GridSample fused with the attention weighting, fused short-sequence attention
+    /// and layer norms, and the broadcasting / short-softmax replacements.
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
