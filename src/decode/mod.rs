@@ -35,7 +35,7 @@ pub const TAPS: usize = 4;
 #[non_exhaustive]
 pub enum DecodeError {
     /// An engine name that is not one of the known keys.
-    #[error("unknown decoder engine {0:?}: expected \"tract\" or \"ort\"")]
+    #[error("unknown decoder engine \"{0}\": expected \"tract\" or \"ort\"")]
     UnknownEngine(String),
     /// The `ort` engine was asked for in a build without the `ort` feature.
     #[error("decoder engine \"ort\" needs hailo-edge built with `--features ort`")]
@@ -50,7 +50,11 @@ pub enum DecodeError {
     #[error("decoder run failed: {0}")]
     Run(String),
     /// Feature maps that do not match the graph's input shape.
-    #[error("feature maps are {found:?}, the decoder expects {expected:?}")]
+    #[error(
+        "feature maps are {}, the decoder expects {}",
+        shape_text(found),
+        shape_text(expected)
+    )]
     InputShape {
         expected: [usize; 4],
         found: [usize; 4],
@@ -58,6 +62,12 @@ pub enum DecodeError {
     /// A device buffer that does not match its stream description.
     #[error("backbone output {stream}: {message}")]
     Buffer { stream: String, message: String },
+}
+
+/// A shape as `(a, b, c)`, for messages.
+pub(crate) fn shape_text(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("({})", dims.join(", "))
 }
 
 /// Which inference engine runs the decoder graph (config key `decoder.engine`).

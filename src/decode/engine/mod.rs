@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use ndarray::{Array, ArrayViewD, Axis, Dimension};
 
-use super::{keypoints, DecodeError, FeatureMaps, RawOutput};
+use super::{keypoints, shape_text, DecodeError, FeatureMaps, RawOutput};
 
 /// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
 pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
@@ -77,10 +77,4 @@ fn unbatched<D: Dimension>(view: ArrayViewD<'_, f32>) -> Result<Array<f32, D>, D
         .into_dimensionality::<D>()
         .map(|v| v.to_owned())
         .map_err(|e| DecodeError::Run(e.to_string()))
-}
-
-/// A shape as `(a, b, c)`.
-fn shape_text(shape: &[usize]) -> String {
-    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-    format!("({})", dims.join(", "))
 }

@@ -13,7 +13,7 @@ use ort::session::Session;
 use ort::value::TensorRef;
 
 use super::{raw_output, GraphInputs, OUTPUT_NAMES};
-use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Environment variable naming the ONNX Runtime shared library.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -111,7 +111,8 @@ impl OrtDecoder {
             .collect();
         if input_names.len() != TAPS {
             return Err(graph_err(format!(
-                "inputs {input_names:?}, expected {TAPS} feature maps"
+                "inputs {}, expected {TAPS} feature maps",
+                input_names.join(", ")
             )));
         }
         let shape = session.inputs()[0]
@@ -125,13 +126,15 @@ impl OrtDecoder {
         for want in OUTPUT_NAMES {
             if !outputs.contains(&want) {
                 return Err(graph_err(format!(
-                    "no output named {want:?} (outputs: {outputs:?})"
+                    "no output named \"{want}\" (outputs: {})",
+                    outputs.join(", ")
                 )));
             }
         }
         log::info!(
-            "decoder {}: ONNX Runtime, {threads} thread(s), input {shape:?}",
-            path.display()
+            "decoder {}: ONNX Runtime, {threads} thread(s), input {}",
+            path.display(),
+            shape_text(&shape)
         );
         Ok(Self {
             graph: GraphInputs {

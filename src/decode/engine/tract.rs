@@ -17,7 +17,7 @@ use crate::decode::ops::fast_ops::speed_up;
 use crate::decode::ops::grid_sample::onnx_fast;
 use crate::decode::ops::input_reshape::fold_input_reshapes;
 use crate::decode::ops::layer_norm::fuse_layer_norm;
-use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,16 @@ pub enum TractKernels {
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
+}
+
+impl TractKernels {
+    /// The kernels' name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fast => "fast",
+            Self::Stock => "stock",
+        }
+    }
 }
 
 /// A decoder graph prepared by tract.
@@ -84,7 +94,10 @@ impl TractDecoder {
         let mut output_index = [0; 3];
         for (slot, want) in output_index.iter_mut().zip(OUTPUT_NAMES) {
             *slot = names.iter().position(|n| n == want).ok_or_else(|| {
-                graph_err(format!("no output named {want:?} (outputs: {names:?})"))
+                graph_err(format!(
+                    "no output named \"{want}\" (outputs: {})",
+                    names.join(", ")
+                ))
             })?;
         }
         let inputs = model.input_outlets().map_err(load_err)?.len();
@@ -103,11 +116,15 @@ impl TractDecoder {
                 .filter(|s| s[0] == 1 && fact.datum_type == f32::datum_type())
                 .ok_or_else(|| {
                     graph_err(format!(
-                        "input {i} is {fact:?}, expected f32 (1, channels, grid, grid)"
+                        "input {i} is {}, expected f32 (1, channels, grid, grid)",
+                        fact.format_dt_shape()
                     ))
                 })?;
             if input_shape.is_some_and(|s| s != shape) {
-                return Err(graph_err(format!("input {i} is {shape:?}, unlike input 0")));
+                return Err(graph_err(format!(
+                    "input {i} is {}, unlike input 0",
+                    shape_text(&shape)
+                )));
             }
             input_shape = Some(shape);
         }
@@ -136,8 +153,10 @@ impl TractDecoder {
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
-            "decoder {}: tract, {kernel:?} kernels, input {input_shape:?}",
-            path.display()
+            "decoder {}: tract, {} kernels, input {}",
+            path.display(),
+            kernel.name(),
+            shape_text(&input_shape)
         );
         Ok(Self {
             graph: GraphInputs {
