@@ -15,7 +15,7 @@ use std::time::Instant;
 
 mod common;
 
-use hailo_edge::decode::tract_engine::{TractDecoder, TractKernels};
+use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
 
 fn fill(maps: &mut FeatureMaps) {

@@ -12,11 +12,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use hailo_edge::decode::attention::fuse_attention;
-use hailo_edge::decode::deform_sample::fuse_deformable_sampling;
-use hailo_edge::decode::fast_ops::speed_up;
-use hailo_edge::decode::grid_sample::onnx_fast;
-use hailo_edge::decode::layer_norm::fuse_layer_norm;
+use hailo_edge::decode::ops::attention::fuse_attention;
+use hailo_edge::decode::ops::deform_sample::fuse_deformable_sampling;
+use hailo_edge::decode::ops::fast_ops::speed_up;
+use hailo_edge::decode::ops::grid_sample::onnx_fast;
+use hailo_edge::decode::ops::layer_norm::fuse_layer_norm;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::format_err;
 

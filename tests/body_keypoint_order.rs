@@ -19,7 +19,7 @@ fn the_check_the_pipeline_makes_refuses_another_order() {
     // Negative controls: two points swapped, and too few points.
     let mut swapped = labels.clone();
     swapped.swap(1, 2);
-    let err = check_coco17_prefix(&swapped).unwrap_err();
+    let err = check_coco17_prefix(&swapped).unwrap_err().to_string();
     assert!(err.contains("right_eye"), "{err}");
     assert!(check_coco17_prefix(&labels[..16]).is_err());
 }

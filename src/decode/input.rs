@@ -6,10 +6,16 @@
 //! writing straight into the tensors the engine reads. The tensors are kept behind
 //! `Arc` so that tract can take them as inputs without a copy and hand the buffers back
 //! once the run is over; the next frame then overwrites them in place.
+//!
+//! The maps are tract `Tensor`s because that is what tract's runner takes without a
+//! copy; everything else sees them as ndarray views of those buffers
+//! ([`FeatureMaps::map`], [`FeatureMaps::map_mut`]), which is also what ONNX Runtime
+//! takes.
 
 use std::sync::Arc;
 
 use hef::{DataType, QuantInfo, Quantization};
+use ndarray::{s, ArrayView4, ArrayViewMut2, ArrayViewMut4};
 use tract_onnx::prelude::{IntoTValue, TValue, TVec, Tensor, TractResult};
 use tract_onnx::tract_hir::internal::ensure;
 
@@ -56,29 +62,37 @@ impl FeatureMaps {
         &self.maps
     }
 
-    /// Read access to map `i` as a flat NCHW slice.
-    pub fn map(&self, i: usize) -> &[f32] {
-        super::f32s(&self.maps[i]).expect("feature maps are dense f32")
+    /// Map `i`, (1, channels, height, width).
+    pub fn map(&self, i: usize) -> ArrayView4<'_, f32> {
+        let data = super::ops::f32s(&self.maps[i]).expect("feature maps are dense f32");
+        ArrayView4::from_shape(self.shape, data).expect("maps hold their shape's elements")
     }
 
-    /// Write access to map `i` as a flat NCHW slice.
+    /// Map `i`, (1, channels, height, width), writable.
     ///
     /// When an engine still holds the previous frame's tensor, a fresh buffer is
     /// allocated instead of waiting (this is logged, it should not happen in steady
     /// state).
-    pub fn map_mut(&mut self, i: usize) -> &mut [f32] {
+    pub fn map_mut(&mut self, i: usize) -> ArrayViewMut4<'_, f32> {
+        let shape = self.shape;
+        ArrayViewMut4::from_shape(shape, self.elements_mut(i))
+            .expect("maps hold their shape's elements")
+    }
+
+    /// The elements of map `i`, writable, in a buffer no engine holds.
+    fn elements_mut(&mut self, i: usize) -> &mut [f32] {
         if Arc::get_mut(&mut self.maps[i]).is_none() {
             log::debug!("feature map {i} still shared; allocating a new buffer");
             self.maps[i] =
                 Arc::new(Tensor::zero::<f32>(&self.shape).expect("f32 tensor of a plain shape"));
         }
-        super::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
+        super::ops::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
             .expect("feature maps are dense f32")
     }
 
     /// The maps as an engine's inputs, shared rather than copied; map `i` gets
     /// the shape `shapes[i]` when given (the same elements, row-major, under
-    /// other axis lengths: see [`super::input_reshape`]).
+    /// other axis lengths: see `ops::input_reshape`).
     ///
     /// # Errors
     /// When a shape holds another number of elements than the maps.
@@ -92,9 +106,9 @@ impl FeatureMaps {
                 "input {i} fed as {want:?}, maps are {logical:?}"
             );
             if self.maps[i].shape() != want {
-                self.map_mut(i);
+                self.elements_mut(i);
                 Arc::get_mut(&mut self.maps[i])
-                    .expect("made unique by map_mut")
+                    .expect("made unique by elements_mut")
                     .set_shape(want)?;
             }
         }
@@ -107,24 +121,25 @@ impl FeatureMaps {
     /// [`DecodeError::Buffer`] naming the stream when a buffer's length, data type or
     /// per-feature quantisation count does not match the maps.
     pub fn fill_from_device(&mut self, taps: &[DeviceMap<'_>; TAPS]) -> Result<(), DecodeError> {
+        let [_, c, h, w] = self.shape;
         for (i, tap) in taps.iter().enumerate() {
-            let [_, c, h, w] = self.shape;
-            dequantize_nhwc_to_nchw(tap, c, h * w, self.map_mut(i))?;
+            let planes = ArrayViewMut2::from_shape((c, h * w), self.elements_mut(i))
+                .expect("maps hold their shape's elements");
+            dequantize_nhwc_to_nchw(tap, planes)?;
         }
         Ok(())
     }
 }
 
-/// Dequantises one NHWC buffer of `pixels × channels` into an NCHW plane set.
+/// Dequantises one NHWC buffer of `pixels × channels` into planes `(channels, pixels)`.
 ///
 /// # Errors
 /// [`DecodeError::Buffer`] for a length or quantisation mismatch.
 pub fn dequantize_nhwc_to_nchw(
     tap: &DeviceMap<'_>,
-    channels: usize,
-    pixels: usize,
-    out: &mut [f32],
+    out: ArrayViewMut2<'_, f32>,
 ) -> Result<(), DecodeError> {
+    let (channels, pixels) = out.dim();
     let bad = |message: String| DecodeError::Buffer {
         stream: tap.stream.to_string(),
         message,
@@ -138,7 +153,6 @@ pub fn dequantize_nhwc_to_nchw(
             tap.data_type.name()
         )));
     }
-    debug_assert_eq!(out.len(), pixels * channels);
     // Per-channel affine (a, b) with real = q * a + b: one multiply-add per element.
     let affine: Vec<(f32, f32)> = match tap.quant {
         Quantization::Uniform(q) => vec![affine_of(q); channels],
@@ -153,8 +167,8 @@ pub fn dequantize_nhwc_to_nchw(
         }
     };
     match tap.data_type {
-        DataType::Uint8 => transpose(tap.bytes, channels, pixels, &affine, out, |b, i| b[i]),
-        DataType::Uint16 => transpose(tap.bytes, channels, pixels, &affine, out, |b, i| {
+        DataType::Uint8 => transpose(tap.bytes, &affine, out, |b, i| b[i]),
+        DataType::Uint16 => transpose(tap.bytes, &affine, out, |b, i| {
             u16::from_le_bytes([b[2 * i], b[2 * i + 1]])
         }),
     }
@@ -169,19 +183,17 @@ fn affine_of(q: &QuantInfo) -> (f32, f32) {
 /// (contiguous channels) and the writes (one run per channel) stay in cache.
 fn transpose<T: Into<f32> + Copy>(
     bytes: &[u8],
-    channels: usize,
-    pixels: usize,
     affine: &[(f32, f32)],
-    out: &mut [f32],
+    mut out: ArrayViewMut2<'_, f32>,
     read: impl Fn(&[u8], usize) -> T,
 ) {
     const BLOCK: usize = 16;
+    let (channels, pixels) = out.dim();
     let mut p0 = 0;
     while p0 < pixels {
         let p1 = (p0 + BLOCK).min(pixels);
         for (c, &(a, b)) in affine.iter().enumerate() {
-            let dst = &mut out[c * pixels + p0..c * pixels + p1];
-            for (k, o) in dst.iter_mut().enumerate() {
+            for (k, o) in out.slice_mut(s![c, p0..p1]).iter_mut().enumerate() {
                 let q: f32 = read(bytes, (p0 + k) * channels + c).into();
                 *o = q * a + b;
             }
@@ -287,58 +299,50 @@ mod tests {
             data_type: DataType::Uint16,
             quant: &q,
         };
-        dequantize_nhwc_to_nchw(&tap, c, h * w, &mut out).unwrap();
+        let planes = ArrayViewMut2::from_shape((c, h * w), &mut out).unwrap();
+        dequantize_nhwc_to_nchw(&tap, planes).unwrap();
         // channel 1, pixel 2 is element 2*3+1 = 7 of the NHWC buffer.
         assert_eq!(out[4 + 2], (f32::from(vals[7]) - 1000.0) * 0.5);
     }
 
     #[test]
     fn wrong_length_and_quant_count_name_the_stream() {
-        let raw = bytes(10);
-        let q = Quantization::Uniform(quant(0.0, 1.0));
-        let tap = DeviceMap {
-            stream: "backbone/tap2",
-            bytes: &raw,
-            data_type: DataType::Uint8,
-            quant: &q,
-        };
+        let (short, long) = (bytes(10), bytes(12));
+        let uniform = Quantization::Uniform(quant(0.0, 1.0));
+        let two = Quantization::PerFeature(vec![quant(0.0, 1.0); 2]);
         let mut out = vec![0.0; 12];
-        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("backbone/tap2") && err.contains("expected 12"),
-            "{err}"
-        );
-        let raw = bytes(12);
-        let q = Quantization::PerFeature(vec![quant(0.0, 1.0); 2]);
-        let tap = DeviceMap {
-            bytes: &raw,
-            quant: &q,
-            ..tap
-        };
-        let err = dequantize_nhwc_to_nchw(&tap, 3, 4, &mut out)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("2 per-feature") && err.contains("expected 3"),
-            "{err}"
-        );
+        let cases = [
+            (&short, &uniform, ["backbone/tap2", "expected 12"]),
+            (&long, &two, ["2 per-feature", "expected 3"]),
+        ];
+        for (raw, q, want) in cases {
+            let tap = DeviceMap {
+                stream: "backbone/tap2",
+                bytes: raw,
+                data_type: DataType::Uint8,
+                quant: q,
+            };
+            let planes = ArrayViewMut2::from_shape((3, 4), &mut out).unwrap();
+            let err = dequantize_nhwc_to_nchw(&tap, planes)
+                .unwrap_err()
+                .to_string();
+            assert!(want.iter().all(|w| err.contains(w)), "{err}");
+        }
     }
 
     #[test]
     fn buffers_are_reused_when_no_one_else_holds_them() {
         let mut maps = FeatureMaps::new(2, 2, 2);
         let before = maps.map(0).as_ptr();
-        maps.map_mut(0)[0] = 1.0;
+        maps.map_mut(0)[[0, 0, 0, 0]] = 1.0;
         assert_eq!(maps.map(0).as_ptr(), before);
         let held = maps.tensors()[0].clone();
-        maps.map_mut(0)[0] = 2.0;
+        maps.map_mut(0)[[0, 0, 0, 0]] = 2.0;
         assert_ne!(
             maps.map(0).as_ptr(),
             before,
             "shared buffer must not be written"
         );
-        assert_eq!(super::super::f32s(&held).unwrap()[0], 1.0);
+        assert_eq!(super::super::ops::f32s(&held).unwrap()[0], 1.0);
     }
 }

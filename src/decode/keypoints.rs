@@ -46,20 +46,31 @@ pub const COCO17: [&str; 17] = [
     "right_ankle",
 ];
 
+/// A body whose keypoints do not start with [`COCO17`] in order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "its first keypoints are {}, the decoder gives COCO-17 in order {}",
+    .found.join(", "),
+    COCO17.join(", ")
+)]
+pub struct KeypointOrderError {
+    /// The body's first keypoints (up to 17).
+    pub found: Vec<String>,
+}
+
 /// Checks that a body's keypoints start with [`COCO17`] in order, so the
 /// decoder's keypoint `i` can feed the body's keypoint `i`.
 ///
 /// # Errors
-/// What the body's first keypoints are instead.
-pub fn check_coco17_prefix(labels: &[String]) -> Result<(), String> {
+/// [`KeypointOrderError`] with the body's first keypoints.
+pub fn check_coco17_prefix(labels: &[String]) -> Result<(), KeypointOrderError> {
     let n = COCO17.len();
     if labels.len() >= n && labels[..n] == COCO17 {
         Ok(())
     } else {
-        Err(format!(
-            "its first keypoints are {:?}, the decoder gives COCO-17 in order {COCO17:?}",
-            &labels[..labels.len().min(n)]
-        ))
+        Err(KeypointOrderError {
+            found: labels[..labels.len().min(n)].to_vec(),
+        })
     }
 }
 
@@ -143,7 +154,7 @@ pub fn top_detections(
     input_size: (f32, f32),
     mapping: &impl KeypointMapping,
 ) -> Vec<Detection> {
-    if class >= out.classes {
+    if class >= out.classes() {
         return Vec::new();
     }
     let mut order: Vec<(usize, f32)> = (0..out.queries())
@@ -155,10 +166,11 @@ pub fn top_detections(
         .into_iter()
         .take(count)
         .map(|(q, score)| {
-            let [cx, cy, bw, bh] = out.dets[q];
+            let b = out.dets.row(q);
+            let (cx, cy, bw, bh) = (b[0], b[1], b[2], b[3]);
             let (x0, y0) = mapping.to_camera((cx - bw / 2.0) * w, (cy - bh / 2.0) * h);
             let (x1, y1) = mapping.to_camera((cx + bw / 2.0) * w, (cy + bh / 2.0) * h);
-            let keypoints = (0..out.keypoints_per_query)
+            let keypoints = (0..out.keypoints_per_query())
                 .map(|k| {
                     let f = out.keypoint(q, k);
                     let (x, y) = mapping.to_camera(f[0] * w, f[1] * h);
@@ -184,21 +196,21 @@ pub fn top_detections(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::{Array2, Array3};
 
     fn output() -> RawOutput {
         let (q, c, k) = (3, 2, 17);
         let mut out = RawOutput {
-            dets: vec![[0.5, 0.5, 0.2, 0.4], [0.25, 0.75, 0.1, 0.1], [0.0; 4]],
-            labels: vec![-5.0; q * c],
-            classes: c,
-            keypoints: vec![0.0; q * k * FIELDS],
-            keypoints_per_query: k,
+            dets: ndarray::array![[0.5, 0.5, 0.2, 0.4], [0.25, 0.75, 0.1, 0.1], [0.0; 4]],
+            labels: Array2::from_elem((q, c), -5.0),
+            keypoints: Array3::zeros((q, k, FIELDS)),
         };
-        out.labels[c] = 3.0; // query 1, class 0: best
-        out.labels[0] = 1.0; // query 0, class 0: second
-        out.labels[2 * c + 1] = 9.0; // query 2, class 1: best of another class
-        let kp = (k + 5) * FIELDS; // query 1, keypoint 5
-        out.keypoints[kp..kp + FIELDS].copy_from_slice(&[0.5, 0.25, 2.0, -1.0, 0.1, 0.2, 0.3, 7.0]);
+        out.labels[[1, 0]] = 3.0; // query 1, class 0: best
+        out.labels[[0, 0]] = 1.0; // query 0, class 0: second
+        out.labels[[2, 1]] = 9.0; // query 2, class 1: best of another class
+        out.keypoints
+            .slice_mut(ndarray::s![1, 5, ..]) // query 1, keypoint 5
+            .assign(&ndarray::arr1(&[0.5, 0.25, 2.0, -1.0, 0.1, 0.2, 0.3, 7.0]));
         out
     }
 

@@ -6,29 +6,23 @@
 //! | step | module | what it does |
 //! |---|---|---|
 //! | 1 | [`input`] | dequantise the device buffers into the NCHW f32 maps the ONNX expects, in one pass, into reused buffers |
-//! | 2 | [`Decoder`] ([`tract_engine`], `ort_engine`) | run the projectors, decoder and heads from an ONNX file |
+//! | 2 | [`Decoder`] ([`engine::tract`], `engine::ort`) | run the projectors, decoder and heads from an ONNX file |
 //! | 3 | [`keypoints`] | pick the top detections and map their keypoints back to camera pixels |
 //!
 //! Engines are chosen by a config key ([`Engine`]): `tract` (pure Rust, the default, with
-//! the fast [`grid_sample`] kernel) or `ort` (ONNX Runtime, loaded at run time; cargo
+//! the fast kernels of [`ops`]) or `ort` (ONNX Runtime, loaded at run time; cargo
 //! feature `ort`).
 
-pub mod attention;
-pub mod deform_sample;
-pub mod fast_ops;
-mod graph_patch;
-pub mod grid_sample;
+pub mod engine;
 pub mod input;
-mod input_reshape;
 pub mod keypoints;
-pub mod layer_norm;
-#[cfg(feature = "ort")]
-pub mod ort_engine;
+pub mod ops;
 pub mod retain_memory;
-pub mod tract_engine;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+use ndarray::{Array2, Array3, ArrayView1};
 
 pub use input::FeatureMaps;
 pub use keypoints::{Detection, Keypoint, KeypointMapping};
@@ -36,55 +30,12 @@ pub use keypoints::{Detection, Keypoint, KeypointMapping};
 /// Number of backbone maps the decoder reads (ViT taps after layers 3, 6, 9 and 12).
 pub const TAPS: usize = 4;
 
-/// Helpers shared by the kernel tests: seeded inputs and the largest difference.
-#[cfg(test)]
-pub(crate) mod test_util {
-    use tract_onnx::prelude::Tensor;
-
-    /// `n` values in `[lo, hi)` from a xorshift seeded by `seed`: repeatable inputs.
-    pub fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
-            })
-            .collect()
-    }
-
-    /// The largest absolute element difference of two f32 tensors of one shape.
-    pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        assert_eq!(a.shape(), b.shape());
-        let (a, b) = (super::f32s(a).unwrap(), super::f32s(b).unwrap());
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
-    }
-}
-
-/// The elements of a dense f32 tensor.
-pub(crate) fn f32s(t: &tract_onnx::prelude::Tensor) -> tract_onnx::prelude::TractResult<&[f32]> {
-    t.try_as_plain_ram()?.as_slice::<f32>()
-}
-
-/// The elements of a dense f32 tensor, writable.
-pub(crate) fn f32s_mut(
-    t: &mut tract_onnx::prelude::Tensor,
-) -> tract_onnx::prelude::TractResult<&mut [f32]> {
-    t.to_plain_array_view_mut::<f32>()?
-        .into_slice()
-        .ok_or_else(|| tract_onnx::tract_hir::internal::format_err!("tensor is not contiguous"))
-}
-
 /// Errors of the decoder.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
     /// An engine name that is not one of the known keys.
-    #[error("unknown decoder engine {0:?}: expected \"tract\" or \"ort\"")]
+    #[error("unknown decoder engine \"{0}\": expected \"tract\" or \"ort\"")]
     UnknownEngine(String),
     /// The `ort` engine was asked for in a build without the `ort` feature.
     #[error("decoder engine \"ort\" needs hailo-edge built with `--features ort`")]
@@ -99,7 +50,11 @@ pub enum DecodeError {
     #[error("decoder run failed: {0}")]
     Run(String),
     /// Feature maps that do not match the graph's input shape.
-    #[error("feature maps are {found:?}, the decoder expects {expected:?}")]
+    #[error(
+        "feature maps are {}, the decoder expects {}",
+        shape_text(found),
+        shape_text(expected)
+    )]
     InputShape {
         expected: [usize; 4],
         found: [usize; 4],
@@ -107,6 +62,12 @@ pub enum DecodeError {
     /// A device buffer that does not match its stream description.
     #[error("backbone output {stream}: {message}")]
     Buffer { stream: String, message: String },
+}
+
+/// A shape as `(a, b, c)`, for messages.
+pub(crate) fn shape_text(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("({})", dims.join(", "))
 }
 
 /// Which inference engine runs the decoder graph (config key `decoder.engine`).
@@ -167,60 +128,59 @@ impl FromStr for Engine {
     }
 }
 
-/// The raw outputs of the decoder graph for one frame (batch 1).
+/// The raw outputs of the decoder graph for one frame (batch 1), the batch axis dropped.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawOutput {
     /// Boxes (Q, 4): cx, cy, w, h, normalised to the model input.
-    pub dets: Vec<[f32; 4]>,
-    /// Class logits (Q × classes), row-major; `sigmoid` gives the score.
-    pub labels: Vec<f32>,
-    /// Number of class logits per query.
-    pub classes: usize,
-    /// Keypoint fields (Q × K × 8), row-major; see [`keypoints`] for the 8 fields.
-    pub keypoints: Vec<f32>,
-    /// Keypoints per query (17 for COCO).
-    pub keypoints_per_query: usize,
+    pub dets: Array2<f32>,
+    /// Class logits (Q, classes); `sigmoid` gives the score.
+    pub labels: Array2<f32>,
+    /// Keypoint fields (Q, K, 8), K = 17 for COCO; see [`keypoints`] for the 8 fields.
+    pub keypoints: Array3<f32>,
 }
 
 impl RawOutput {
     /// Number of queries.
     pub fn queries(&self) -> usize {
-        self.dets.len()
+        self.dets.nrows()
+    }
+
+    /// Number of class logits per query.
+    pub fn classes(&self) -> usize {
+        self.labels.ncols()
+    }
+
+    /// Keypoints per query (17 for COCO).
+    pub fn keypoints_per_query(&self) -> usize {
+        self.keypoints.dim().1
     }
 
     /// Class logits of query `q`.
-    pub fn logits(&self, q: usize) -> &[f32] {
-        &self.labels[q * self.classes..(q + 1) * self.classes]
+    pub fn logits(&self, q: usize) -> ArrayView1<'_, f32> {
+        self.labels.row(q)
     }
 
     /// The 8 fields of keypoint `k` of query `q`.
-    pub fn keypoint(&self, q: usize, k: usize) -> &[f32] {
-        let i = (q * self.keypoints_per_query + k) * keypoints::FIELDS;
-        &self.keypoints[i..i + keypoints::FIELDS]
+    pub fn keypoint(&self, q: usize, k: usize) -> ArrayView1<'_, f32> {
+        self.keypoints.slice(ndarray::s![q, k, ..])
     }
 
     /// Largest absolute difference to another output of the same shape (for engine
     /// comparisons); `None` when the shapes differ.
     pub fn max_abs_diff(&self, other: &RawOutput) -> Option<f32> {
-        if self.dets.len() != other.dets.len()
-            || self.labels.len() != other.labels.len()
-            || self.keypoints.len() != other.keypoints.len()
+        if self.dets.dim() != other.dets.dim()
+            || self.labels.dim() != other.labels.dim()
+            || self.keypoints.dim() != other.keypoints.dim()
         {
             return None;
         }
-        let a = self
-            .dets
-            .iter()
-            .flatten()
-            .chain(&self.labels)
-            .chain(&self.keypoints);
-        let b = other
-            .dets
-            .iter()
-            .flatten()
-            .chain(&other.labels)
-            .chain(&other.keypoints);
-        Some(a.zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max))
+        let diff = self.elements().zip(other.elements());
+        Some(diff.map(|(x, y)| (x - y).abs()).fold(0.0, f32::max))
+    }
+
+    /// Every value: the boxes, then the logits, then the keypoint fields.
+    fn elements(&self) -> impl Iterator<Item = &f32> {
+        self.dets.iter().chain(&self.labels).chain(&self.keypoints)
     }
 }
 
@@ -251,12 +211,12 @@ pub trait Decoder: Send {
 /// [`DecodeError::OrtNotBuilt`] for `Engine::Ort` without the `ort` feature.
 pub fn load(engine: Engine, path: &Path) -> Result<Box<dyn Decoder>, DecodeError> {
     match engine {
-        Engine::Tract => Ok(Box::new(tract_engine::TractDecoder::load(
+        Engine::Tract => Ok(Box::new(engine::tract::TractDecoder::load(
             path,
-            tract_engine::TractKernels::Fast,
+            engine::tract::TractKernels::Fast,
         )?)),
         #[cfg(feature = "ort")]
-        Engine::Ort => Ok(Box::new(ort_engine::OrtDecoder::load(path, 1)?)),
+        Engine::Ort => Ok(Box::new(engine::ort::OrtDecoder::load(path, 1)?)),
         #[cfg(not(feature = "ort"))]
         Engine::Ort => Err(DecodeError::OrtNotBuilt),
     }
@@ -281,17 +241,15 @@ mod tests {
     #[test]
     fn max_abs_diff_sees_a_change() {
         let a = RawOutput {
-            dets: vec![[0.5; 4]; 2],
-            labels: vec![0.0; 6],
-            classes: 3,
-            keypoints: vec![0.0; 2 * 17 * 8],
-            keypoints_per_query: 17,
+            dets: Array2::from_elem((2, 4), 0.5),
+            labels: Array2::zeros((2, 3)),
+            keypoints: Array3::zeros((2, 17, 8)),
         };
         let mut b = a.clone();
         assert_eq!(a.max_abs_diff(&b), Some(0.0));
-        b.keypoints[100] = 0.25;
+        b.keypoints[[0, 12, 4]] = 0.25;
         assert_eq!(a.max_abs_diff(&b), Some(0.25));
-        b.labels.pop();
+        b.labels = Array2::zeros((2, 2));
         assert_eq!(a.max_abs_diff(&b), None);
     }
 }

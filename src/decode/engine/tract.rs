@@ -1,46 +1,51 @@
 //! The tract engine: pure Rust, the default.
 //!
-//! The ONNX graph is loaded with the fast [`GridSample`](super::grid_sample) kernel
+//! The ONNX graph is loaded with the fast [`GridSample`](crate::decode::ops::grid_sample) kernel
 //! registered (or, for comparisons, tract's own kernel), optimised once, and run with
 //! one reused execution state. tract still allocates each intermediate tensor per run;
-//! [`super::retain_memory`] keeps malloc from returning those blocks to the kernel
+//! [`crate::decode::retain_memory`] keeps malloc from returning those blocks to the kernel
 //! between frames.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tract_onnx::prelude::*;
 
-use super::attention::fuse_attention;
-use super::deform_sample::fuse_deformable_sampling;
-use super::fast_ops::speed_up;
-use super::grid_sample::onnx_fast;
-use super::input_reshape::fold_input_reshapes;
-use super::layer_norm::fuse_layer_norm;
-use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use super::{raw_output, GraphInputs, OUTPUT_NAMES};
+use crate::decode::ops::attention::fuse_attention;
+use crate::decode::ops::deform_sample::fuse_deformable_sampling;
+use crate::decode::ops::fast_ops::speed_up;
+use crate::decode::ops::grid_sample::onnx_fast;
+use crate::decode::ops::input_reshape::fold_input_reshapes;
+use crate::decode::ops::layer_norm::fuse_layer_norm;
+use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TractKernels {
-    /// hailo-edge's kernels where they apply: [`super::grid_sample::FastGridSample`]
-    /// fused with the attention weighting ([`super::deform_sample`]), fused
-    /// short-sequence attention ([`super::attention`]) and layer norms
-    /// ([`super::layer_norm`]), and the broadcasting / short-softmax replacements of
-    /// [`super::fast_ops`].
+    /// hailo-edge's kernels where they apply ([`ops`](crate::decode::ops)): the fast
+    /// GridSample fused with the attention weighting, fused short-sequence attention
+    /// and layer norms, and the broadcasting / short-softmax replacements.
     Fast,
     /// tract 0.23's own ops only (for comparison benchmarks and tests).
     Stock,
 }
 
-/// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
-pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
+impl TractKernels {
+    /// The kernels' name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fast => "fast",
+            Self::Stock => "stock",
+        }
+    }
+}
 
 /// A decoder graph prepared by tract.
 pub struct TractDecoder {
-    path: PathBuf,
+    graph: GraphInputs,
     state: TypedSimpleState,
-    input_shape: [usize; 4],
     /// Per input, the shape the optimised graph reads it in, when that is not
-    /// `input_shape` ([`super::input_reshape`]).
+    /// the graph's input shape (`ops::input_reshape`).
     feed_shapes: Vec<Option<TVec<usize>>>,
     /// Position of dets, labels and keypoints among the model outputs.
     output_index: [usize; 3],
@@ -49,8 +54,7 @@ pub struct TractDecoder {
 impl std::fmt::Debug for TractDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TractDecoder")
-            .field("path", &self.path)
-            .field("input_shape", &self.input_shape)
+            .field("graph", &self.graph)
             .finish_non_exhaustive()
     }
 }
@@ -90,7 +94,10 @@ impl TractDecoder {
         let mut output_index = [0; 3];
         for (slot, want) in output_index.iter_mut().zip(OUTPUT_NAMES) {
             *slot = names.iter().position(|n| n == want).ok_or_else(|| {
-                graph_err(format!("no output named {want:?} (outputs: {names:?})"))
+                graph_err(format!(
+                    "no output named \"{want}\" (outputs: {})",
+                    names.join(", ")
+                ))
             })?;
         }
         let inputs = model.input_outlets().map_err(load_err)?.len();
@@ -109,11 +116,15 @@ impl TractDecoder {
                 .filter(|s| s[0] == 1 && fact.datum_type == f32::datum_type())
                 .ok_or_else(|| {
                     graph_err(format!(
-                        "input {i} is {fact:?}, expected f32 (1, channels, grid, grid)"
+                        "input {i} is {}, expected f32 (1, channels, grid, grid)",
+                        fact.format_dt_shape()
                     ))
                 })?;
             if input_shape.is_some_and(|s| s != shape) {
-                return Err(graph_err(format!("input {i} is {shape:?}, unlike input 0")));
+                return Err(graph_err(format!(
+                    "input {i} is {}, unlike input 0",
+                    shape_text(&shape)
+                )));
             }
             input_shape = Some(shape);
         }
@@ -138,17 +149,21 @@ impl TractDecoder {
                 path.display()
             );
         }
-        super::retain_memory::retain_freed_memory();
+        crate::decode::retain_memory::retain_freed_memory();
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
-            "decoder {}: tract, {kernel:?} kernels, input {input_shape:?}",
-            path.display()
+            "decoder {}: tract, {} kernels, input {}",
+            path.display(),
+            kernel.name(),
+            shape_text(&input_shape)
         );
         Ok(Self {
-            path: path.to_path_buf(),
+            graph: GraphInputs {
+                path: path.to_path_buf(),
+                shape: input_shape,
+            },
             state,
-            input_shape,
             feed_shapes,
             output_index,
         })
@@ -161,67 +176,25 @@ impl Decoder for TractDecoder {
     }
 
     fn input_shape(&self) -> [usize; 4] {
-        self.input_shape
+        self.graph.shape
     }
 
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
-        if maps.shape() != self.input_shape {
-            return Err(DecodeError::InputShape {
-                expected: self.input_shape,
-                found: maps.shape(),
-            });
-        }
+        self.graph.check(maps)?;
+        let run_err = |e: TractError| DecodeError::Run(format!("{e:#}"));
         // The maps' Arcs are lent to tract; the state drops them at the end of the
         // turn, so the next frame's dequantisation writes into the same buffers.
-        let inputs = maps
-            .lend(&self.feed_shapes)
-            .map_err(|e| DecodeError::Run(format!("{e:#}")))?;
-        let outputs = self
-            .state
-            .run(inputs)
-            .map_err(|e| DecodeError::Run(format!("{e:#}")))?;
-        let [d, l, k] = self.output_index;
-        raw_output(&outputs[d], &outputs[l], &outputs[k])
+        let inputs = maps.lend(&self.feed_shapes).map_err(run_err)?;
+        let outputs = self.state.run(inputs).map_err(run_err)?;
+        let [d, l, k] = self
+            .output_index
+            .map(|i| outputs[i].to_plain_array_view::<f32>());
+        raw_output(
+            d.map_err(run_err)?,
+            l.map_err(run_err)?,
+            k.map_err(run_err)?,
+        )
     }
-}
-
-/// Checks the three output tensors' shapes and copies them into a [`RawOutput`].
-pub(crate) fn raw_output(
-    dets: &Tensor,
-    labels: &Tensor,
-    keypoints: &Tensor,
-) -> Result<RawOutput, DecodeError> {
-    let run_err = |m: String| DecodeError::Run(m);
-    let (ds, ls, ks) = (dets.shape(), labels.shape(), keypoints.shape());
-    let q = ds.get(1).copied().unwrap_or(0);
-    if ds != [1, q, 4]
-        || ls.len() != 3
-        || ls[..2] != [1, q]
-        || ks.len() != 4
-        || ks[..2] != [1, q]
-        || ks[3] != super::keypoints::FIELDS
-    {
-        return Err(run_err(format!(
-            "outputs dets {ds:?}, labels {ls:?}, keypoints {ks:?}; expected (1,Q,4), (1,Q,C), (1,Q,K,{})",
-            super::keypoints::FIELDS
-        )));
-    }
-    let f = |t: &Tensor| {
-        super::f32s(t)
-            .map(<[f32]>::to_vec)
-            .map_err(|e| run_err(format!("{e:#}")))
-    };
-    let flat = f(dets)?;
-    Ok(RawOutput {
-        dets: flat
-            .chunks_exact(4)
-            .map(|c| [c[0], c[1], c[2], c[3]])
-            .collect(),
-        labels: f(labels)?,
-        classes: ls[2],
-        keypoints: f(keypoints)?,
-        keypoints_per_query: ks[2],
-    })
 }
 
 #[cfg(test)]

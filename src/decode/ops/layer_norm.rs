@@ -77,38 +77,17 @@ fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-impl Op for FastLayerNorm {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastLayerNorm {
+    fn kernel_name(&self) -> StaticName {
         "FastLayerNorm".into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastLayerNorm {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let row = *input
-            .shape()
-            .last()
-            .ok_or_else(|| format_err!("FastLayerNorm on a scalar"))?;
-        let mut t = input.into_tensor();
-        if row > 0 {
-            self.apply(super::f32s_mut(&mut t)?, row);
-        }
-        Ok(tvec!(t.into_tvalue()))
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
+        super::in_place_rows("FastLayerNorm", inputs, |data, row| self.apply(data, row))
     }
 }
 
-impl TypedOp for FastLayerNorm {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        Ok(tvec!(inputs[0].without_value()))
-    }
-}
+super::tract_op!(FastLayerNorm);
 
 /// Replaces every `ReduceSum(last axis) -> Mul(1/n) -> Sub -> RmsNorm` chain of a
 /// decluttered f32 model with [`FastLayerNorm`]. Returns how many were replaced.

@@ -218,18 +218,12 @@ impl FastAttention {
     }
 }
 
-impl Op for FastAttention {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastAttention {
+    fn kernel_name(&self) -> StaticName {
         "FastAttention".into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastAttention {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (q, k, v) = args_3!(inputs);
         let mut out = Tensor::zero::<f32>(&self.out_shape)?;
         self.compute(
@@ -238,21 +232,19 @@ impl EvalOp for FastAttention {
             (super::f32s(&v)?, v.shape()),
             super::f32s_mut(&mut out)?,
         )?;
-        Ok(tvec!(out.into_tvalue()))
+        Ok(out)
+    }
+
+    fn output_fact(&self, _inputs: &[&TypedFact]) -> TractResult<TypedFact> {
+        Ok(f32::fact(&self.out_shape[..]))
     }
 }
 
-impl TypedOp for FastAttention {
-    as_op!();
-
-    fn output_facts(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        Ok(tvec!(f32::fact(&self.out_shape[..])))
-    }
-}
+super::tract_op!(FastAttention);
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_util::{max_diff, random};
+    use super::super::test_util::{max_abs_diff, max_diff, random};
     use super::kernel::{one_generic, Portable};
     use super::*;
     use tract_onnx::tract_hir::tract_core::ops::array::Slice;
@@ -401,11 +393,7 @@ mod tests {
             let mut b = vec![1.0; (m - 1) * d];
             one(&ops, dims, &mut scratch(), &mut a);
             one_generic::<Portable>(&ops, dims, &mut scratch(), &mut b);
-            let diff = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f32::max);
+            let diff = max_abs_diff(&a, &b);
             assert!(diff < 1e-5, "{diff}");
             // Rows are distributions over V's rows: bounded by V's range.
             assert!(a.iter().all(|x| x.abs() <= 2.0));

@@ -12,53 +12,70 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use super::tract_engine::OUTPUT_NAMES;
-use super::{DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use super::{raw_output, GraphInputs, OUTPUT_NAMES};
+use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
 
 /// Environment variable naming the ONNX Runtime shared library.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
 
-static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+/// Why ONNX Runtime cannot be loaded in this process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OrtLoadError {
+    /// `ORT_DYLIB_PATH` is unset or empty.
+    #[error(
+        "{DYLIB_ENV} is not set; point it at libonnxruntime.so \
+         (e.g. from `pip install onnxruntime`, onnxruntime/capi/)"
+    )]
+    NotSet,
+    /// The library named by `ORT_DYLIB_PATH` could not be loaded.
+    #[error("{DYLIB_ENV}={}: {message}", .path.display())]
+    Library { path: PathBuf, message: String },
+    /// The library loaded but refused to create its environment.
+    #[error("ONNX Runtime environment: {message}")]
+    Environment { message: String },
+}
+
+static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, OrtLoadError>> = OnceLock::new();
 
 /// Loads ONNX Runtime once per process from `ORT_DYLIB_PATH`.
-fn environment() -> Result<&'static ort::environment::Environment, String> {
+fn environment() -> Result<&'static ort::environment::Environment, OrtLoadError> {
     ENVIRONMENT
         .get_or_init(|| {
             let path = std::env::var_os(DYLIB_ENV)
                 .filter(|p| !p.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "{DYLIB_ENV} is not set; point it at libonnxruntime.so \
-                         (e.g. from `pip install onnxruntime`, onnxruntime/capi/)"
-                    )
-                })?;
-            let builder = ort::init_from(&path)
-                .map_err(|e| format!("{DYLIB_ENV}={}: {e}", PathBuf::from(&path).display()))?;
-            builder
-                .build()
-                .map_err(|e| format!("ONNX Runtime environment: {e}"))
+                .ok_or(OrtLoadError::NotSet)?;
+            let builder = ort::init_from(&path).map_err(|e| OrtLoadError::Library {
+                path: PathBuf::from(&path),
+                message: e.to_string(),
+            })?;
+            builder.build().map_err(|e| OrtLoadError::Environment {
+                message: e.to_string(),
+            })
         })
         .as_ref()
         .map_err(Clone::clone)
 }
 
 /// Whether ONNX Runtime can be loaded in this process (and why not).
-pub fn available() -> Result<(), String> {
+///
+/// # Errors
+/// [`OrtLoadError`] saying what is missing.
+pub fn available() -> Result<(), OrtLoadError> {
     environment().map(|_| ())
 }
 
 /// A decoder graph in an ONNX Runtime session.
 pub struct OrtDecoder {
+    graph: GraphInputs,
     session: Session,
     input_names: Vec<String>,
-    input_shape: [usize; 4],
 }
 
 impl std::fmt::Debug for OrtDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OrtDecoder")
-            .field("inputs", &self.input_names)
-            .field("input_shape", &self.input_shape)
+            .field("graph", &self.graph)
             .finish_non_exhaustive()
     }
 }
@@ -75,7 +92,7 @@ impl OrtDecoder {
             path: path.to_path_buf(),
             message,
         };
-        let env = environment().map_err(load_err)?;
+        let env = environment().map_err(|e| load_err(e.to_string()))?;
         let session = Session::builder(env)
             .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::Level3)?))
             .and_then(|b| Ok(b.with_intra_threads(threads)?))
@@ -94,7 +111,8 @@ impl OrtDecoder {
             .collect();
         if input_names.len() != TAPS {
             return Err(graph_err(format!(
-                "inputs {input_names:?}, expected {TAPS} feature maps"
+                "inputs {}, expected {TAPS} feature maps",
+                input_names.join(", ")
             )));
         }
         let shape = session.inputs()[0]
@@ -108,18 +126,23 @@ impl OrtDecoder {
         for want in OUTPUT_NAMES {
             if !outputs.contains(&want) {
                 return Err(graph_err(format!(
-                    "no output named {want:?} (outputs: {outputs:?})"
+                    "no output named \"{want}\" (outputs: {})",
+                    outputs.join(", ")
                 )));
             }
         }
         log::info!(
-            "decoder {}: ONNX Runtime, {threads} thread(s), input {shape:?}",
-            path.display()
+            "decoder {}: ONNX Runtime, {threads} thread(s), input {}",
+            path.display(),
+            shape_text(&shape)
         );
         Ok(Self {
+            graph: GraphInputs {
+                path: path.to_path_buf(),
+                shape,
+            },
             session,
             input_names,
-            input_shape: shape,
         })
     }
 }
@@ -130,31 +153,23 @@ impl Decoder for OrtDecoder {
     }
 
     fn input_shape(&self) -> [usize; 4] {
-        self.input_shape
+        self.graph.shape
     }
 
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
-        if maps.shape() != self.input_shape {
-            return Err(DecodeError::InputShape {
-                expected: self.input_shape,
-                found: maps.shape(),
-            });
-        }
+        self.graph.check(maps)?;
         let run_err = |e: ort::Error| DecodeError::Run(e.to_string());
-        let shape = self.input_shape.map(|d| d as i64);
         let mut inputs = Vec::with_capacity(TAPS);
         for (i, name) in self.input_names.iter().enumerate() {
-            let view = TensorRef::from_array_view((shape, maps.map(i))).map_err(run_err)?;
+            let view = TensorRef::from_array_view(maps.map(i)).map_err(run_err)?;
             inputs.push((name.as_str(), view));
         }
         let outputs = self.session.run(inputs).map_err(run_err)?;
-        let tensor = |name: &str| -> Result<tract_onnx::prelude::Tensor, DecodeError> {
-            let (shape, data) = outputs[name].try_extract_tensor::<f32>().map_err(run_err)?;
-            let dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
-            tract_onnx::prelude::Tensor::from_shape(&dims, data)
-                .map_err(|e| DecodeError::Run(format!("output {name}: {e:#}")))
-        };
-        let [d, l, k] = OUTPUT_NAMES;
-        super::tract_engine::raw_output(&tensor(d)?, &tensor(l)?, &tensor(k)?)
+        let [d, l, k] = OUTPUT_NAMES.map(|name| outputs[name].try_extract_array::<f32>());
+        raw_output(
+            d.map_err(run_err)?,
+            l.map_err(run_err)?,
+            k.map_err(run_err)?,
+        )
     }
 }

@@ -137,25 +137,19 @@ impl FastGridSample {
     }
 }
 
-impl Op for FastGridSample {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastGridSample {
+    fn kernel_name(&self) -> StaticName {
         "FastGridSample".into()
     }
 
-    fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!(
+    fn details(&self) -> Vec<String> {
+        vec![format!(
             "bilinear, padding {:?}, align_corners {}",
             self.padding, self.align_corners
-        )])
+        )]
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastGridSample {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (x, grid) = args_2!(inputs);
         let xs: [usize; 4] = x
             .shape()
@@ -173,14 +167,10 @@ impl EvalOp for FastGridSample {
         let gv = super::f32s(&grid)?;
         let mut out = Tensor::zero::<f32>(&[xs[0], xs[1], gs[1], gs[2]])?;
         self.sample(xv, xs, gv, gs, super::f32s_mut(&mut out)?);
-        Ok(tvec!(out.into_tvalue()))
+        Ok(out)
     }
-}
 
-impl TypedOp for FastGridSample {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+    fn output_fact(&self, inputs: &[&TypedFact]) -> TractResult<TypedFact> {
         let x = &inputs[0].shape;
         let g = &inputs[1].shape;
         ensure!(
@@ -188,9 +178,11 @@ impl TypedOp for FastGridSample {
             "FastGridSample needs 4-D input and grid"
         );
         let shape: TVec<TDim> = tvec![x[0].clone(), x[1].clone(), g[1].clone(), g[2].clone()];
-        Ok(tvec!(f32::fact(&shape)))
+        Ok(f32::fact(&shape))
     }
 }
+
+super::tract_op!(FastGridSample);
 
 /// Parsed ONNX `GridSample` node: picks the fast kernel or tract's own at wiring time.
 #[derive(Clone, Debug)]
@@ -365,21 +357,15 @@ mod tests {
     fn far_outside_is_zero_with_zero_padding_and_edge_with_border() {
         let x = Tensor::from_shape(&[1, 1, 2, 2], &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
         let grid = Tensor::from_shape(&[1, 1, 2, 2], &[5.0f32, 5.0, -5.0, -5.0]).unwrap();
-        let zeros = FastGridSample {
-            align_corners: false,
-            padding: FastPadding::Zeros,
-        };
-        assert_eq!(
-            super::super::f32s(&run(&zeros, &x, &grid)).unwrap(),
-            &[0.0, 0.0]
-        );
-        let border = FastGridSample {
-            align_corners: false,
-            padding: FastPadding::Border,
-        };
-        assert_eq!(
-            super::super::f32s(&run(&border, &x, &grid)).unwrap(),
-            &[4.0, 1.0]
-        );
+        for (padding, want) in [
+            (FastPadding::Zeros, [0.0, 0.0]),
+            (FastPadding::Border, [4.0, 1.0]),
+        ] {
+            let op = FastGridSample {
+                align_corners: false,
+                padding,
+            };
+            assert_eq!(super::super::f32s(&run(&op, &x, &grid)).unwrap(), &want);
+        }
     }
 }

@@ -23,30 +23,37 @@ pub struct FastDeformSample {
     pub sample: FastGridSample,
 }
 
+/// The operands of one [`FastDeformSample`] evaluation, flat row-major.
+#[derive(Clone, Copy, Debug)]
+pub struct DeformInputs<'a> {
+    /// The value maps (N, C, H, W).
+    pub value: &'a [f32],
+    /// (N, C, H, W) of `value`.
+    pub value_shape: [usize; 4],
+    /// Sampling locations (N, Lq, P, 2), normalised to [-1, 1].
+    pub grid: &'a [f32],
+    /// (N, Lq, P) of `grid` and `weights`.
+    pub grid_shape: [usize; 3],
+    /// Attention weights (N, Lq, P).
+    pub weights: &'a [f32],
+}
+
 impl FastDeformSample {
     /// value (N,C,H,W), grid (N,Lq,P,2), weights (N,Lq,P) -> out (N,C,Lq).
     ///
     /// Each value map is first transposed to (H·W, C) so that one tap reads C
     /// contiguous floats; a query then costs P·4 vector multiply-adds over C instead
     /// of P·4·C scalar gathers.
-    pub fn sample(
-        &self,
-        value: &[f32],
-        vs: [usize; 4],
-        grid: &[f32],
-        gs: [usize; 3],
-        weights: &[f32],
-        out: &mut [f32],
-    ) {
+    pub fn sample(&self, inputs: &DeformInputs<'_>, out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU supports AVX2, checked just above.
-                unsafe { self.sample_avx2(value, vs, grid, gs, weights, out) };
+                unsafe { self.sample_avx2(inputs, out) };
                 return;
             }
         }
-        self.sample_generic(value, vs, grid, gs, weights, out);
+        self.sample_generic(inputs, out);
     }
 
     /// [`Self::sample`] compiled for AVX2: 8-wide channel loops, and `floor` as one
@@ -57,28 +64,19 @@ impl FastDeformSample {
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn sample_avx2(
-        &self,
-        value: &[f32],
-        vs: [usize; 4],
-        grid: &[f32],
-        gs: [usize; 3],
-        weights: &[f32],
-        out: &mut [f32],
-    ) {
-        self.sample_generic(value, vs, grid, gs, weights, out);
+    unsafe fn sample_avx2(&self, inputs: &DeformInputs<'_>, out: &mut [f32]) {
+        self.sample_generic(inputs, out);
     }
 
     #[inline(always)]
-    fn sample_generic(
-        &self,
-        value: &[f32],
-        vs: [usize; 4],
-        grid: &[f32],
-        gs: [usize; 3],
-        weights: &[f32],
-        out: &mut [f32],
-    ) {
+    fn sample_generic(&self, inputs: &DeformInputs<'_>, out: &mut [f32]) {
+        let DeformInputs {
+            value,
+            value_shape: vs,
+            grid,
+            grid_shape: gs,
+            weights,
+        } = *inputs;
         let [n, c, h, w] = vs;
         let [_, lq, points] = gs;
         let plane = h * w;
@@ -115,18 +113,12 @@ impl FastDeformSample {
     }
 }
 
-impl Op for FastDeformSample {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastDeformSample {
+    fn kernel_name(&self) -> StaticName {
         "FastDeformSample".into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastDeformSample {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (value, grid, weights) = args_3!(inputs);
         let vs: [usize; 4] = value
             .shape()
@@ -144,35 +136,33 @@ impl EvalOp for FastDeformSample {
             weights.shape()
         );
         let mut out = Tensor::zero::<f32>(&[vs[0], vs[1], lq, 1])?;
-        self.sample(
-            super::f32s(&value)?,
-            vs,
-            super::f32s(&grid)?,
-            [vs[0], lq, points],
-            super::f32s(&weights)?,
-            super::f32s_mut(&mut out)?,
-        );
-        Ok(tvec!(out.into_tvalue()))
+        let inputs = DeformInputs {
+            value: super::f32s(&value)?,
+            value_shape: vs,
+            grid: super::f32s(&grid)?,
+            grid_shape: [vs[0], lq, points],
+            weights: super::f32s(&weights)?,
+        };
+        self.sample(&inputs, super::f32s_mut(&mut out)?);
+        Ok(out)
     }
-}
 
-impl TypedOp for FastDeformSample {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+    fn output_fact(&self, inputs: &[&TypedFact]) -> TractResult<TypedFact> {
         let (v, g) = (&inputs[0].shape, &inputs[1].shape);
         ensure!(
             v.rank() == 4 && g.rank() == 4,
             "FastDeformSample needs 4-D value and grid"
         );
-        Ok(tvec!(f32::fact(&[
+        Ok(f32::fact(&[
             v[0].clone(),
             v[1].clone(),
             g[1].clone(),
-            1.to_dim()
-        ])))
+            1.to_dim(),
+        ]))
     }
 }
+
+super::tract_op!(FastDeformSample);
 
 /// Rewrites every `FastGridSample -> Mul(weights (N,1,Lq,P)) -> ReduceSum(axis 3)` chain
 /// into one [`FastDeformSample`]. Returns how many chains were fused.
@@ -250,7 +240,7 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
 #[cfg(test)]
 mod tests {
     use super::super::grid_sample::FastPadding;
-    use super::super::test_util::random;
+    use super::super::test_util::{max_abs_diff, random};
     use super::*;
 
     #[test]
@@ -281,24 +271,27 @@ mod tests {
                     }
                 }
                 let fused = FastDeformSample { sample: gs };
+                let inputs = DeformInputs {
+                    value: &value,
+                    value_shape: [n, c, h, w],
+                    grid: &grid,
+                    grid_shape: [n, lq, p],
+                    weights: &weights,
+                };
                 let mut got = vec![0.0; n * c * lq];
-                fused.sample(&value, [n, c, h, w], &grid, [n, lq, p], &weights, &mut got);
-                let d = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0, f32::max);
+                fused.sample(&inputs, &mut got);
+                let d = max_abs_diff(&got, &want);
                 assert!(d < 1e-5, "{padding:?} {align_corners}: {d}");
                 // Negative control: other weights give another result.
                 let mut w2 = weights.clone();
                 w2[3] += 0.5;
                 let mut got2 = vec![0.0; n * c * lq];
-                fused.sample(&value, [n, c, h, w], &grid, [n, lq, p], &w2, &mut got2);
-                let d2 = got2
-                    .iter()
-                    .zip(&want)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0, f32::max);
+                let changed = DeformInputs {
+                    weights: &w2,
+                    ..inputs
+                };
+                fused.sample(&changed, &mut got2);
+                let d2 = max_abs_diff(&got2, &want);
                 assert!(d2 > 1e-3, "changed weights not detected: {d2}");
             }
         }

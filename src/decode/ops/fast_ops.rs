@@ -48,18 +48,12 @@ pub struct FastBroadcast {
     pub shape: TVec<usize>,
 }
 
-impl Op for FastBroadcast {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastBroadcast {
+    fn kernel_name(&self) -> StaticName {
         format!("FastBroadcast{:?}", self.kind).into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastBroadcast {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (a, b) = args_2!(inputs);
         let mut out = Tensor::zero::<f32>(&self.shape)?;
         let dst = super::f32s_mut(&mut out)?;
@@ -70,9 +64,15 @@ impl EvalOp for FastBroadcast {
             BinKind::Mul => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p * q),
             BinKind::Div => broadcast(x, a.shape(), y, b.shape(), &self.shape, dst, |p, q| p / q),
         }?;
-        Ok(tvec!(out.into_tvalue()))
+        Ok(out)
+    }
+
+    fn output_fact(&self, _inputs: &[&TypedFact]) -> TractResult<TypedFact> {
+        Ok(f32::fact(&self.shape[..]))
     }
 }
+
+super::tract_op!(FastBroadcast);
 
 /// Element strides of a dense tensor of `shape` read as `out` (0 along broadcast axes).
 fn broadcast_strides(shape: &[usize], out: &[usize]) -> TractResult<Vec<usize>> {
@@ -139,14 +139,6 @@ fn broadcast(
         }
     }
     Ok(())
-}
-
-impl TypedOp for FastBroadcast {
-    as_op!();
-
-    fn output_facts(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        Ok(tvec!(f32::fact(&self.shape[..])))
-    }
 }
 
 /// Softmax over the last axis of an f32 tensor with short rows.
@@ -250,36 +242,17 @@ pub fn exp_approx(x: f32) -> f32 {
     p * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
 
-impl Op for FastSoftmax {
-    fn name(&self) -> StaticName {
+impl super::Kernel for FastSoftmax {
+    fn kernel_name(&self) -> StaticName {
         "FastSoftmax".into()
     }
 
-    op_as_typed_op!();
-}
-
-impl EvalOp for FastSoftmax {
-    op_out_of_plan!();
-
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let row = *input
-            .shape()
-            .last()
-            .ok_or_else(|| format_err!("FastSoftmax on a scalar"))?;
-        let mut t = input.into_tensor();
-        Self::apply(super::f32s_mut(&mut t)?, row);
-        Ok(tvec!(t.into_tvalue()))
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
+        super::in_place_rows("FastSoftmax", inputs, Self::apply)
     }
 }
 
-impl TypedOp for FastSoftmax {
-    as_op!();
-
-    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        Ok(tvec!(inputs[0].without_value()))
-    }
-}
+super::tract_op!(FastSoftmax);
 
 /// Swaps [`FastBroadcast`] and [`FastSoftmax`] into an optimised model where they
 /// apply (f32, static shapes). Returns how many nodes were replaced.

@@ -406,22 +406,28 @@ unsafe fn softmax_row(row: *mut f32, nb: usize, tail_mask: __m256) -> f32 {
     1.0 / _mm256_cvtss_f32(sum_all(sum))
 }
 
-/// The largest lane of `v`, in every lane: halves, then pairs, then neighbours.
+/// `op` folded over the lanes of `v`, the result in every lane: halves, then pairs,
+/// then neighbours.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn across_lanes(v: __m256, op: impl Fn(__m256, __m256) -> __m256) -> __m256 {
+    let v = op(v, _mm256_permute2f128_ps::<1>(v, v));
+    let v = op(v, _mm256_permute_ps::<0b0100_1110>(v));
+    op(v, _mm256_permute_ps::<0b1011_0001>(v))
+}
+
+/// The largest lane of `v`, in every lane.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn max_all(v: __m256) -> __m256 {
-    let v = _mm256_max_ps(v, _mm256_permute2f128_ps::<1>(v, v));
-    let v = _mm256_max_ps(v, _mm256_permute_ps::<0b0100_1110>(v));
-    _mm256_max_ps(v, _mm256_permute_ps::<0b1011_0001>(v))
+    across_lanes(v, |a, b| _mm256_max_ps(a, b))
 }
 
-/// The sum of the lanes of `v`, in every lane (as [`max_all`]).
+/// The sum of the lanes of `v`, in every lane.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn sum_all(v: __m256) -> __m256 {
-    let v = _mm256_add_ps(v, _mm256_permute2f128_ps::<1>(v, v));
-    let v = _mm256_add_ps(v, _mm256_permute_ps::<0b0100_1110>(v));
-    _mm256_add_ps(v, _mm256_permute_ps::<0b1011_0001>(v))
+    across_lanes(v, |a, b| _mm256_add_ps(a, b))
 }
 
 /// [`exp_approx`](super::super::fast_ops::exp_approx) on eight lanes: the same

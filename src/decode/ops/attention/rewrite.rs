@@ -17,7 +17,7 @@ use super::{FastAttention, Role};
 /// # Errors
 /// When tract rejects a patch (a bug; the model is unchanged then).
 pub fn fuse_attention(model: &mut TypedModel) -> TractResult<usize> {
-    crate::decode::graph_patch::apply_each(model, find_one)
+    crate::decode::ops::graph_patch::apply_each(model, find_one)
 }
 
 fn f32_einsum(node: &TypedNode) -> Option<&EinSum> {

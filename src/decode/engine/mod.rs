@@ -1,0 +1,80 @@
+//! The engines that run the decoder graph: [`tract`] (pure Rust, the default) and
+//! `ort` (ONNX Runtime, cargo feature `ort`). Both implement [`Decoder`](super::Decoder)
+//! and hand their outputs as ndarray views of the engine's own buffers to one shape
+//! check, so the one copy of an output is the one into [`RawOutput`].
+
+#[cfg(feature = "ort")]
+pub mod ort;
+pub mod tract;
+
+use std::path::PathBuf;
+
+use ndarray::{Array, ArrayViewD, Axis, Dimension};
+
+use super::{keypoints, shape_text, DecodeError, FeatureMaps, RawOutput};
+
+/// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
+pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
+
+/// What every engine knows of its graph: the file and the shape of each input map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GraphInputs {
+    pub(crate) path: PathBuf,
+    pub(crate) shape: [usize; 4],
+}
+
+impl GraphInputs {
+    /// [`DecodeError::InputShape`] unless `maps` have the graph's input shape.
+    pub(crate) fn check(&self, maps: &FeatureMaps) -> Result<(), DecodeError> {
+        if maps.shape() == self.shape {
+            Ok(())
+        } else {
+            Err(DecodeError::InputShape {
+                expected: self.shape,
+                found: maps.shape(),
+            })
+        }
+    }
+}
+
+/// Checks the three output tensors' shapes (1, Q, 4), (1, Q, C), (1, Q, K, 8) and
+/// copies them, batch axis dropped, into a [`RawOutput`].
+///
+/// # Errors
+/// [`DecodeError::Run`] naming the shapes found and expected.
+pub(crate) fn raw_output(
+    dets: ArrayViewD<'_, f32>,
+    labels: ArrayViewD<'_, f32>,
+    keypoints: ArrayViewD<'_, f32>,
+) -> Result<RawOutput, DecodeError> {
+    let (ds, ls, ks) = (dets.shape(), labels.shape(), keypoints.shape());
+    let q = ds.get(1).copied().unwrap_or(0);
+    if ds != [1, q, 4]
+        || ls.len() != 3
+        || ls[..2] != [1, q]
+        || ks.len() != 4
+        || ks[..2] != [1, q]
+        || ks[3] != keypoints::FIELDS
+    {
+        return Err(DecodeError::Run(format!(
+            "outputs dets {}, labels {}, keypoints {}; expected (1,Q,4), (1,Q,C), (1,Q,K,{})",
+            shape_text(ds),
+            shape_text(ls),
+            shape_text(ks),
+            keypoints::FIELDS
+        )));
+    }
+    Ok(RawOutput {
+        dets: unbatched(dets)?,
+        labels: unbatched(labels)?,
+        keypoints: unbatched(keypoints)?,
+    })
+}
+
+/// A copy of `view` without its leading batch axis, as a `D`-dimensional array.
+fn unbatched<D: Dimension>(view: ArrayViewD<'_, f32>) -> Result<Array<f32, D>, DecodeError> {
+    view.index_axis_move(Axis(0), 0)
+        .into_dimensionality::<D>()
+        .map(|v| v.to_owned())
+        .map_err(|e| DecodeError::Run(e.to_string()))
+}
