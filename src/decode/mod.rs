@@ -24,7 +24,6 @@ pub mod keypoints;
 pub mod layer_norm;
 #[cfg(feature = "ort")]
 pub mod ort_engine;
-pub mod retain_memory;
 pub mod tract_engine;
 
 use std::path::{Path, PathBuf};

@@ -2,9 +2,9 @@
 //!
 //! The ONNX graph is loaded with the fast [`GridSample`](super::grid_sample) kernel
 //! registered (or, for comparisons, tract's own kernel), optimised once, and run with
-//! one reused execution state. tract still allocates each intermediate tensor per run;
-//! [`super::retain_memory`] keeps malloc from returning those blocks to the kernel
-//! between frames.
+//! one reused execution state. tract still allocates each intermediate tensor per run,
+//! so a program that keeps freed blocks in the process (`hailo-edge run` does, under
+//! the rig key `decoder.retain_memory`) saves the page faults of touching them again.
 
 use std::path::{Path, PathBuf};
 
@@ -138,7 +138,6 @@ impl TractDecoder {
                 path.display()
             );
         }
-        super::retain_memory::retain_freed_memory();
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
