@@ -45,12 +45,12 @@ impl fmt::Display for BackendChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SimProfileName {
-    /// The Hailo-10H M.2 module on PCIe.
+    /// A Hailo-10H on PCIe Gen3 x4.
     #[default]
     Hailo10hPcie,
-    /// The Hailo-10H on USB.
+    /// The USB part: the same chip reached over USB-Ethernet.
     Hailo10hUsb,
-    /// A device that takes no time, for measuring the host alone.
+    /// A device that takes no time, for measuring the host's own costs.
     ZeroTime,
 }
 
