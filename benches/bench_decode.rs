@@ -106,6 +106,9 @@ fn bench_dequantise(grid: usize, runs: usize) {
 }
 
 fn main() {
+    // As `hailo-edge run` does for a rig with `decoder.retain_memory` (the default):
+    // freed tensors stay in the process between runs.
+    hailo_edge::rig::alloc::retain_freed_memory();
     let mut runs = 20;
     let mut stock = false;
     let mut stock_runs = 3;

@@ -23,6 +23,7 @@
 use std::time::Duration;
 
 use hailo_edge::npu::sim::DeviceProfile;
+use hailo_edge::rig::config::SimProfileName;
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
 fn secs(var: &str, default: f64) -> f64 {
@@ -158,7 +159,7 @@ fn sustainable(fps: f64) {
 
 fn host() {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
-    rig.device.profile = "zero-time".into();
+    rig.device.profile = SimProfileName::ZeroTime;
     let d = secs("HAILO_EDGE_HOST_SECS", 10.0);
     let report = run(
         &rig,
@@ -194,7 +195,7 @@ fn host() {
 
 fn soak() {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
-    rig.device.profile = "zero-time".into();
+    rig.device.profile = SimProfileName::ZeroTime;
     let d = secs("HAILO_EDGE_SOAK_SECS", 60.0);
     // 480 views/s offered; a fit stage held to 240 views/s: twice the sustainable load.
     let delay = Duration::from_secs_f64(1.0 / 240.0);
@@ -223,6 +224,8 @@ fn soak() {
 }
 
 fn main() {
+    // As `hailo-edge run` does for a rig with `decoder.retain_memory` (the default).
+    hailo_edge::rig::alloc::retain_freed_memory();
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

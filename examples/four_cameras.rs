@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hailo_edge::rig::config::{CameraSource, KeypointsFrom};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 fn main() -> std::process::ExitCode {
@@ -34,14 +35,14 @@ fn run_rig() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("give four V4L2 devices, got {}", devices.len()).into());
         }
         for (cam, dev) in rig.cameras.iter_mut().zip(&devices) {
-            cam.source = format!("v4l2:{dev}");
+            cam.source = CameraSource::V4l2(PathBuf::from(dev));
             let name = PathBuf::from(dev);
             let stem = name
                 .file_name()
                 .map_or("camera".into(), |n| n.to_string_lossy().into_owned());
             cam.calibration_file = Some(PathBuf::from(format!("{stem}.yaml")));
         }
-        rig.body.keypoints = "decoder".into();
+        rig.body.keypoints = KeypointsFrom::Decoder;
         rig.validate(std::path::Path::new("four_cameras"))?;
     }
     let report = run(

@@ -1,5 +1,6 @@
-//! The decoder's malloc setting: freed blocks stay in the process, so a run that
-//! frees and reallocates the same buffers touches no fresh pages.
+//! The allocator setting `hailo-edge run` makes for its decoders: freed blocks
+//! stay in the process, so a run that frees and reallocates the same buffers
+//! touches no fresh pages.
 //!
 //! One test in its own binary: the setting is process-wide, and the test first
 //! measures the process without it.
@@ -40,7 +41,7 @@ fn faults_per_frame() -> i64 {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn freed_decoder_memory_is_reused_without_page_faults() {
-    use hailo_edge::decode::retain_memory::retain_freed_memory;
+    use hailo_edge::rig::alloc::retain_freed_memory;
     // Without the setting glibc returns the blocks: every frame faults its
     // 48 MB in again (12 288 pages; transparent huge pages may make it fewer).
     let default = faults_per_frame();

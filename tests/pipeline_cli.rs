@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use hailo_edge::rig::config::{CameraSource, KeypointsFrom};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[test]
@@ -107,8 +108,8 @@ fn missing_hef_and_missing_camera_are_named() {
     );
 
     let mut rig = RigConfig::demo(&fixtures);
-    rig.cameras[2].source = "v4l2:/dev/video-missing-97".into();
-    rig.body.keypoints = "decoder".into();
+    rig.cameras[2].source = CameraSource::V4l2("/dev/video-missing-97".into());
+    rig.body.keypoints = KeypointsFrom::Decoder;
     let err = run(&rig, "test", &RunOptions::default())
         .unwrap_err()
         .to_string();

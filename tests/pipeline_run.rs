@@ -4,15 +4,19 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hailo_edge::camera::PixelFormat;
 use hailo_edge::npu::sim::DeviceProfile;
-use hailo_edge::rig::config::SwitchingConfig;
+use hailo_edge::rig::config::{SimProfileName, SwitchingConfig};
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
 /// Runs take real time on a 2-core machine: one at a time, so their rates are
 /// not those of four runs sharing the CPU.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Also sets the allocator as `hailo-edge run` does for the demo rig
+/// (`decoder.retain_memory`), so decoders run as fast as in the binary.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
+    hailo_edge::rig::alloc::retain_freed_memory();
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -25,7 +29,7 @@ fn fixtures() -> PathBuf {
 fn demo() -> RigConfig {
     let mut rig = RigConfig::demo(&fixtures());
     for c in &mut rig.cameras {
-        c.format = Some("rgb24".into());
+        c.format = Some(PixelFormat::Rgb24);
     }
     rig
 }
@@ -106,7 +110,7 @@ fn pipeline_only_in(
     dir: &Path,
 ) -> Report {
     rig.output.jsonl = Some(dir.join("results.jsonl"));
-    rig.device.profile = "zero-time".into();
+    rig.device.profile = SimProfileName::ZeroTime;
     let options = RunOptions {
         duration: Some(Duration::from_secs_f64(seconds)),
         pipeline_only: true,

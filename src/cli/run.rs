@@ -71,6 +71,11 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
         status: !args.quiet,
         ..RunOptions::default()
     };
+    // The allocator setting is the whole process's, so the program makes it,
+    // before the first decoder loads.
+    if rig.decoder.retain_memory {
+        hailo_edge::rig::alloc::retain_freed_memory();
+    }
     let stop = options.stop.clone();
     ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;

@@ -17,7 +17,6 @@ pub mod engine;
 pub mod input;
 pub mod keypoints;
 pub mod ops;
-pub mod retain_memory;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

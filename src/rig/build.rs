@@ -11,14 +11,16 @@ use crate::camera::calib::Camera;
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
-use crate::decode::{Decoder, Engine};
-use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile, TimeBase};
+use crate::decode::Decoder;
+use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
 use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
-use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 
-use super::config::{CameraConfig, RigConfig, SwitchingConfig};
+use super::config::{
+    BackendChoice, CameraConfig, CameraSource, KeypointsFrom, RigConfig, SwitchingConfig,
+};
 use super::stage::decode::{GraphDecode, Tap};
-use super::RunError;
+use super::{CameraError, GraphError, GraphStep, RunError};
 use crate::scene::{demo_calibrations, fit_camera, BodyRig, BodyScene};
 
 /// One configured graph with what the other stages need from its HEF.
@@ -27,21 +29,6 @@ pub struct BuiltGraph {
     pub input: String,
     pub input_spec: InputSpec,
     pub decode: GraphDecode,
-}
-
-/// A simulator profile by its config name.
-///
-/// # Errors
-/// [`RunError::Config`] naming `device.profile`.
-pub fn sim_profile(name: &str) -> Result<DeviceProfile, RunError> {
-    match name {
-        "hailo10h-pcie" => Ok(DeviceProfile::hailo10h()),
-        "hailo10h-usb" => Ok(DeviceProfile::hailo10h_usb()),
-        "zero-time" => Ok(DeviceProfile::zero_time()),
-        other => Err(RunError::Config(format!(
-            "`device.profile`: `{other}` is not one of: hailo10h-pcie, hailo10h-usb, zero-time"
-        ))),
-    }
 }
 
 fn need_file(key: String, path: &Path) -> Result<(), RunError> {
@@ -58,8 +45,8 @@ fn need_file(key: String, path: &Path) -> Result<(), RunError> {
 /// Opens the device the rig asks for.
 ///
 /// # Errors
-/// [`RunError::MissingFile`] for a reference ONNX, [`RunError::Npu`] when the
-/// device cannot be opened.
+/// [`RunError::MissingFile`] / [`RunError::Graph`] for a reference ONNX,
+/// [`RunError::OpenDevice`] when the device cannot be opened.
 pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<Device, RunError> {
     let scheduling = match rig.switching {
         SwitchingConfig::Scheduler => Scheduling::RoundRobin,
@@ -68,13 +55,9 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
     let sim = || -> Result<SimProfile, RunError> {
         let device = match &profile {
             Some(p) => p.clone(),
-            None => sim_profile(&rig.device.profile)?,
+            None => rig.device.profile.device_profile(),
         };
-        let clock = match rig.device.clock.as_str() {
-            "virtual" => TimeBase::Virtual,
-            _ => TimeBase::RealTime,
-        };
-        let mut sim = SimProfile::new(device).with_clock(clock);
+        let mut sim = SimProfile::new(device).with_clock(rig.device.clock.clone());
         for (i, g) in rig.graphs.iter().enumerate() {
             if let Some(path) = &g.reference_onnx {
                 need_file(format!("graph[{i}].reference_onnx"), path)?;
@@ -82,11 +65,12 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
                     .network_groups
                     .first()
                     .map(|n| n.name.clone());
-                let model = ReferenceModel::from_onnx_file(path).map_err(|e| RunError::Graph {
-                    key: format!("graph[{i}].reference_onnx"),
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
+                let model =
+                    ReferenceModel::from_onnx_file(path).map_err(|e| RunError::Graph {
+                        key: format!("graph[{i}].reference_onnx"),
+                        path: path.clone(),
+                        source: Box::new(GraphError::Reference(e)),
+                    })?;
                 if let Some(group) = group {
                     sim = sim.with_reference(&group, model);
                 }
@@ -94,12 +78,12 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
         }
         Ok(sim)
     };
-    let backend = match rig.device.backend.as_str() {
-        "sim" => Backend::Sim(sim()?),
-        "hailort" => Backend::HailoRt {
+    let backend = match rig.device.backend {
+        BackendChoice::Sim => Backend::Sim(sim()?),
+        BackendChoice::HailoRt => Backend::HailoRt {
             device_id: rig.device.device_id.clone(),
         },
-        _ => Backend::Auto,
+        BackendChoice::Auto => Backend::Auto,
     };
     Device::open_with(
         backend,
@@ -108,55 +92,51 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
             group_id: None,
         },
     )
-    .map_err(|source| RunError::Npu {
-        what: format!("opening device (backend `{}`)", rig.device.backend),
+    .map_err(|source| RunError::OpenDevice {
+        backend: rig.device.backend,
         source,
     })
 }
 
 fn read_hef(i: usize, path: &Path) -> Result<hef::Hef, RunError> {
     need_file(format!("graph[{i}].hef"), path)?;
-    let bytes = std::fs::read(path).map_err(|e| RunError::Graph {
+    let bad = |source: GraphError| RunError::Graph {
         key: format!("graph[{i}].hef"),
         path: path.to_owned(),
-        message: e.to_string(),
-    })?;
-    hef::Hef::from_bytes(&bytes).map_err(|e| RunError::Graph {
-        key: format!("graph[{i}].hef"),
-        path: path.to_owned(),
-        message: e.to_string(),
-    })
+        source: Box::new(source),
+    };
+    let bytes = std::fs::read(path).map_err(|e| bad(GraphError::Read(e)))?;
+    hef::Hef::from_bytes(&bytes).map_err(|e| bad(e.into()))
 }
 
 /// Loads and configures every graph on `device`, with its batch and scheduler settings.
 ///
 /// # Errors
 /// [`RunError::MissingFile`] / [`RunError::Graph`] naming the HEF,
-/// [`RunError::Npu`] naming the graph.
+/// [`RunError::GraphSetup`] naming the graph and the step.
 pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunError> {
     let mut out = Vec::new();
     for (i, g) in rig.graphs.iter().enumerate() {
         let hef = read_hef(i, &g.hef)?;
-        let bad = |message: String| RunError::Graph {
+        let bad = |source: GraphError| RunError::Graph {
             key: format!("graph[{i}].hef"),
             path: g.hef.clone(),
-            message,
+            source: Box::new(source),
         };
         let group = hef
             .network_groups
             .first()
-            .ok_or_else(|| bad("no network group".into()))?;
+            .ok_or_else(|| bad(GraphError::NoNetworkGroup))?;
         let input = group
             .inputs
             .first()
-            .ok_or_else(|| bad("no input stream".into()))?;
-        let input_spec = InputSpec::from_stream(input).map_err(|e| bad(e.to_string()))?;
+            .ok_or_else(|| bad(GraphError::NoInput))?;
+        let input_spec = InputSpec::from_stream(input).map_err(|e| bad(e.into()))?;
         if group.outputs.len() != crate::decode::TAPS {
-            return Err(bad(format!(
-                "{} outputs; the decoder reads {} backbone maps",
-                group.outputs.len(),
-                crate::decode::TAPS
-            )));
+            return Err(bad(GraphError::Outputs {
+                found: group.outputs.len(),
+                expected: crate::decode::TAPS,
+            }));
         }
         let taps = group
             .outputs
@@ -167,29 +147,33 @@ pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunEr
                 quant: s.quant.clone(),
             })
             .collect();
-        let npu = |what: &str, source| RunError::Npu {
-            what: format!("graph `{}` ({}): {what}", g.name, g.hef.display()),
+        let npu = |step: GraphStep, source| RunError::GraphSetup {
+            graph: g.name.clone(),
+            path: g.hef.clone(),
+            step,
             source,
         };
         let mut model = device
             .load_model_file(&g.hef)
-            .map_err(|e| npu("loading the HEF", e))?;
+            .map_err(|e| npu(GraphStep::LoadHef, e))?;
         // Under the scheduler HailoRT wants one batch size for all models; there
         // the threshold does the device-side batching and `batch` stays a
         // host-side batch of submissions.
         if rig.switching != SwitchingConfig::Scheduler {
             model
                 .set_batch_size(rig.batch(g))
-                .map_err(|e| npu("setting the batch size", e))?;
+                .map_err(|e| npu(GraphStep::SetBatchSize, e))?;
         }
-        let cm = model.configure().map_err(|e| npu("configuring", e))?;
+        let cm = model
+            .configure()
+            .map_err(|e| npu(GraphStep::Configure, e))?;
         if rig.switching == SwitchingConfig::Scheduler {
             cm.set_scheduler_priority(g.priority)
-                .map_err(|e| npu("scheduler priority", e))?;
+                .map_err(|e| npu(GraphStep::SchedulerPriority, e))?;
             cm.set_scheduler_threshold(rig.threshold(g))
-                .map_err(|e| npu("scheduler threshold", e))?;
+                .map_err(|e| npu(GraphStep::SchedulerThreshold, e))?;
             cm.set_scheduler_timeout(std::time::Duration::from_secs_f64(rig.timeout_ms(g) / 1e3))
-                .map_err(|e| npu("scheduler timeout", e))?;
+                .map_err(|e| npu(GraphStep::SchedulerTimeout, e))?;
         }
         out.push(BuiltGraph {
             cm,
@@ -209,13 +193,7 @@ pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunEr
 /// # Errors
 /// [`RunError::MissingFile`] / [`RunError::Graph`] naming the decoder ONNX.
 pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
-    let engine: Engine = rig
-        .decoder
-        .engine
-        .parse()
-        .map_err(|e: crate::decode::DecodeError| {
-            RunError::Config(format!("`decoder.engine`: {e}"))
-        })?;
+    let engine = rig.decoder.engine;
     rig.graphs
         .iter()
         .enumerate()
@@ -224,7 +202,7 @@ pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
             crate::decode::load(engine, &g.decoder_onnx).map_err(|e| RunError::Graph {
                 key: format!("graph[{i}].decoder_onnx"),
                 path: g.decoder_onnx.clone(),
-                message: e.to_string(),
+                source: Box::new(e.into()),
             })
         })
         .collect()
@@ -242,27 +220,28 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let bad = |message: String| RunError::Camera {
+            let bad = |source: CameraError| RunError::Camera {
                 camera: c.name.clone(),
-                message,
+                source,
             };
-            if let Some(("v4l2", dev)) = c.source.split_once(':') {
-                if !Path::new(dev).exists() {
-                    return Err(bad(format!(
-                        "device {dev} does not exist (`camera[{i}].source`)"
-                    )));
+            if let CameraSource::V4l2(dev) = &c.source {
+                if !dev.exists() {
+                    return Err(bad(CameraError::NoDevice {
+                        key: format!("camera[{i}].source"),
+                        path: dev.clone(),
+                    }));
                 }
             }
             if let Some(path) = &c.calibration_file {
                 need_file(format!("camera[{i}].calibration_file"), path)?;
                 let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
-                    .map_err(|e| bad(e.to_string()))?;
+                    .map_err(|e| bad(e.into()))?;
                 return Ok(calib);
             }
-            if c.source != "synthetic" {
-                return Err(bad(format!(
-                    "`camera[{i}].calibration_file` is needed: the fit needs every real camera calibrated"
-                )));
+            if !c.source.is_synthetic() {
+                return Err(bad(CameraError::NeedsCalibration {
+                    key: format!("camera[{i}].calibration_file"),
+                }));
             }
             let same = demo.iter_mut().find(|d| {
                 d.as_ref()
@@ -280,7 +259,7 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                 c.height,
                 62.0,
             )
-            .map_err(|e| bad(e.to_string()))
+            .map_err(|e| bad(e.into()))
         })
         .collect()
 }
@@ -288,40 +267,56 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
 /// The body model and its rig for the fit.
 ///
 /// # Errors
-/// [`RunError::MissingFile`] / [`RunError::Body`] naming the model.
+/// [`RunError::MissingFile`] / [`RunError::BodyModel`] naming the model,
+/// [`RunError::BodyKeypoints`] when the decoder's keypoints are not the
+/// model's first, [`RunError::BodyRig`] when the fit's rig cannot be built.
 pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
     let model: Model;
     let (m, name): (&Model, &'static str) = match &rig.body.model {
         Some(path) => {
             need_file("body.model".into(), path)?;
-            model = Model::load(path)
-                .map_err(|e| RunError::Body(format!("{}: {e}", path.display())))?;
+            model = Model::load(path).map_err(|source| RunError::BodyModel {
+                model: path.display().to_string(),
+                source,
+            })?;
             (&model, "file")
         }
         None => (
-            Model::embedded().map_err(|e| RunError::Body(e.to_string()))?,
+            Model::embedded().map_err(|source| RunError::BodyModel {
+                model: "embedded".into(),
+                source,
+            })?,
             "embedded",
         ),
     };
-    if rig.body.keypoints == "decoder" {
+    match rig.body.keypoints {
         // The fit feeds the decoder's keypoint i to the body's keypoint i.
-        crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels())
-            .map_err(|e| RunError::Body(format!("body model ({name}): {e}")))?;
+        KeypointsFrom::Decoder => {
+            crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels()).map_err(
+                |message| RunError::BodyKeypoints {
+                    model: name,
+                    message,
+                },
+            )?;
+        }
+        KeypointsFrom::GroundTruth => {}
     }
-    let body = BodyRig::anny(m, rig.body.limits).map_err(RunError::Body)?;
+    let body =
+        BodyRig::anny(m, rig.body.limits).map_err(|message| RunError::BodyRig { message })?;
     Ok((Arc::new(body), name))
 }
 
 /// A fitter over the rig's cameras.
 ///
 /// # Errors
-/// [`RunError::Body`] when a camera or the rig is refused.
+/// [`RunError::BodyRig`] when a camera is refused, [`RunError::Fitter`] when
+/// the fitter refuses the rig.
 pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, RunError> {
     let cameras = calibrations
         .iter()
         .map(fit_camera)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(RunError::Body)?;
+        .map_err(|message| RunError::BodyRig { message })?;
     PoseFitter::new(
         body.rig.clone(),
         body.limits.clone(),
@@ -329,7 +324,7 @@ pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, Run
         cameras,
         FitConfig::default(),
     )
-    .map_err(|e| RunError::Body(e.to_string()))
+    .map_err(|source| RunError::Fitter { source })
 }
 
 /// The preprocessor of each camera into its graph's input.
@@ -345,20 +340,16 @@ pub fn preprocessors(
         .iter()
         .zip(graph_of)
         .map(|(c, &g)| {
-            let fit = match c.fit.as_str() {
-                "crop" => Fit::Crop,
-                _ => Fit::Letterbox { pad: [c.pad; 3] },
-            };
             Preprocessor::new(
                 graphs[g].input_spec.clone(),
                 PreprocessConfig {
-                    fit,
+                    fit: c.preprocess_fit(),
                     ..PreprocessConfig::default()
                 },
             )
             .map_err(|e| RunError::Camera {
                 camera: c.name.clone(),
-                message: e.to_string(),
+                source: e.into(),
             })
         })
         .collect()
@@ -378,15 +369,11 @@ pub fn sources(
         .cameras
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.source == "synthetic")
+        .filter(|(_, c)| c.source.is_synthetic())
         .map(|(i, c)| SyntheticCamera {
             camera: CameraId(i as u32),
             calibration: calibrations[i],
-            format: c
-                .format
-                .as_deref()
-                .and_then(PixelFormat::from_name)
-                .unwrap_or(PixelFormat::Yuyv),
+            format: c.format.unwrap_or(PixelFormat::Yuyv),
             fps: c.fps,
             offset_ns: 0,
         })
@@ -394,28 +381,23 @@ pub fn sources(
     let mut synth = SyntheticSource::rig(scene, &synthetic, real_time)
         .map_err(|e| RunError::Camera {
             camera: "synthetic".into(),
-            message: e.to_string(),
+            source: e.into(),
         })?
         .into_iter();
     let mut out: Vec<Box<dyn Source>> = Vec::new();
     for (i, c) in rig.cameras.iter().enumerate() {
-        let source: Box<dyn Source> = match c.source.split_once(':') {
-            None => match synth.next() {
+        let source: Box<dyn Source> = match &c.source {
+            CameraSource::Synthetic => match synth.next() {
                 Some(s) => Box::new(s),
                 None => {
                     return Err(RunError::Camera {
                         camera: c.name.clone(),
-                        message: "no synthetic source".into(),
+                        source: CameraError::NoSyntheticSource,
                     })
                 }
             },
-            Some(("v4l2", path)) => v4l2(i, c, Path::new(path))?,
-            Some(("replay", path)) => replay(i, c, Path::new(path))?,
-            Some((kind, _)) => {
-                return Err(RunError::Config(format!(
-                    "`camera[{i}].source`: unknown kind `{kind}`"
-                )))
-            }
+            CameraSource::V4l2(path) => v4l2(i, c, path)?,
+            CameraSource::Replay(path) => replay(i, c, path)?,
         };
         out.push(source);
     }
@@ -425,18 +407,14 @@ pub fn sources(
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunError> {
     use crate::camera::v4l2::{V4l2Config, V4l2Source};
-    let format = c
-        .format
-        .as_deref()
-        .map_or(Some(PixelFormat::Yuyv), PixelFormat::from_name)
-        .ok_or_else(|| RunError::Config(format!("`camera[{i}].format`: unknown")))?;
+    let format = c.format.unwrap_or(PixelFormat::Yuyv);
     if !path.exists() {
         return Err(RunError::Camera {
             camera: c.name.clone(),
-            message: format!(
-                "device {} does not exist (camera[{i}].source)",
-                path.display()
-            ),
+            source: CameraError::NoDevice {
+                key: format!("camera[{i}].source"),
+                path: path.to_owned(),
+            },
         });
     }
     let source = V4l2Source::open(V4l2Config {
@@ -449,9 +427,12 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
         buffers: 4,
         timeout: std::time::Duration::from_secs(2),
     })
-    .map_err(|e| RunError::Camera {
+    .map_err(|source| RunError::Camera {
         camera: c.name.clone(),
-        message: format!("{}: {e}", path.display()),
+        source: CameraError::Open {
+            path: path.to_owned(),
+            source,
+        },
     })?;
     Ok(Box::new(source))
 }
@@ -460,7 +441,7 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
 fn v4l2(_i: usize, c: &CameraConfig, _path: &Path) -> Result<Box<dyn Source>, RunError> {
     Err(RunError::Camera {
         camera: c.name.clone(),
-        message: "V4L2 capture needs 64-bit Linux".into(),
+        source: CameraError::V4l2Unsupported,
     })
 }
 
@@ -468,7 +449,7 @@ fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, Ru
     need_file(format!("camera[{i}].source"), path)?;
     let recording = Recording::open(path).map_err(|e| RunError::Camera {
         camera: c.name.clone(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     recording
         .sources(Pacing::Original)
@@ -477,6 +458,9 @@ fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, Ru
         .map(|s| Box::new(s) as Box<dyn Source>)
         .ok_or_else(|| RunError::Camera {
             camera: c.name.clone(),
-            message: format!("{} has no camera {i}", path.display()),
+            source: CameraError::NotRecorded {
+                path: path.to_owned(),
+                camera: i,
+            },
         })
 }

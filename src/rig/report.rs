@@ -16,7 +16,7 @@ use crate::metrics::stats::{FrameCounts, LatencySummary};
 use crate::npu::{BackendKind, Device};
 use crate::rig::stage::capture::CameraStatus;
 
-use super::config::{RigConfig, SwitchingConfig};
+use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
 use super::run::RunOptions;
 use super::stage::sinks::Recorded;
 use super::stats::{DropStage, LiveStats, END_TO_END};
@@ -454,7 +454,10 @@ impl Report {
             latency_floor_ms: floor.as_ref().map(LatencyFloor::total_ms),
             text,
         };
-        let demo_keypoints = rig.body.keypoints == "ground_truth";
+        let demo_keypoints = match rig.body.keypoints {
+            KeypointsFrom::GroundTruth => true,
+            KeypointsFrom::Decoder => false,
+        };
         let mut notes = Vec::new();
         if demo_keypoints {
             notes.push(format!(
@@ -491,7 +494,7 @@ impl Report {
             decoder: if f.options.pipeline_only {
                 "skipped".into()
             } else {
-                rig.decoder.engine.clone()
+                rig.decoder.engine.key().to_owned()
             },
             decoder_threads: rig.decoder.threads,
             fit_keypoints: if demo_keypoints {

@@ -18,19 +18,19 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::camera::record::{RecordedCamera, Recorder};
-use crate::npu::sim::DeviceProfile;
+use crate::npu::sim::{DeviceProfile, TimeBase};
 use crate::rig::stage::capture::{Backoff, CaptureThread};
 use crate::rig::stage::sync::SyncConfig;
 
 use super::build;
-use super::config::{RigConfig, SwitchingConfig};
+use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
 use super::report::{Report, RunFacts};
 use super::stage::decode::DecodeWorker;
 use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
 use super::stats::LiveStats;
 use super::status::StatusLine;
-use super::RunError;
+use super::{CameraError, RunError};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::scene::BodyScene;
 
@@ -113,7 +113,10 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         Some(build::fitter(&body, &calibrations)?)
     };
     let scene = Arc::new(BodyScene::new(Arc::clone(&body), 6, 0.8, options.seed));
-    let real_time = rig.device.clock == "realtime";
+    let real_time = match rig.device.clock {
+        TimeBase::RealTime => true,
+        TimeBase::Virtual | TimeBase::Manual(_) => false,
+    };
     let sources = build::sources(rig, &calibrations, scene, real_time)?;
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
 
@@ -136,7 +139,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
                     calibration: Some(*c),
                 })
                 .collect();
-            Some(Recorder::create(path, &cams).map_err(|e| RunError::Record(e.to_string()))?)
+            Some(Recorder::create(path, &cams)?)
         }
         None => None,
     };
@@ -182,7 +185,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             CaptureThread::spawn(source, tx, rx.clone(), Backoff::default()).map_err(|e| {
                 RunError::Camera {
                     camera: rig.cameras[i].name.clone(),
-                    message: format!("capture thread: {e}"),
+                    source: CameraError::CaptureThread(e),
                 }
             })?;
         captures.push(thread);
@@ -223,7 +226,10 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let npu_thread = std::thread::Builder::new()
         .name("npu-stage".into())
         .spawn(move || npu.run())
-        .map_err(|e| RunError::Thread(e.to_string()))?;
+        .map_err(|source| RunError::Spawn {
+            thread: "NPU stage",
+            source,
+        })?;
     let mut workers = Vec::new();
     for (index, (decoders, rx)) in worker_decoders.into_iter().zip(decode_rxs).enumerate() {
         let worker = DecodeWorker {
@@ -241,17 +247,20 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             std::thread::Builder::new()
                 .name("decoder".into())
                 .spawn(move || worker.run())
-                .map_err(|e| RunError::Thread(e.to_string()))?,
+                .map_err(|source| RunError::Spawn {
+                    thread: "decoder",
+                    source,
+                })?,
         );
     }
     drop(view_tx);
     drop(recycle_tx);
-    let keypoints = match rig.body.keypoints.as_str() {
-        "ground_truth" => KeypointSource::GroundTruth {
+    let keypoints = match rig.body.keypoints {
+        KeypointsFrom::GroundTruth => KeypointSource::GroundTruth {
             noise_px: rig.body.noise_px,
             seed: options.seed,
         },
-        _ => KeypointSource::Decoder,
+        KeypointsFrom::Decoder => KeypointSource::Decoder,
     };
     let fit = FitStage {
         input: view_rx,
@@ -274,7 +283,10 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let fit_thread = std::thread::Builder::new()
         .name("fit".into())
         .spawn(move || fit.run())
-        .map_err(|e| RunError::Thread(e.to_string()))?;
+        .map_err(|source| RunError::Spawn {
+            thread: "fit",
+            source,
+        })?;
 
     // Run until told or timed out, drawing the status line.
     let mut status = options.status.then(|| StatusLine::new(rig, &device));
@@ -303,22 +315,24 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             status
         })
         .collect();
-    let npu_result = npu_thread
-        .join()
-        .map_err(|_| RunError::Thread("the NPU stage panicked".into()))?;
+    let npu_result = npu_thread.join().map_err(|_| RunError::Panicked {
+        thread: "NPU stage",
+    })?;
     for w in workers {
         w.join()
-            .map_err(|_| RunError::Thread("a decoder thread panicked".into()))?;
+            .map_err(|_| RunError::Panicked { thread: "decoder" })?;
     }
     let fit_result = fit_thread
         .join()
-        .map_err(|_| RunError::Thread("the fit thread panicked".into()))?;
+        .map_err(|_| RunError::Panicked { thread: "fit" })?;
     let recorded = match recording {
         Some(h) => Some(
-            h.map_err(|e| RunError::Thread(e.to_string()))?
-                .join()
-                .map_err(|_| RunError::Thread("the recorder panicked".into()))?
-                .map_err(|e| RunError::Record(e.to_string()))?,
+            h.map_err(|source| RunError::Spawn {
+                thread: "recorder",
+                source,
+            })?
+            .join()
+            .map_err(|_| RunError::Panicked { thread: "recorder" })??,
         ),
         None => None,
     };
@@ -326,10 +340,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     if let Some(s) = status {
         s.finish();
     }
-    npu_result.map_err(|source| RunError::Npu {
-        what: "running the graphs".into(),
-        source,
-    })?;
+    npu_result.map_err(|source| RunError::Npu { source })?;
     fit_result.map_err(|source| RunError::Io {
         path: rig
             .output

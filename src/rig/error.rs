@@ -1,0 +1,159 @@
+//! Why a rig could not run: each failure carries the error of the part that
+//! failed and names the key, file, camera or graph it comes from.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::config::{BackendChoice, ConfigError};
+use crate::body::fit::FitError;
+use crate::body::BodyError;
+use crate::camera::calib::CalibError;
+use crate::camera::record::RecordError;
+use crate::camera::replay::ReplayError;
+use crate::camera::SourceError;
+use crate::decode::DecodeError;
+use crate::npu::NpuError;
+use crate::preprocess::PreprocessError;
+
+/// Why a rig could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Rig(#[from] ConfigError),
+    #[error("`{key}`: file {path} does not exist")]
+    MissingFile { key: String, path: PathBuf },
+    /// A graph's HEF, reference or decoder ONNX that cannot be used (boxed:
+    /// a HEF's error is large, and every result of the build carries this).
+    #[error("`{key}` ({path}): {source}")]
+    Graph {
+        key: String,
+        path: PathBuf,
+        source: Box<GraphError>,
+    },
+    #[error("camera `{camera}`: {source}")]
+    Camera { camera: String, source: CameraError },
+    #[error("NPU: opening device (backend `{backend}`): {source}")]
+    OpenDevice {
+        backend: BackendChoice,
+        source: NpuError,
+    },
+    #[error("NPU: graph `{graph}` ({path}): {step}: {source}")]
+    GraphSetup {
+        graph: String,
+        path: PathBuf,
+        step: GraphStep,
+        source: NpuError,
+    },
+    #[error("NPU: running the graphs: {source}")]
+    Npu { source: NpuError },
+    /// The body model file (its path) or the embedded model (`embedded`).
+    #[error("body model {model}: {source}")]
+    BodyModel { model: String, source: BodyError },
+    /// A body model whose keypoints the decoder's do not match.
+    #[error("body model ({model}): {message}")]
+    BodyKeypoints {
+        model: &'static str,
+        message: String,
+    },
+    /// The fit's rig from the body model, or a camera it cannot use.
+    #[error("body rig: {message}")]
+    BodyRig { message: String },
+    #[error("pose fitter: {source}")]
+    Fitter { source: FitError },
+    #[error("recording: {source}")]
+    Record {
+        #[from]
+        source: RecordError,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the {thread} thread: {source}")]
+    Spawn {
+        thread: &'static str,
+        source: std::io::Error,
+    },
+    #[error("the {thread} thread panicked")]
+    Panicked { thread: &'static str },
+}
+
+/// What is wrong with a graph's file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error(transparent)]
+    Hef(#[from] hef::HefError),
+    #[error("no network group")]
+    NoNetworkGroup,
+    #[error("no input stream")]
+    NoInput,
+    #[error(transparent)]
+    Input(#[from] PreprocessError),
+    #[error("{found} outputs; the decoder reads {expected} backbone maps")]
+    Outputs { found: usize, expected: usize },
+    /// The simulator's reference model.
+    #[error(transparent)]
+    Reference(#[from] crate::npu::sim::ReferenceError),
+    #[error(transparent)]
+    Decoder(#[from] DecodeError),
+}
+
+/// What a camera cannot do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CameraError {
+    #[error("device {path} does not exist (`{key}`)")]
+    NoDevice { key: String, path: PathBuf },
+    #[error("`{key}` is needed: the fit needs every real camera calibrated")]
+    NeedsCalibration { key: String },
+    #[error(transparent)]
+    Calibration(#[from] CalibError),
+    /// A camera placed around the synthetic subject.
+    #[error(transparent)]
+    Placement(#[from] BodyError),
+    #[error(transparent)]
+    Preprocess(#[from] PreprocessError),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{path}: {source}")]
+    Open { path: PathBuf, source: SourceError },
+    #[error("no synthetic source")]
+    NoSyntheticSource,
+    #[error("V4L2 capture needs 64-bit Linux")]
+    V4l2Unsupported,
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error("{path} has no camera {camera}")]
+    NotRecorded { path: PathBuf, camera: usize },
+    #[error("capture thread: {0}")]
+    CaptureThread(#[source] std::io::Error),
+}
+
+/// The step of setting a graph up on the device that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphStep {
+    LoadHef,
+    SetBatchSize,
+    Configure,
+    SchedulerPriority,
+    SchedulerThreshold,
+    SchedulerTimeout,
+}
+
+impl fmt::Display for GraphStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::LoadHef => "loading the HEF",
+            Self::SetBatchSize => "setting the batch size",
+            Self::Configure => "configuring",
+            Self::SchedulerPriority => "scheduler priority",
+            Self::SchedulerThreshold => "scheduler threshold",
+            Self::SchedulerTimeout => "scheduler timeout",
+        })
+    }
+}
