@@ -71,13 +71,17 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
         .stdout(predicate::str::contains("switch_cost_s"));
     // A report edited to claim a measurement on the simulator fails the bench's check.
     let text = std::fs::read_to_string(&report).unwrap();
-    let parsed = hailo_edge::metrics::report::UtilisationReport::from_json("r", &text).unwrap();
+    let parsed =
+        hailo_edge::metrics::utilisation_report::UtilisationReport::from_json("r", &text).unwrap();
     hailo_edge::bench::check_provenance(&parsed).unwrap();
     let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
     value["graphs"][0]["fps"]["provenance"] =
         serde_json::json!({"kind": "measured", "device": "sim-0"});
-    let lying =
-        hailo_edge::metrics::report::UtilisationReport::from_json("r", &value.to_string()).unwrap();
+    let lying = hailo_edge::metrics::utilisation_report::UtilisationReport::from_json(
+        "r",
+        &value.to_string(),
+    )
+    .unwrap();
     let err = hailo_edge::bench::check_provenance(&lying).unwrap_err();
     assert!(err.contains("graphs[0].fps"), "{err}");
 }

@@ -8,7 +8,7 @@ use hailo_edge::bench::measure::{self, GraphRun, RunConfig, RunMeasurement};
 use hailo_edge::bench::{self, GraphsMode, SweepConfig};
 use hailo_edge::metrics::figure::{Assumption, Figure, Provenance, Unit};
 use hailo_edge::metrics::plan::Utilisation;
-use hailo_edge::metrics::report::UtilisationReport;
+use hailo_edge::metrics::utilisation_report::UtilisationReport;
 use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, Device};
 

@@ -9,7 +9,7 @@ use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
-use hailo_edge::metrics::report::UtilisationReport;
+use hailo_edge::metrics::utilisation_report::UtilisationReport;
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;

@@ -7,7 +7,9 @@ use std::path::Path;
 use super::{BenchError, PointResult, Sweep};
 use crate::bench::measure::GraphMeasurement;
 use crate::metrics::figure::{Figure, Provenance};
-use crate::metrics::report::{Backend, GraphUtilisation, LatencyReport, UtilisationReport};
+use crate::metrics::utilisation_report::{
+    Backend, GraphUtilisation, LatencyReport, UtilisationReport,
+};
 
 /// The utilisation report of a sweep: one entry per graph, from the point where that graph
 /// reached its highest fps running alone (or, with no such point, in a pair). The planner plans
