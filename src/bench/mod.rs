@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use files::{check_provenance, utilisation_report, write_csv};
+pub use files::{check_provenance, utilisation_report, write_csv, ProvenanceError};
 
 use crate::npu::{Device, NpuError};
 use measure::{GraphRun, MeasureError, RunConfig, RunMeasurement};

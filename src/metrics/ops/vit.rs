@@ -18,6 +18,47 @@ use tract_onnx::pb;
 
 use super::builder::{Attr, Dim, GraphBuilder};
 
+/// A backbone spec that cannot be built, with the fields that disagree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The input side is not a positive multiple of the patch.
+    #[error("side {side} is not a positive multiple of patch {patch}")]
+    Side {
+        /// The input side.
+        side: usize,
+        /// The patch size.
+        patch: usize,
+    },
+    /// The heads do not divide the embedding width.
+    #[error("{heads} heads do not divide width {embed}")]
+    Heads {
+        /// The attention heads.
+        heads: usize,
+        /// The embedding width.
+        embed: usize,
+    },
+    /// Too few layers for the last tap.
+    #[error("{layers} layers, the taps need {needed}")]
+    Layers {
+        /// The layers of the spec.
+        layers: usize,
+        /// The layers the last tap reads.
+        needed: usize,
+    },
+    /// The patch grid cannot be cut into the windows.
+    #[error("a grid of {grid} patches cannot be cut into {windows} windows per side")]
+    Windows {
+        /// Patches per side.
+        grid: usize,
+        /// Windows per side.
+        windows: usize,
+    },
+    /// More projectors than the model has.
+    #[error("{0} projectors, at most 2")]
+    Projectors(usize),
+}
+
 /// The shape of the backbone graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VitSpec {
@@ -87,31 +128,36 @@ impl VitSpec {
     }
 
     /// Checks the spec can be built: the side a multiple of the patch, heads dividing the width.
-    pub fn validate(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// The first [`SpecError`] the spec breaks.
+    pub fn validate(&self) -> Result<(), SpecError> {
         if self.patch == 0 || self.side == 0 || !self.side.is_multiple_of(self.patch) {
-            return Err(format!(
-                "side {} is not a positive multiple of patch {}",
-                self.side, self.patch
-            ));
+            return Err(SpecError::Side {
+                side: self.side,
+                patch: self.patch,
+            });
         }
         if self.heads == 0 || !self.embed.is_multiple_of(self.heads) {
-            return Err(format!(
-                "{} heads do not divide width {}",
-                self.heads, self.embed
-            ));
+            return Err(SpecError::Heads {
+                heads: self.heads,
+                embed: self.embed,
+            });
         }
         if self.layers < TAPS[3] {
-            return Err(format!("{} layers, the taps need {}", self.layers, TAPS[3]));
+            return Err(SpecError::Layers {
+                layers: self.layers,
+                needed: TAPS[3],
+            });
         }
         if self.num_windows == 0 || !self.grid().is_multiple_of(self.num_windows) {
-            return Err(format!(
-                "a grid of {} patches cannot be cut into {} windows per side",
-                self.grid(),
-                self.num_windows
-            ));
+            return Err(SpecError::Windows {
+                grid: self.grid(),
+                windows: self.num_windows,
+            });
         }
         if self.projectors > 2 {
-            return Err(format!("{} projectors, at most 2", self.projectors));
+            return Err(SpecError::Projectors(self.projectors));
         }
         Ok(())
     }
@@ -157,7 +203,10 @@ impl VitSpec {
 
     /// Builds the graph (input `image`, `1x3xSIDExSIDE`; outputs the four taps, or the
     /// projector outputs when there are projectors). Weights are deterministic random values.
-    pub fn build(&self) -> Result<pb::ModelProto, String> {
+    ///
+    /// # Errors
+    /// [`SpecError`] when the spec does not [validate](Self::validate).
+    pub fn build(&self) -> Result<pb::ModelProto, SpecError> {
         self.validate()?;
         let (d, g, n1) = (self.embed, self.grid(), self.grid() * self.grid() + 1);
         let (heads, hd) = (self.heads, self.embed / self.heads);
