@@ -164,7 +164,7 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose
     for (label, v) in &json.rotations {
         let bone = model
             .bone_index(label)
-            .with_context(|| format!("{}: rotations: unknown bone {label:?}", path.display()))?;
+            .with_context(|| format!("{}: rotations: unknown bone \"{label}\"", path.display()))?;
         if v.iter().any(|x| !x.is_finite()) {
             anyhow::bail!("{}: rotations.{label}: not finite", path.display());
         }

@@ -185,7 +185,7 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
                     .file_name()
                     .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned())
             ),
-            other => format!("{other:?}"),
+            _ => "another source".to_owned(),
         };
         let util = format!(
             "{:.1}%{}",
