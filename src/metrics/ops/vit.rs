@@ -408,16 +408,14 @@ impl VitSpec {
         );
         // (window row, window col, row in window, col in window, d) -> (d, rows, cols).
         let win = g / nw;
-        let split = b.ints(&format!("tap{layer}.split"), &[nw, nw, win, win, d]);
-        let t = b.node("Reshape", "", &[&body, &split], &[]);
-        let t = b.node(
-            "Transpose",
-            "",
-            &[&t],
-            &[("perm", Attr::Ints(vec![4, 0, 2, 1, 3]))],
-        );
-        let shape = b.ints(&format!("tap{layer}.shape"), &[1, d, g, g]);
-        b.node("Reshape", &format!("tap{layer}"), &[&t, &shape], &[])
+        regroup(
+            b,
+            &body,
+            (&format!("tap{layer}.split"), &[nw, nw, win, win, d]),
+            vec![4, 0, 2, 1, 3],
+            (&format!("tap{layer}.shape"), &[1, d, g, g]),
+            &format!("tap{layer}"),
+        )
     }
 
     /// Cuts `(1, 1 + g^2, d)` into `num_windows^2` windows of `(1 + w^2, d)`, stacked in the
@@ -437,16 +435,14 @@ impl VitSpec {
         );
         let cls = b.node("Slice", "win.cls", &[x, &zero, &one, &axis], &[]);
         let patches = b.node("Slice", "win.patches", &[x, &one, &end, &axis], &[]);
-        let grid = b.ints("win.grid", &[nw, win, nw, win, d]);
-        let p = b.node("Reshape", "", &[&patches, &grid], &[]);
-        let p = b.node(
-            "Transpose",
-            "",
-            &[&p],
-            &[("perm", Attr::Ints(vec![0, 2, 1, 3, 4]))],
+        let p = regroup(
+            b,
+            &patches,
+            ("win.grid", &[nw, win, nw, win, d]),
+            vec![0, 2, 1, 3, 4],
+            ("win.stacked", &[nw * nw, win * win, d]),
+            "win.stack",
         );
-        let stacked = b.ints("win.stacked", &[nw * nw, win * win, d]);
-        let p = b.node("Reshape", "win.stack", &[&p, &stacked], &[]);
         let cls_shape = b.ints("win.cls_shape", &[nw * nw, 1, d]);
         let cls = b.node("Expand", "win.cls_copies", &[&cls, &cls_shape], &[]);
         b.node(
@@ -456,6 +452,23 @@ impl VitSpec {
             &[("axis", Attr::Int(1))],
         )
     }
+}
+
+/// Reshapes `x` to `split`, permutes its axes by `perm` and reshapes the result to `shape`,
+/// in a node named `name`; the two shapes are constants with the names given beside them.
+fn regroup(
+    b: &mut GraphBuilder,
+    x: &str,
+    (split_name, split): (&str, &[i64]),
+    perm: Vec<i64>,
+    (shape_name, shape): (&str, &[i64]),
+    name: &str,
+) -> String {
+    let split = b.ints(split_name, split);
+    let t = b.node("Reshape", "", &[x, &split], &[]);
+    let t = b.node("Transpose", "", &[&t], &[("perm", Attr::Ints(perm))]);
+    let shape = b.ints(shape_name, shape);
+    b.node("Reshape", name, &[&t, &shape], &[])
 }
 
 /// One C2f projector (norms omitted: they are not MACs). Returns the output tensor.
