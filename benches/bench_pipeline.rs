@@ -60,20 +60,31 @@ fn accounting(report: &Report) -> String {
     )
 }
 
+/// The demo runs' length: the variable that sets it, and the seconds without it.
+const DEMO_SECS: (&str, f64) = ("HAILO_EDGE_DEMO_SECS", 15.0);
+
+/// Runs `rig` with `options` for the seconds `(var, default)` gives; returns them and the
+/// report.
+fn timed(
+    rig: &RigConfig,
+    label: &str,
+    (var, default): (&str, f64),
+    options: RunOptions,
+) -> (f64, Report) {
+    let d = secs(var, default);
+    let options = RunOptions {
+        duration: Some(Duration::from_secs_f64(d)),
+        ..options
+    };
+    let report = run(rig, label, &options).unwrap_or_else(|e| panic!("{label}: {e}"));
+    (d, report)
+}
+
 /// Runs the demo rig at 120 fps; returns the per-camera rate this machine and
 /// the (modelled) device could sustain.
 fn demo() -> Option<f64> {
     let rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
-    let d = secs("HAILO_EDGE_DEMO_SECS", 15.0);
-    let report = run(
-        &rig,
-        "demo",
-        &RunOptions {
-            duration: Some(Duration::from_secs_f64(d)),
-            ..RunOptions::default()
-        },
-    )
-    .expect("demo rig");
+    let (d, report) = timed(&rig, "demo", DEMO_SECS, RunOptions::default());
     println!("== (a) demo rig, {d} s on {}", report.what_ran.device);
     for c in &report.cameras {
         println!(
@@ -127,16 +138,12 @@ fn sustainable(fps: f64) {
     for c in &mut rig.cameras {
         c.fps = fps;
     }
-    let d = secs("HAILO_EDGE_DEMO_SECS", 15.0);
-    let report = run(
+    let (d, report) = timed(
         &rig,
         "demo at a sustainable rate",
-        &RunOptions {
-            duration: Some(Duration::from_secs_f64(d)),
-            ..RunOptions::default()
-        },
-    )
-    .expect("demo rig");
+        DEMO_SECS,
+        RunOptions::default(),
+    );
     let period_ms = 1e3 / fps;
     let dropped: u64 = report
         .cameras
@@ -160,18 +167,16 @@ fn sustainable(fps: f64) {
 fn host() {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
     rig.device.profile = SimProfileName::ZeroTime;
-    let d = secs("HAILO_EDGE_HOST_SECS", 10.0);
-    let report = run(
+    let (d, report) = timed(
         &rig,
         "demo (pipeline only, zero-time device)",
-        &RunOptions {
-            duration: Some(Duration::from_secs_f64(d)),
+        ("HAILO_EDGE_HOST_SECS", 10.0),
+        RunOptions {
             pipeline_only: true,
             profile: Some(DeviceProfile::zero_time()),
             ..RunOptions::default()
         },
-    )
-    .expect("pipeline-only run");
+    );
     let us = report.host.pipeline_us_per_frame.unwrap_or(f64::NAN);
     let fps: f64 = report.cameras.iter().map(|c| c.processed_fps).sum();
     println!(
@@ -196,21 +201,19 @@ fn host() {
 fn soak() {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
     rig.device.profile = SimProfileName::ZeroTime;
-    let d = secs("HAILO_EDGE_SOAK_SECS", 60.0);
     // 480 views/s offered; a fit stage held to 240 views/s: twice the sustainable load.
     let delay = Duration::from_secs_f64(1.0 / 240.0);
-    let report = run(
+    let (d, report) = timed(
         &rig,
         "demo (soak at twice the sustainable load)",
-        &RunOptions {
-            duration: Some(Duration::from_secs_f64(d)),
+        ("HAILO_EDGE_SOAK_SECS", 60.0),
+        RunOptions {
             pipeline_only: true,
             fit_delay: Some(delay),
             profile: Some(DeviceProfile::zero_time()),
             ..RunOptions::default()
         },
-    )
-    .expect("soak run");
+    );
     let first = report.host.rss_first_10s_mb.unwrap_or(f64::NAN);
     let last = report.host.rss_last_mb.unwrap_or(f64::NAN);
     let offered: f64 = report.cameras.iter().map(|c| c.captured_fps).sum();

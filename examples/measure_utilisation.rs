@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let d = &m.device;
     let show = |name: &str, f: Option<&hailo_edge::metrics::figure::Figure>| match f {
-        Some(f) => println!("{name:<16} {:.4} {:?}", f.value, f.unit),
+        Some(f) => println!("{name:<16} {:.4} {}", f.value, f.unit),
         None => println!("{name:<16} not reported"),
     };
     show("busy", d.busy.as_ref());

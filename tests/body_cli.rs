@@ -1,6 +1,10 @@
 //! `hailo-edge body forward` and `body render` from the outside.
 
-use assert_cmd::Command;
+mod common;
+
+use std::path::Path;
+
+use common::cli::{hailo_edge, json, read_json, write};
 use hailo_edge::body::{Model, Phenotype, Pose};
 use nalgebra::{Rotation3, Vector3};
 use predicates::prelude::PredicateBooleanExt;
@@ -9,29 +13,16 @@ use predicates::str::contains;
 const POSE: &str = r#"{"rotations": {"upperarm01.L": [0.0, 0.9, 0.0], "lowerleg01.R": [-0.9, 0.0, 0.0]},
  "root_translation": [0.1, 0.0, 1.0], "phenotype": {"gender": 0.8, "height": 0.6}}"#;
 
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 #[test]
 fn forward_prints_the_library_keypoints() {
     let dir = tempfile::tempdir().unwrap();
     let pose = write(&dir, "pose.json", POSE);
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["body", "forward", "--input"])
-        .arg(&pose)
-        .arg("--vertices")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let json = json(
+        hailo_edge()
+            .args(["body", "forward", "--input"])
+            .arg(&pose)
+            .arg("--vertices"),
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let keypoints: Vec<[f64; 3]> = serde_json::from_value(json["keypoints"].clone()).unwrap();
     let vertices: Vec<[f64; 3]> = serde_json::from_value(json["vertices"].clone()).unwrap();
     assert_eq!(keypoints.len(), 23);
@@ -73,21 +64,16 @@ fn bad_pose_files_are_named() {
         "unknown.json",
         r#"{"rotations": {"tail": [0, 0, 1]}}"#,
     );
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["body", "forward", "--input"])
-        .arg(&unknown)
-        .assert()
-        .failure()
-        .stderr(contains("unknown bone \"tail\"").and(contains("unknown.json")));
+    let forward = |input: &Path| {
+        hailo_edge()
+            .args(["body", "forward", "--input"])
+            .arg(input)
+            .assert()
+            .failure()
+    };
+    forward(&unknown).stderr(contains("unknown bone \"tail\"").and(contains("unknown.json")));
     let typo = write(&dir, "typo.json", r#"{"rotation": {}}"#);
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["body", "forward", "--input"])
-        .arg(&typo)
-        .assert()
-        .failure()
-        .stderr(contains("typo.json").and(contains("rotation")));
+    forward(&typo).stderr(contains("typo.json").and(contains("rotation")));
 }
 
 #[test]
@@ -95,8 +81,7 @@ fn render_writes_four_views_and_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
     let pose = write(&dir, "pose.json", POSE);
     let out = dir.path().join("views");
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
+    hailo_edge()
         .args(["body", "render", "--pose"])
         .arg(&pose)
         .arg("--out")
@@ -113,9 +98,7 @@ fn render_writes_four_views_and_ground_truth() {
             "view {i} is nearly empty"
         );
     }
-    let truth: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("keypoints.json")).unwrap())
-            .unwrap();
+    let truth = read_json(&out.join("keypoints.json"));
     assert_eq!(truth["views"].as_array().unwrap().len(), 4);
     assert_eq!(truth["views"][0]["keypoints"].as_array().unwrap().len(), 23);
 }
@@ -124,23 +107,15 @@ fn render_writes_four_views_and_ground_truth() {
 fn convert_names_a_file_that_is_not_a_wheel() {
     let dir = tempfile::tempdir().unwrap();
     let fake = write(&dir, "fake.whl", "not a zip");
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["body", "convert", "--wheel"])
-        .arg(&fake)
-        .arg("-o")
-        .arg(dir.path().join("out.safetensors"))
-        .assert()
-        .failure()
-        .stderr(contains("fake.whl").and(contains("zip")));
-    let missing = dir.path().join("missing.whl");
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["body", "convert", "--wheel"])
-        .arg(&missing)
-        .arg("-o")
-        .arg(dir.path().join("out.safetensors"))
-        .assert()
-        .failure()
-        .stderr(contains("missing.whl"));
+    let convert = |wheel: &Path| {
+        hailo_edge()
+            .args(["body", "convert", "--wheel"])
+            .arg(wheel)
+            .arg("-o")
+            .arg(dir.path().join("out.safetensors"))
+            .assert()
+            .failure()
+    };
+    convert(&fake).stderr(contains("fake.whl").and(contains("zip")));
+    convert(&dir.path().join("missing.whl")).stderr(contains("missing.whl"));
 }

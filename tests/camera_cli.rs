@@ -1,19 +1,12 @@
 //! `hailo-edge cameras` on whatever machine runs the tests.
 
-use assert_cmd::Command;
+mod common;
+
+use common::cli::{hailo_edge, json, succeed};
 
 #[test]
 fn cameras_lists_devices_or_says_there_are_none() {
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .arg("cameras")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeed(hailo_edge().arg("cameras"));
     let text = String::from_utf8_lossy(&out.stdout);
     let has_video_nodes = std::fs::read_dir("/dev")
         .map(|d| {
@@ -36,12 +29,6 @@ fn cameras_lists_devices_or_says_there_are_none() {
 
 #[test]
 fn cameras_json_is_a_list() {
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["cameras", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(hailo_edge().args(["cameras", "--json"]));
     assert!(v.is_array(), "{v}");
 }

@@ -2,15 +2,10 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-use predicates::prelude::*;
+mod common;
 
-fn cli() -> Command {
-    let mut c = Command::cargo_bin("hailo-edge").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c.env_remove("RUST_LOG");
-    c
-}
+use common::cli::hailo_edge as cli;
+use predicates::prelude::*;
 
 #[test]
 fn bench_writes_reports_and_plots_that_plan_reads() {
@@ -71,72 +66,59 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
         .stdout(predicate::str::contains("switch_cost_s"));
     // A report edited to claim a measurement on the simulator fails the bench's check.
     let text = std::fs::read_to_string(&report).unwrap();
-    let parsed = hailo_edge::metrics::report::UtilisationReport::from_json("r", &text).unwrap();
+    let parsed =
+        hailo_edge::metrics::utilisation_report::UtilisationReport::from_json("r", &text).unwrap();
     hailo_edge::bench::check_provenance(&parsed).unwrap();
     let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
     value["graphs"][0]["fps"]["provenance"] =
         serde_json::json!({"kind": "measured", "device": "sim-0"});
-    let lying =
-        hailo_edge::metrics::report::UtilisationReport::from_json("r", &value.to_string()).unwrap();
-    let err = hailo_edge::bench::check_provenance(&lying).unwrap_err();
+    let lying = hailo_edge::metrics::utilisation_report::UtilisationReport::from_json(
+        "r",
+        &value.to_string(),
+    )
+    .unwrap();
+    let err = hailo_edge::bench::check_provenance(&lying)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("graphs[0].fps"), "{err}");
 }
 
 #[test]
 fn bench_refuses_bad_arguments_naming_them() {
     let dir = tempfile::tempdir().unwrap();
-    cli()
-        .args([
-            "bench",
-            "--graphs",
-            "two",
-            "--hef",
-            "fixtures/backbone_288.hef",
-            "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("needs two HEFs"));
-    cli()
-        .args(["bench", "--hef", "fixtures/missing.hef", "--out"])
-        .arg(dir.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("fixtures/missing.hef"));
-    cli()
-        .args(["bench", "--batch", "0", "--out"])
-        .arg(dir.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("batch size 0"));
-    cli()
-        .args([
-            "bench",
-            "--hef",
-            "fixtures/header_v0.hef",
-            "--graphs",
-            "one",
-            "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("computational ops"));
-    cli()
-        .args([
-            "bench",
-            "--hef",
-            "fixtures/backbone_288.hef",
-            "--graphs",
-            "one",
-            "--ops",
-        ])
-        .args(["fixtures/backbone_288.hef=lots", "--out"])
-        .arg(dir.path())
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("`lots` is not a number"));
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--graphs", "two", "--hef", "fixtures/backbone_288.hef"],
+            "needs two HEFs",
+        ),
+        (&["--hef", "fixtures/missing.hef"], "fixtures/missing.hef"),
+        (&["--batch", "0"], "batch size 0"),
+        (
+            &["--hef", "fixtures/header_v0.hef", "--graphs", "one"],
+            "computational ops",
+        ),
+        (
+            &[
+                "--hef",
+                "fixtures/backbone_288.hef",
+                "--graphs",
+                "one",
+                "--ops",
+                "fixtures/backbone_288.hef=lots",
+            ],
+            "`lots` is not a number",
+        ),
+    ];
+    for (args, named) in cases {
+        cli()
+            .arg("bench")
+            .args(args)
+            .arg("--out")
+            .arg(dir.path())
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(named));
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use hailo_edge::bench::measure::{self, GraphRun, RunConfig, RunMeasurement};
 use hailo_edge::bench::{self, GraphsMode, SweepConfig};
 use hailo_edge::metrics::figure::{Assumption, Figure, Provenance, Unit};
 use hailo_edge::metrics::plan::Utilisation;
-use hailo_edge::metrics::report::UtilisationReport;
+use hailo_edge::metrics::utilisation_report::UtilisationReport;
 use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, Device};
 
@@ -227,7 +227,7 @@ fn simulator_report_is_modelled_and_lists_its_assumptions() {
     // without its assumptions, is refused.
     let mut lying = report.clone();
     lying.graphs[1].fps = Figure::measured(lying.graphs[1].fps.value, Unit::Fps, "sim-0");
-    let err = bench::check_provenance(&lying).unwrap_err();
+    let err = bench::check_provenance(&lying).unwrap_err().to_string();
     assert!(
         err.contains("graphs[1].fps") && err.contains("measured"),
         "{err}"
@@ -236,6 +236,7 @@ fn simulator_report_is_modelled_and_lists_its_assumptions() {
     bare.graphs[0].compute.of_int4_peak.provenance = Provenance::modelled(Vec::<Assumption>::new());
     assert!(bench::check_provenance(&bare)
         .unwrap_err()
+        .to_string()
         .contains("of_int4_peak"));
 }
 

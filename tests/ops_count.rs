@@ -1,6 +1,8 @@
 //! `hailo-edge ops` on small hand-built graphs whose MAC counts are computed by hand.
 
-use assert_cmd::Command;
+mod common;
+
+use common::cli::{hailo_edge, json, write};
 use hailo_edge::metrics::ops::builder::{encode, Attr, Dim, GraphBuilder};
 use hailo_edge::metrics::ops::{count_bytes, InputShape};
 
@@ -111,24 +113,18 @@ fn bad_input_name_is_an_error_naming_the_inputs() {
 #[test]
 fn cli_exit_status_and_json() {
     let dir = tempfile::tempdir().unwrap();
-    let ok = dir.path().join("ok.onnx");
-    let bad = dir.path().join("bad.onnx");
-    std::fs::write(&ok, small_graph(false)).unwrap();
-    std::fs::write(&bad, small_graph(true)).unwrap();
+    let ok = write(&dir, "ok.onnx", small_graph(false));
+    let bad = write(&dir, "bad.onnx", small_graph(true));
 
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["ops", "--json", "--input", "x=1x4x8x8"])
-        .arg(&ok)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(
+        hailo_edge()
+            .args(["ops", "--json", "--input", "x=1x4x8x8"])
+            .arg(&ok),
+    );
     assert_eq!(v["complete"], true);
     assert_eq!(v["total_macs"], CONV + CONV_T + BMM + GEMM);
 
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
+    let out = hailo_edge()
         .args(["ops", "--input", "x=1x4x8x8"])
         .arg(&bad)
         .output()
@@ -140,11 +136,7 @@ fn cli_exit_status_and_json() {
         "{text}"
     );
 
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["ops", "missing.onnx"])
-        .output()
-        .unwrap();
+    let out = hailo_edge().args(["ops", "missing.onnx"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.onnx"));
 }

@@ -1,8 +1,10 @@
 //! `hailo-edge run` from the command line, and rig files that cannot work.
 
+mod common;
+
 use std::path::Path;
 
-use assert_cmd::Command;
+use common::cli::{hailo_edge, read_json};
 use hailo_edge::rig::config::{CameraSource, KeypointsFrom};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
@@ -11,8 +13,7 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
     let mcap = dir.path().join("run.mcap");
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
+    hailo_edge()
         .args(["run", "--duration", "1", "--quiet", "--report"])
         .arg(&report)
         .arg("--record")
@@ -20,8 +21,7 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
         .assert()
         .success()
         .stderr(predicates::str::contains("2 px noise"));
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let json = read_json(&report);
     assert_eq!(json["accounting_ok"], true);
     for cam in json["cameras"].as_array().unwrap() {
         let f = &cam["frames"];
@@ -76,22 +76,18 @@ fn unknown_key_and_impossible_value_are_named_by_the_cli() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rig.toml"))
             .unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, text.replace("threads = 2", "thread = 2")).unwrap();
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["run", "--config"])
-        .arg(&bad)
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains("thread"));
-    std::fs::write(&bad, text.replace("priority = 18", "priority = 99")).unwrap();
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["run", "--config"])
-        .arg(&bad)
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains("graph[1].priority"));
+    for (from, to, named) in [
+        ("threads = 2", "thread = 2", "thread"),
+        ("priority = 18", "priority = 99", "graph[1].priority"),
+    ] {
+        std::fs::write(&bad, text.replace(from, to)).unwrap();
+        hailo_edge()
+            .args(["run", "--config"])
+            .arg(&bad)
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(named));
+    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `hailo-edge plan` reproduces the planning figures, reads measured reports, checks tables.
 
-use assert_cmd::Command;
+mod common;
+
+use common::cli::{hailo_edge, json, json_of, succeed, write};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -8,19 +10,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn plan_json(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .arg("plan")
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json(hailo_edge().arg("plan").arg("--json").args(args))
 }
 
 fn pct(v: &Value) -> i64 {
@@ -104,10 +94,8 @@ fn measured_report_replaces_the_assumption() {
 fn malformed_report_names_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(fixture("report_measured.json")).unwrap();
-    let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, text.replacen("0.267375", "26.7", 1)).unwrap();
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
+    let bad = write(&dir, "bad.json", text.replacen("0.267375", "26.7", 1));
+    let out = hailo_edge()
         .args(["plan", "--camera", "288@120", "--from"])
         .arg(&bad)
         .output()
@@ -122,13 +110,12 @@ fn malformed_report_names_the_field() {
 
 #[test]
 fn check_flags_fps_that_does_not_follow() {
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
+    let out = hailo_edge()
         .args(["plan", "--json", "--check", &fixture("planning_table.toml")])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&out.stdout);
     let flagged: Vec<_> = v
         .as_array()
         .unwrap()
@@ -141,26 +128,18 @@ fn check_flags_fps_that_does_not_follow() {
 
     // Negative control: the corrected table passes.
     let dir = tempfile::tempdir().unwrap();
-    let fixed = dir.path().join("fixed.toml");
     let text = std::fs::read_to_string(fixture("planning_table.toml")).unwrap();
-    std::fs::write(&fixed, text.replace("fps_int8 = 139", "fps_int8 = 116")).unwrap();
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["plan", "--check"])
-        .arg(&fixed)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    let fixed = write(
+        &dir,
+        "fixed.toml",
+        text.replace("fps_int8 = 139", "fps_int8 = 116"),
     );
+    succeed(hailo_edge().args(["plan", "--check"]).arg(&fixed));
 }
 
 #[test]
 fn unknown_side_is_a_clear_error() {
-    let out = Command::cargo_bin("hailo-edge")
-        .unwrap()
+    let out = hailo_edge()
         .args(["plan", "--camera", "300@30"])
         .output()
         .unwrap();
@@ -173,20 +152,9 @@ fn unknown_side_is_a_clear_error() {
 #[test]
 fn graph_cost_counted_from_onnx() {
     use hailo_edge::metrics::ops::builder::encode;
-    use hailo_edge::metrics::ops::vit::VitSpec;
-    let spec = VitSpec {
-        side: 48,
-        patch: 12,
-        embed: 24,
-        layers: 12,
-        heads: 2,
-        mlp: 96,
-        projectors: 1,
-        num_windows: 1,
-    };
+    let spec = common::vit::small_vit(48, 1);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("small.onnx");
-    std::fs::write(&path, encode(&spec.build().unwrap())).unwrap();
+    let path = write(&dir, "small.onnx", encode(&spec.build().unwrap()));
     let v = plan_json(&[
         "--onnx",
         &format!("48={}", path.display()),

@@ -1,6 +1,9 @@
 //! The generated RF-DETR keypoint backbone: its count agrees with its closed form, with the
 //! counts of the real exported graphs, and is compared with the planning figures.
 
+mod common;
+
+use common::vit::small_vit;
 use hailo_edge::metrics::ops::builder::encode;
 use hailo_edge::metrics::ops::count_bytes;
 use hailo_edge::metrics::ops::vit::VitSpec;
@@ -22,31 +25,13 @@ fn within(value: f64, target: f64, tol: f64) -> bool {
 
 #[test]
 fn small_vit_counts_its_closed_form() {
-    let spec = VitSpec {
-        side: 48,
-        patch: 12,
-        embed: 24,
-        layers: 12,
-        heads: 2,
-        mlp: 96,
-        projectors: 1,
-        num_windows: 1,
-    };
+    let spec = small_vit(48, 1);
     assert_eq!(counted(&spec), spec.analytic_macs());
 }
 
 #[test]
 fn windowed_small_vit_counts_its_closed_form() {
-    let spec = VitSpec {
-        side: 96,
-        patch: 12,
-        embed: 24,
-        layers: 12,
-        heads: 2,
-        mlp: 96,
-        projectors: 1,
-        num_windows: 2,
-    };
+    let spec = small_vit(96, 2);
     assert_eq!(counted(&spec), spec.analytic_macs());
     // Windowed attention is cheaper than global attention over the same tokens.
     let global = VitSpec {

@@ -9,9 +9,9 @@
 //! | `report.csv` | one row per point and graph |
 //! | `*.svg`, `*.png` | fps vs batch, utilisation vs batch, latency CDF, switch-cost histogram ([`plots`]) |
 
+mod files;
 pub mod measure;
 pub mod plots;
-mod report;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use report::{check_provenance, utilisation_report, write_csv};
+pub use files::{check_provenance, utilisation_report, write_csv, ProvenanceError};
 
 use crate::npu::{Device, NpuError};
 use measure::{GraphRun, MeasureError, RunConfig, RunMeasurement};

@@ -5,9 +5,11 @@
 //! is needed; SVG text is left to the viewer's fonts.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -39,6 +41,9 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
+/// A chart with linear f64 axes.
+type Plane<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 /// One named line.
 type Series = (String, Vec<(f64, f64)>);
 
@@ -59,9 +64,8 @@ fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     title: &str,
     chart: &Chart<'_>,
-) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(e)?;
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
     match chart {
         Chart::Lines {
             x_label,
@@ -84,30 +88,16 @@ fn draw<DB: DrawingBackend>(
             // Headroom above the data for the legend (about 20 px per entry).
             let headroom = 1.1 + 0.05 * series.len() as f64;
             let y1 = if y1 > 0.0 { y1 * headroom } else { 1.0 };
-            let mut c = ChartBuilder::on(&root)
-                .caption(title, ("sans-serif", 22))
-                .margin(12)
-                .x_label_area_size(45)
-                .y_label_area_size(70)
-                .build_cartesian_2d(x0..x1, 0.0..y1)
-                .map_err(e)?;
-            c.configure_mesh()
-                .x_desc(*x_label)
-                .y_desc(*y_label)
-                .label_style(("sans-serif", 14))
-                .draw()
-                .map_err(e)?;
+            let mut c = axes(&root, title, (x0..x1, x_label), (0.0..y1, y_label))?;
             for (i, (name, pts)) in series.iter().enumerate() {
                 let colour = COLOURS[i % COLOURS.len()];
-                c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
-                    .map_err(e)?
+                c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
                     });
                 if pts.len() < 50 {
-                    c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                        .map_err(e)?;
+                    c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
                 }
             }
             c.configure_series_labels()
@@ -115,8 +105,7 @@ fn draw<DB: DrawingBackend>(
                 .border_style(BLACK)
                 .label_font(("sans-serif", 14))
                 .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(e)?;
+                .draw()?;
         }
         Chart::Histogram { x_label, values } => {
             let (lo, hi) = values
@@ -139,19 +128,7 @@ fn draw<DB: DrawingBackend>(
             }
             let top = f64::from(counts.iter().copied().max().unwrap_or(0).max(1)) * 1.1;
             let end = start + width * bins as f64;
-            let mut c = ChartBuilder::on(&root)
-                .caption(title, ("sans-serif", 22))
-                .margin(12)
-                .x_label_area_size(45)
-                .y_label_area_size(70)
-                .build_cartesian_2d(start..end, 0.0..top)
-                .map_err(e)?;
-            c.configure_mesh()
-                .x_desc(*x_label)
-                .y_desc("switches")
-                .label_style(("sans-serif", 14))
-                .draw()
-                .map_err(e)?;
+            let mut c = axes(&root, title, (start..end, x_label), (0.0..top, "switches"))?;
             c.draw_series(
                 counts
                     .iter()
@@ -161,19 +138,38 @@ fn draw<DB: DrawingBackend>(
                         let x = start + width * i as f64;
                         Rectangle::new([(x, 0.0), (x + width, f64::from(n))], COLOURS[0].filled())
                     }),
-            )
-            .map_err(e)?;
+            )?;
             if values.is_empty() {
                 root.draw(&Text::new(
                     "no switches in this sweep (run two graphs: --graphs two or both)",
                     (120, 260),
                     ("sans-serif", 18),
-                ))
-                .map_err(e)?;
+                ))?;
             }
         }
     }
-    root.present().map_err(e)
+    root.present()
+}
+
+/// A titled chart on `root` with its labelled axes and grid drawn.
+fn axes<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    (x, x_label): (Range<f64>, &str),
+    (y, y_label): (Range<f64>, &str),
+) -> Result<Plane<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut c = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x, y)?;
+    c.configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    Ok(c)
 }
 
 fn both(
@@ -185,22 +181,22 @@ fn both(
     register_font();
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
-    let fail = |path: &Path, reason: String| BenchError::Write {
+    let fail = |path: &Path, reason: &dyn std::fmt::Display| BenchError::Write {
         path: path.display().to_string(),
-        reason,
+        reason: reason.to_string(),
     };
     draw(
         SVGBackend::new(&svg, SIZE).into_drawing_area(),
         title,
         chart,
     )
-    .map_err(|r| fail(&svg, r))?;
+    .map_err(|r| fail(&svg, &r))?;
     draw(
         BitMapBackend::new(&png, SIZE).into_drawing_area(),
         title,
         chart,
     )
-    .map_err(|r| fail(&png, r))?;
+    .map_err(|r| fail(&png, &r))?;
     Ok(vec![svg, png])
 }
 

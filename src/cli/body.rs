@@ -81,8 +81,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             model,
         } => {
             let model = load_model(model.as_deref())?;
-            let (pose_json, pose) = read_pose(model, &input)?;
-            let rest = model.try_rest(&pose_json.phenotype)?;
+            let (rest, pose) = read_pose(model, &input)?;
             let keypoints = model.keypoints(&rest, &pose)?;
             let mut out = serde_json::json!({
                 "keypoint_labels": model.keypoint_labels(),
@@ -103,8 +102,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             model,
         } => {
             let model = load_model(model.as_deref())?;
-            let (pose_json, pose_value) = read_pose(model, &pose)?;
-            let rest = model.try_rest(&pose_json.phenotype)?;
+            let (rest, pose_value) = read_pose(model, &pose)?;
             let cameras = match cameras {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
@@ -154,8 +152,8 @@ fn load_model(path: Option<&Path>) -> anyhow::Result<&'static Model> {
     }
 }
 
-/// Reads pose.json and turns it into a model pose, naming unknown bones.
-fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose)> {
+/// Reads pose.json into the rest shape of its phenotype and a model pose, naming unknown bones.
+fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(body::Rest, body::Pose)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let json: PoseJson = serde_json::from_str(&text)
@@ -164,7 +162,7 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose
     for (label, v) in &json.rotations {
         let bone = model
             .bone_index(label)
-            .with_context(|| format!("{}: rotations: unknown bone {label:?}", path.display()))?;
+            .with_context(|| format!("{}: rotations: unknown bone \"{label}\"", path.display()))?;
         if v.iter().any(|x| !x.is_finite()) {
             anyhow::bail!("{}: rotations.{label}: not finite", path.display());
         }
@@ -174,5 +172,5 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose
         anyhow::bail!("{}: root_translation: not finite", path.display());
     }
     pose.root_translation = Vector3::from(json.root_translation);
-    Ok((json, pose))
+    Ok((model.try_rest(&json.phenotype)?, pose))
 }

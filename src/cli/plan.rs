@@ -9,7 +9,7 @@ use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
-use hailo_edge::metrics::report::UtilisationReport;
+use hailo_edge::metrics::utilisation_report::UtilisationReport;
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;
@@ -185,7 +185,7 @@ fn print_plan(rig: &RigPlan, from_report: bool) {
                     .file_name()
                     .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned())
             ),
-            other => format!("{other:?}"),
+            _ => "another source".to_owned(),
         };
         let util = format!(
             "{:.1}%{}",

@@ -138,6 +138,24 @@ pub enum Unit {
     Celsius,
 }
 
+/// The unit's name as `report.json` spells it (`fps`, `fraction`, `bytes_per_second`, ...).
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unit::Fps => "fps",
+            Unit::Fraction => "fraction",
+            Unit::Milliseconds => "milliseconds",
+            Unit::Gmac => "gmac",
+            Unit::Gops => "gops",
+            Unit::Tops => "tops",
+            Unit::BytesPerSecond => "bytes_per_second",
+            Unit::PerSecond => "per_second",
+            Unit::Watts => "watts",
+            Unit::Celsius => "celsius",
+        })
+    }
+}
+
 /// A value with its unit and provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
@@ -190,6 +208,14 @@ impl fmt::Display for Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unit_displays_as_report_json_spells_it() {
+        for unit in [Unit::Fps, Unit::BytesPerSecond, Unit::Celsius] {
+            let json = serde_json::to_value(unit).unwrap();
+            assert_eq!(json.as_str(), Some(unit.to_string().as_str()));
+        }
+    }
 
     #[test]
     fn display_says_measured_or_assumed() {

@@ -7,12 +7,12 @@
 //! | [`stats`] | latency percentiles and jitter per stage (hdrhistogram), frame accounting |
 //! | [`utilisation`] | compute share against the INT8 and INT4 peaks, busy share |
 //! | [`ops`] | MAC counts of ONNX graphs and HEFs, the ONNX graph builder and the backbone graph |
-//! | [`report`] | the utilisation report schema (`report.json`) the planner reads |
+//! | [`utilisation_report`] | the utilisation report schema (`report.json`) the planner reads |
 //! | [`plan`] | the rig planner and the planning-table check |
 
 pub mod figure;
 pub mod ops;
 pub mod plan;
-pub mod report;
 pub mod stats;
 pub mod utilisation;
+pub mod utilisation_report;

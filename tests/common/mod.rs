@@ -1,5 +1,9 @@
-//! Helpers shared by the NPU integration tests.
+//! Helpers shared by the integration tests: the NPU tests' devices and HEFs here, running the
+//! binary in [`cli`], a small backbone in [`vit`].
 #![allow(dead_code)]
+
+pub mod cli;
+pub mod vit;
 
 use std::path::PathBuf;
 

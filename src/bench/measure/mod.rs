@@ -64,7 +64,7 @@ pub enum MeasureError {
     #[error("invalid run: {0}")]
     Config(String),
     /// Frames did not come back.
-    #[error("{graph}: {missing} frame(s) did not complete within {timeout:?}")]
+    #[error("{graph}: {missing} frame(s) did not complete within {} ms", timeout.as_millis())]
     Stalled {
         /// The graph.
         graph: String,

@@ -114,6 +114,7 @@ pub(super) fn device_figures(
     graphs: &[GraphMeasurement],
 ) -> DeviceMeasurement {
     let secs = window.seconds();
+    let per_s = |count: f64, unit: Unit| Some(fig(count / secs, unit, provenance));
     let mut out = DeviceMeasurement {
         busy: None,
         switches_per_s: None,
@@ -132,26 +133,14 @@ pub(super) fn device_figures(
                 Unit::Fraction,
                 provenance,
             ));
-            out.switches_per_s = Some(fig(
-                stats.switches as f64 / secs,
-                Unit::PerSecond,
-                provenance,
-            ));
+            out.switches_per_s = per_s(stats.switches as f64, Unit::PerSecond);
             out.switch_ms = stats.switch_ns.iter().map(|&ns| ns as f64 / 1e6).collect();
             if !out.switch_ms.is_empty() {
                 let mean = out.switch_ms.iter().sum::<f64>() / out.switch_ms.len() as f64;
                 out.time_per_switch = Some(fig(mean, Unit::Milliseconds, provenance));
             }
-            out.bytes_in_per_s = Some(fig(
-                stats.bytes_in as f64 / secs,
-                Unit::BytesPerSecond,
-                provenance,
-            ));
-            out.bytes_out_per_s = Some(fig(
-                stats.bytes_out as f64 / secs,
-                Unit::BytesPerSecond,
-                provenance,
-            ));
+            out.bytes_in_per_s = per_s(stats.bytes_in as f64, Unit::BytesPerSecond);
+            out.bytes_out_per_s = per_s(stats.bytes_out as f64, Unit::BytesPerSecond);
         }
         Window::Wall(_) => {
             match device.performance_stats() {
@@ -181,8 +170,8 @@ pub(super) fn device_figures(
                 .iter()
                 .map(|g| (g.frames * g.bytes_out_per_frame) as f64)
                 .sum();
-            out.bytes_in_per_s = Some(fig(bytes_in / secs, Unit::BytesPerSecond, provenance));
-            out.bytes_out_per_s = Some(fig(bytes_out / secs, Unit::BytesPerSecond, provenance));
+            out.bytes_in_per_s = per_s(bytes_in, Unit::BytesPerSecond);
+            out.bytes_out_per_s = per_s(bytes_out, Unit::BytesPerSecond);
         }
     }
     match device.power() {

@@ -164,7 +164,7 @@ pub fn count_proto(
                 mac_op: false,
                 output_elements,
             }),
-            Err(reason) => report.unresolved.push(unresolved(reason)),
+            Err(reason) => report.unresolved.push(unresolved(reason.to_string())),
         }
     }
     Ok(report)

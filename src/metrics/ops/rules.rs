@@ -175,26 +175,90 @@ pub fn is_mac_op(op_type: &str) -> bool {
     MAC_OPS.contains(&op_type)
 }
 
+/// Why a node's cost could not be resolved; the message names the op, operand or equation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleError {
+    /// A required input has no known shape.
+    #[error("input {0} is missing")]
+    MissingInput(usize),
+    /// The node has no output.
+    #[error("node has no output")]
+    NoOutput,
+    /// A count does not fit a `u64` (`MAC` or `element`).
+    #[error("{0} count overflows u64")]
+    Overflow(&'static str),
+    /// An operand has the wrong rank.
+    #[error("{what} has rank {rank}, expected {expected}")]
+    Rank {
+        /// The operand.
+        what: &'static str,
+        /// Its rank.
+        rank: usize,
+        /// The rank the rule needs.
+        expected: &'static str,
+    },
+    /// A MatMul whose input A is a scalar.
+    #[error("MatMul input A is a scalar")]
+    ScalarMatMul,
+    /// A GridSample mode and rank no rule covers.
+    #[error("GridSample mode `{mode}` on rank {rank} has no rule")]
+    GridSample {
+        /// The interpolation mode.
+        mode: String,
+        /// The rank of the input.
+        rank: usize,
+    },
+    /// An op type without a cost rule.
+    #[error("no cost rule for op type `{0}`")]
+    NoRule(String),
+    /// An Einsum without an equation.
+    #[error("Einsum has no equation")]
+    NoEquation,
+    /// An Einsum equation with an ellipsis.
+    #[error("Einsum `{0}` uses an ellipsis, which has no rule")]
+    Ellipsis(String),
+    /// An Einsum equation naming another number of operands than the node has.
+    #[error("Einsum `{equation}` names {named} operands, node has {given}")]
+    Operands {
+        /// The equation.
+        equation: String,
+        /// Operands the equation names.
+        named: usize,
+        /// Operands the node has.
+        given: usize,
+    },
+    /// An Einsum of three or more operands.
+    #[error("Einsum with {0} operands has no rule")]
+    ManyOperands(usize),
+    /// An Einsum term whose letters do not match its operand's rank.
+    #[error("Einsum term `{term}` does not match operand rank {rank}")]
+    Term {
+        /// The term.
+        term: String,
+        /// The operand's rank.
+        rank: usize,
+    },
+}
+
 /// The cost of one node, given the shapes of its inputs (by position; `None` for an absent
 /// optional input) and outputs. Errors say why the cost could not be resolved.
 pub fn cost(
     node: &pb::NodeProto,
     inputs: &[Option<Shape>],
     outputs: &[Shape],
-) -> Result<Cost, String> {
+) -> Result<Cost, RuleError> {
     let op = node.op_type.as_str();
     if OTHER_OPS.contains(&op) {
         return Ok(Cost::Other);
     }
-    let input = |ix: usize| -> Result<&Shape, String> {
+    let input = |ix: usize| -> Result<&Shape, RuleError> {
         inputs
             .get(ix)
             .and_then(|s| s.as_ref())
-            .ok_or_else(|| format!("input {ix} is missing"))
+            .ok_or(RuleError::MissingInput(ix))
     };
-    let out = outputs
-        .first()
-        .ok_or_else(|| "node has no output".to_owned())?;
+    let out = outputs.first().ok_or(RuleError::NoOutput)?;
     let out_elems = elements(out)?;
     let macs = match op {
         "MatMul" | "MatMulInteger" => out_elems.checked_mul(matmul_k(input(0)?)?),
@@ -202,7 +266,11 @@ pub fn cost(
         "Gemm" => {
             let a = input(0)?;
             if a.len() != 2 {
-                return Err(format!("Gemm input A has rank {}, expected 2", a.len()));
+                return Err(RuleError::Rank {
+                    what: "Gemm input A",
+                    rank: a.len(),
+                    expected: "2",
+                });
             }
             let k = if int_attr(node, "transA").unwrap_or(0) != 0 {
                 a[0]
@@ -218,7 +286,7 @@ pub fn cost(
             let shapes = inputs
                 .iter()
                 .enumerate()
-                .map(|(ix, s)| s.clone().ok_or_else(|| format!("input {ix} is missing")))
+                .map(|(ix, s)| s.clone().ok_or(RuleError::MissingInput(ix)))
                 .collect::<Result<Vec<_>, _>>()?;
             return einsum(&str_attr(node, "equation").unwrap_or_default(), &shapes);
         }
@@ -230,44 +298,41 @@ pub fn cost(
                 ("bilinear" | "linear", 4) => 4,
                 ("bilinear" | "linear", 5) => 8,
                 ("bicubic" | "cubic", 4) => 16,
-                _ => {
-                    return Err(format!(
-                        "GridSample mode `{mode}` on rank {rank} has no rule"
-                    ))
-                }
+                _ => return Err(RuleError::GridSample { mode, rank }),
             };
             out_elems.checked_mul(taps)
         }
-        _ => return Err(format!("no cost rule for op type `{op}`")),
+        _ => return Err(RuleError::NoRule(op.to_owned())),
     };
-    macs.map(Cost::Macs)
-        .ok_or_else(|| "MAC count overflows u64".to_owned())
+    macs.map(Cost::Macs).ok_or(RuleError::Overflow("MAC"))
 }
 
 /// Number of elements of a shape.
-pub fn elements(shape: &[usize]) -> Result<u64, String> {
+///
+/// # Errors
+/// [`RuleError::Overflow`] when the count does not fit a `u64`.
+pub fn elements(shape: &[usize]) -> Result<u64, RuleError> {
     shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
-        .ok_or_else(|| "element count overflows u64".to_owned())
+        .ok_or(RuleError::Overflow("element"))
 }
 
 /// The contracted size of a MatMul: the last dimension of A (numpy semantics, incl. 1-D A).
-fn matmul_k(a: &Shape) -> Result<u64, String> {
-    a.last()
-        .map(|&k| k as u64)
-        .ok_or_else(|| "MatMul input A is a scalar".to_owned())
+fn matmul_k(a: &Shape) -> Result<u64, RuleError> {
+    a.last().map(|&k| k as u64).ok_or(RuleError::ScalarMatMul)
 }
 
 /// MACs per output element of a convolution: `W[1] * prod(kernel)`, which is `Cin/groups * k`
 /// for Conv (`W = [Cout, Cin/g, k...]`) and `Cout/groups * k` per input element for
 /// ConvTranspose (`W = [Cin, Cout/g, k...]`).
-fn weight_fan(w: &Shape) -> Result<u64, String> {
+fn weight_fan(w: &Shape) -> Result<u64, RuleError> {
     if w.len() < 3 {
-        return Err(format!(
-            "convolution weight has rank {}, expected at least 3",
-            w.len()
-        ));
+        return Err(RuleError::Rank {
+            what: "convolution weight",
+            rank: w.len(),
+            expected: "at least 3",
+        });
     }
     elements(&w[1..])
 }
@@ -275,35 +340,35 @@ fn weight_fan(w: &Shape) -> Result<u64, String> {
 /// MACs of a two-operand Einsum: the product of the sizes of all distinct indices. A
 /// one-operand Einsum is a transpose or reduction (other work). Three or more operands and
 /// ellipses have no rule (the contraction order would decide the cost).
-fn einsum(equation: &str, shapes: &[Shape]) -> Result<Cost, String> {
+fn einsum(equation: &str, shapes: &[Shape]) -> Result<Cost, RuleError> {
     let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
     if eq.is_empty() {
-        return Err("Einsum has no equation".to_owned());
+        return Err(RuleError::NoEquation);
     }
     if eq.contains("...") {
-        return Err(format!("Einsum `{eq}` uses an ellipsis, which has no rule"));
+        return Err(RuleError::Ellipsis(eq));
     }
     let lhs = eq.split("->").next().unwrap_or_default();
     let terms: Vec<&str> = lhs.split(',').collect();
     if terms.len() != shapes.len() {
-        return Err(format!(
-            "Einsum `{eq}` names {} operands, node has {}",
-            terms.len(),
-            shapes.len()
-        ));
+        return Err(RuleError::Operands {
+            named: terms.len(),
+            given: shapes.len(),
+            equation: eq,
+        });
     }
     match terms.len() {
         1 => return Ok(Cost::Other),
         2 => {}
-        n => return Err(format!("Einsum with {n} operands has no rule")),
+        n => return Err(RuleError::ManyOperands(n)),
     }
     let mut sizes = std::collections::BTreeMap::<char, usize>::new();
     for (term, shape) in terms.iter().zip(shapes) {
         if term.chars().count() != shape.len() {
-            return Err(format!(
-                "Einsum term `{term}` does not match operand rank {}",
-                shape.len()
-            ));
+            return Err(RuleError::Term {
+                term: (*term).to_owned(),
+                rank: shape.len(),
+            });
         }
         for (c, &d) in term.chars().zip(shape) {
             let entry = sizes.entry(c).or_insert(d);
@@ -386,7 +451,7 @@ mod tests {
     fn unknown_op_is_an_error_not_zero() {
         let n = node("LSTM", &[]);
         let err = cost(&n, &[Some(vec![1])], &[vec![1]]).unwrap_err();
-        assert!(err.contains("LSTM"), "{err}");
+        assert!(err.to_string().contains("LSTM"), "{err}");
         assert!(!has_rule("LSTM"));
         assert!(has_rule("Relu") && !is_mac_op("Relu"));
     }

@@ -18,6 +18,47 @@ use tract_onnx::pb;
 
 use super::builder::{Attr, Dim, GraphBuilder};
 
+/// A backbone spec that cannot be built, with the fields that disagree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The input side is not a positive multiple of the patch.
+    #[error("side {side} is not a positive multiple of patch {patch}")]
+    Side {
+        /// The input side.
+        side: usize,
+        /// The patch size.
+        patch: usize,
+    },
+    /// The heads do not divide the embedding width.
+    #[error("{heads} heads do not divide width {embed}")]
+    Heads {
+        /// The attention heads.
+        heads: usize,
+        /// The embedding width.
+        embed: usize,
+    },
+    /// Too few layers for the last tap.
+    #[error("{layers} layers, the taps need {needed}")]
+    Layers {
+        /// The layers of the spec.
+        layers: usize,
+        /// The layers the last tap reads.
+        needed: usize,
+    },
+    /// The patch grid cannot be cut into the windows.
+    #[error("a grid of {grid} patches cannot be cut into {windows} windows per side")]
+    Windows {
+        /// Patches per side.
+        grid: usize,
+        /// Windows per side.
+        windows: usize,
+    },
+    /// More projectors than the model has.
+    #[error("{0} projectors, at most 2")]
+    Projectors(usize),
+}
+
 /// The shape of the backbone graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VitSpec {
@@ -87,31 +128,36 @@ impl VitSpec {
     }
 
     /// Checks the spec can be built: the side a multiple of the patch, heads dividing the width.
-    pub fn validate(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// The first [`SpecError`] the spec breaks.
+    pub fn validate(&self) -> Result<(), SpecError> {
         if self.patch == 0 || self.side == 0 || !self.side.is_multiple_of(self.patch) {
-            return Err(format!(
-                "side {} is not a positive multiple of patch {}",
-                self.side, self.patch
-            ));
+            return Err(SpecError::Side {
+                side: self.side,
+                patch: self.patch,
+            });
         }
         if self.heads == 0 || !self.embed.is_multiple_of(self.heads) {
-            return Err(format!(
-                "{} heads do not divide width {}",
-                self.heads, self.embed
-            ));
+            return Err(SpecError::Heads {
+                heads: self.heads,
+                embed: self.embed,
+            });
         }
         if self.layers < TAPS[3] {
-            return Err(format!("{} layers, the taps need {}", self.layers, TAPS[3]));
+            return Err(SpecError::Layers {
+                layers: self.layers,
+                needed: TAPS[3],
+            });
         }
         if self.num_windows == 0 || !self.grid().is_multiple_of(self.num_windows) {
-            return Err(format!(
-                "a grid of {} patches cannot be cut into {} windows per side",
-                self.grid(),
-                self.num_windows
-            ));
+            return Err(SpecError::Windows {
+                grid: self.grid(),
+                windows: self.num_windows,
+            });
         }
         if self.projectors > 2 {
-            return Err(format!("{} projectors, at most 2", self.projectors));
+            return Err(SpecError::Projectors(self.projectors));
         }
         Ok(())
     }
@@ -157,7 +203,10 @@ impl VitSpec {
 
     /// Builds the graph (input `image`, `1x3xSIDExSIDE`; outputs the four taps, or the
     /// projector outputs when there are projectors). Weights are deterministic random values.
-    pub fn build(&self) -> Result<pb::ModelProto, String> {
+    ///
+    /// # Errors
+    /// [`SpecError`] when the spec does not [validate](Self::validate).
+    pub fn build(&self) -> Result<pb::ModelProto, SpecError> {
         self.validate()?;
         let (d, g, n1) = (self.embed, self.grid(), self.grid() * self.grid() + 1);
         let (heads, hd) = (self.heads, self.embed / self.heads);
@@ -359,16 +408,14 @@ impl VitSpec {
         );
         // (window row, window col, row in window, col in window, d) -> (d, rows, cols).
         let win = g / nw;
-        let split = b.ints(&format!("tap{layer}.split"), &[nw, nw, win, win, d]);
-        let t = b.node("Reshape", "", &[&body, &split], &[]);
-        let t = b.node(
-            "Transpose",
-            "",
-            &[&t],
-            &[("perm", Attr::Ints(vec![4, 0, 2, 1, 3]))],
-        );
-        let shape = b.ints(&format!("tap{layer}.shape"), &[1, d, g, g]);
-        b.node("Reshape", &format!("tap{layer}"), &[&t, &shape], &[])
+        regroup(
+            b,
+            &body,
+            (&format!("tap{layer}.split"), &[nw, nw, win, win, d]),
+            vec![4, 0, 2, 1, 3],
+            (&format!("tap{layer}.shape"), &[1, d, g, g]),
+            &format!("tap{layer}"),
+        )
     }
 
     /// Cuts `(1, 1 + g^2, d)` into `num_windows^2` windows of `(1 + w^2, d)`, stacked in the
@@ -388,16 +435,14 @@ impl VitSpec {
         );
         let cls = b.node("Slice", "win.cls", &[x, &zero, &one, &axis], &[]);
         let patches = b.node("Slice", "win.patches", &[x, &one, &end, &axis], &[]);
-        let grid = b.ints("win.grid", &[nw, win, nw, win, d]);
-        let p = b.node("Reshape", "", &[&patches, &grid], &[]);
-        let p = b.node(
-            "Transpose",
-            "",
-            &[&p],
-            &[("perm", Attr::Ints(vec![0, 2, 1, 3, 4]))],
+        let p = regroup(
+            b,
+            &patches,
+            ("win.grid", &[nw, win, nw, win, d]),
+            vec![0, 2, 1, 3, 4],
+            ("win.stacked", &[nw * nw, win * win, d]),
+            "win.stack",
         );
-        let stacked = b.ints("win.stacked", &[nw * nw, win * win, d]);
-        let p = b.node("Reshape", "win.stack", &[&p, &stacked], &[]);
         let cls_shape = b.ints("win.cls_shape", &[nw * nw, 1, d]);
         let cls = b.node("Expand", "win.cls_copies", &[&cls, &cls_shape], &[]);
         b.node(
@@ -407,6 +452,23 @@ impl VitSpec {
             &[("axis", Attr::Int(1))],
         )
     }
+}
+
+/// Reshapes `x` to `split`, permutes its axes by `perm` and reshapes the result to `shape`,
+/// in a node named `name`; the two shapes are constants with the names given beside them.
+fn regroup(
+    b: &mut GraphBuilder,
+    x: &str,
+    (split_name, split): (&str, &[i64]),
+    perm: Vec<i64>,
+    (shape_name, shape): (&str, &[i64]),
+    name: &str,
+) -> String {
+    let split = b.ints(split_name, split);
+    let t = b.node("Reshape", "", &[x, &split], &[]);
+    let t = b.node("Transpose", "", &[&t], &[("perm", Attr::Ints(perm))]);
+    let shape = b.ints(shape_name, shape);
+    b.node("Reshape", name, &[&t, &shape], &[])
 }
 
 /// One C2f projector (norms omitted: they are not MACs). Returns the output tensor.

@@ -230,7 +230,7 @@ impl UtilisationReport {
             for (name, fig, unit, max) in checks {
                 let field = format!("graphs[{i}].{name}");
                 if fig.unit != unit {
-                    return bad(field, format!("unit {:?}, expected {unit:?}", fig.unit));
+                    return bad(field, format!("unit {}, expected {unit}", fig.unit));
                 }
                 if !(fig.value.is_finite() && fig.value > 0.0 && fig.value <= max) {
                     return bad(field, format!("{} is outside (0, {max}]", fig.value));

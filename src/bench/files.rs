@@ -7,7 +7,9 @@ use std::path::Path;
 use super::{BenchError, PointResult, Sweep};
 use crate::bench::measure::GraphMeasurement;
 use crate::metrics::figure::{Figure, Provenance};
-use crate::metrics::report::{Backend, GraphUtilisation, LatencyReport, UtilisationReport};
+use crate::metrics::utilisation_report::{
+    Backend, GraphUtilisation, LatencyReport, UtilisationReport,
+};
 
 /// The utilisation report of a sweep: one entry per graph, from the point where that graph
 /// reached its highest fps running alone (or, with no such point, in a pair). The planner plans
@@ -62,12 +64,35 @@ pub fn utilisation_report(sweep: &Sweep) -> Result<UtilisationReport, BenchError
     })
 }
 
+/// A figure of a report whose provenance does not match the backend that produced it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProvenanceError {
+    /// A simulator report with a figure labelled as measured.
+    #[error("{field}: claims to be measured on {device}, but the simulator ran")]
+    MeasuredOnSimulator {
+        /// The figure, e.g. `graphs[1].fps`.
+        field: String,
+        /// The device it names.
+        device: String,
+    },
+    /// A simulator report with a modelled figure that lists no assumed values.
+    #[error("{field}: modelled without listing its assumed values")]
+    NoAssumptions {
+        /// The figure, e.g. `graphs[0].compute.of_int4_peak`.
+        field: String,
+    },
+    /// A HailoRT report without its device.
+    #[error("device: a HailoRT report must name its device")]
+    NoDevice,
+}
+
 /// Checks that a report labels its figures honestly: on the simulator every figure must be
 /// modelled and list the assumed values it rests on; on a device the device must be named.
 ///
 /// # Errors
-/// A message naming the first figure that fails.
-pub fn check_provenance(report: &UtilisationReport) -> Result<(), String> {
+/// The [`ProvenanceError`] of the first figure that fails.
+pub fn check_provenance(report: &UtilisationReport) -> Result<(), ProvenanceError> {
     for (i, g) in report.graphs.iter().enumerate() {
         let mut figures: Vec<(String, &Figure)> = vec![
             ("ops_per_frame".into(), &g.ops_per_frame),
@@ -90,17 +115,16 @@ pub fn check_provenance(report: &UtilisationReport) -> Result<(), String> {
             let field = format!("graphs[{i}].{name}");
             match (report.backend, p) {
                 (Backend::Simulator, Provenance::Measured { device }) => {
-                    return Err(format!(
-                        "{field}: claims to be measured on {device}, but the simulator ran"
-                    ))
+                    return Err(ProvenanceError::MeasuredOnSimulator {
+                        field,
+                        device: device.clone(),
+                    })
                 }
                 (Backend::Simulator, Provenance::Modelled { assumed }) if assumed.is_empty() => {
-                    return Err(format!(
-                        "{field}: modelled without listing its assumed values"
-                    ))
+                    return Err(ProvenanceError::NoAssumptions { field })
                 }
                 (Backend::Hailort, _) if report.device.is_none() => {
-                    return Err("device: a HailoRT report must name its device".into())
+                    return Err(ProvenanceError::NoDevice)
                 }
                 _ => {}
             }

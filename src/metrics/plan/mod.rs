@@ -4,7 +4,7 @@
 //! (ops = 2 x MACs). At a utilisation `u` of a peak `P` (20 TOPS INT8, 40 TOPS INT4), one graph
 //! alone reaches `u P / 2G` fps, and a rig needs a share `sum_i 2 G_i f_i / (u_i P)` of one part.
 //! `u` is 0.30 by default, an assumption the output labels as such, until a measured report
-//! (`--from report.json`, see [`super::report`]) replaces it per graph.
+//! (`--from report.json`, see [`super::utilisation_report`]) replaces it per graph.
 
 mod check;
 mod cost;
@@ -18,8 +18,8 @@ pub use check::{check_rows, CheckFile, CheckOutcome, CheckRow};
 pub use cost::{CostModel, CostSource, GraphCost, RFDETR_BACKBONE_GMAC};
 
 use super::figure::{Assumption, Figure, Provenance, Unit};
-use super::report::UtilisationReport;
 use super::utilisation::Precision;
+use super::utilisation_report::UtilisationReport;
 
 /// The utilisation the chain was planned with before any measurement.
 pub const DEFAULT_UTILISATION: f64 = 0.30;

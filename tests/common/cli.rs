@@ -1,0 +1,51 @@
+//! Running the `hailo-edge` binary and reading what it writes, for the command-line tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The binary, run from the crate root (so `fixtures/...` resolves) without `RUST_LOG`, so
+/// stderr holds only what the command itself says.
+pub fn hailo_edge() -> Command {
+    let mut c = Command::cargo_bin("hailo-edge").expect("the hailo-edge binary");
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+/// Runs `cmd` and asserts it succeeded, showing what it wrote when it did not.
+pub fn succeed(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run hailo-edge");
+    assert!(
+        out.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cmd`, asserts it succeeded and parses its stdout as JSON.
+pub fn json(cmd: &mut Command) -> Value {
+    json_of(&succeed(cmd).stdout)
+}
+
+/// Parses bytes a command wrote as JSON.
+pub fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).expect("JSON output")
+}
+
+/// Reads and parses a JSON file a command wrote.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    json_of(&text)
+}
+
+/// Writes `contents` to `name` in `dir` and returns the path.
+pub fn write(dir: &tempfile::TempDir, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
