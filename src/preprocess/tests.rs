@@ -389,16 +389,18 @@ fn mjpeg_and_reference(fit: Fit, jpeg: &[u8], crop_shift: f64) -> (Tensor, Vec<u
     let mut full = jpeg::MjpegDecoder::default();
     let d = full.decode_full(CameraId(1), jpeg, (w, h), &plan).unwrap();
     let mut reference = vec![0u8; (side * side * 3) as usize];
-    sample::Sampler::default().packed_to_rgb(
-        full.pixels(),
-        d.size,
-        3,
-        d.src,
-        &mut reference,
-        side as usize,
-        plan.dst,
-        &None,
-    );
+    let decoded = Source {
+        data: full.pixels(),
+        size: d.size,
+        pixels: Pixels::Packed(3),
+        crop: d.src,
+    };
+    let out = RgbOut {
+        data: &mut reference,
+        width: side as usize,
+        dst: plan.dst,
+    };
+    resample::fused::Sampler::default().sample(&decoded, out, &None);
     (t, reference)
 }
 

@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_int, CStr};
 
 use crate::camera::frame::CameraId;
-use crate::preprocess::transform::{Layout, Transform};
+use crate::preprocess::plan::{Layout, Transform};
 use crate::preprocess::PreprocessError;
 
 use super::Decoded;
