@@ -63,20 +63,13 @@ pub struct Tensor {
     pub transform: Transform,
 }
 
-/// Why a frame could not be preprocessed.
+/// Why a preprocessor could not be built or a frame could not be
+/// preprocessed, in the order [`Preprocessor::new`] and
+/// [`Preprocessor::run_into`] meet them.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PreprocessError {
-    #[error(transparent)]
-    Frame(#[from] FrameError),
-    #[error("{camera}: corrupt MJPEG frame: {reason}")]
-    CorruptJpeg { camera: CameraId, reason: String },
-    #[error("{camera}: cannot turn {from} into a {to:?} input")]
-    Unsupported {
-        camera: CameraId,
-        from: PixelFormat,
-        to: InputLayout,
-    },
+    /// The HEF input cannot take what the rig asks (normalisation of a YUV input).
     #[error("HEF input {stream}: {reason}")]
     Spec { stream: String, reason: String },
     #[error("HEF input {stream}: cannot quantise the normalisation: {source}")]
@@ -84,14 +77,26 @@ pub enum PreprocessError {
         stream: String,
         source: QuantizeError,
     },
-    #[error("resize: {0}")]
-    Resize(String),
     #[error("HEF input {stream}: output buffer has {actual} bytes, the tensor needs {expected}")]
     OutputSize {
         stream: String,
         expected: usize,
         actual: usize,
     },
+    /// The frame's bytes do not match its declared format and size.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    #[error("{camera}: cannot turn {from} into a {to} input")]
+    Unsupported {
+        camera: CameraId,
+        from: PixelFormat,
+        to: InputLayout,
+    },
+    #[error("{camera}: corrupt MJPEG frame: {reason}")]
+    CorruptJpeg { camera: CameraId, reason: String },
+    /// The convolution engine refused the sizes.
+    #[error("resize: {0}")]
+    Resize(String),
 }
 
 /// Turns frames of one camera into tensors for one HEF input.
