@@ -1,6 +1,6 @@
 //! Camera frames into HEF input tensors, one module per step a frame takes:
 //!
-//! 1. [`plan`]: where the frame's crop or letterbox lands in the tensor
+//! 1. `plan`: where the frame's crop or letterbox lands in the tensor
 //!    ([`Layout`]), and the [`Transform`] that maps keypoints back to camera
 //!    pixels, which travels with the tensor.
 //! 2. `jpeg`: MJPEG frames decoded to RGB, only the part the plan reads when
