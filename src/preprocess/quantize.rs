@@ -16,15 +16,28 @@ pub struct Normalize {
     pub std: [f32; 3],
 }
 
+/// Per-channel lookup applied to every output byte; identity when `None`.
+pub type ChannelLut = Option<Box<[[u8; 256]; 3]>>;
+
+/// Why a HEF input's quantisation cannot express the rig's normalisation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuantizeError {
+    #[error("{count} per-feature quantisation entries, expected 3 (one per RGB channel)")]
+    FeatureCount { count: usize },
+    #[error("channel {channel}: zero quantisation scale or normalisation std, expected non-zero")]
+    ZeroScale { channel: usize },
+}
+
 /// Builds the per-channel tables, or `None` when the input takes raw pixels.
 ///
 /// # Errors
-/// A description of what is wrong with the quantisation (zero scale, wrong
-/// number of per-feature entries).
+/// [`QuantizeError::FeatureCount`] when per-feature quantisation does not
+/// have three entries, [`QuantizeError::ZeroScale`] for a zero scale or std.
 pub fn tables(
     normalize: Option<Normalize>,
     quant: &Quantization,
-) -> Result<Option<Box<[[u8; 256]; 3]>>, String> {
+) -> Result<ChannelLut, QuantizeError> {
     let Some(norm) = normalize else {
         return Ok(None);
     };
@@ -32,17 +45,14 @@ pub fn tables(
         Quantization::Uniform(q) => [*q; 3],
         Quantization::PerFeature(qs) if qs.len() == 3 => [qs[0], qs[1], qs[2]],
         Quantization::PerFeature(qs) => {
-            return Err(format!(
-                "{} per-feature quant entries, expected 3",
-                qs.len()
-            ))
+            return Err(QuantizeError::FeatureCount { count: qs.len() })
         }
     };
     let mut t = Box::new([[0u8; 256]; 3]);
     for c in 0..3 {
         let q = per_channel[c];
         if q.scale == 0.0 || norm.std[c] == 0.0 {
-            return Err(format!("channel {c}: zero scale or std"));
+            return Err(QuantizeError::ZeroScale { channel: c });
         }
         for x in 0..256 {
             let real = (x as f32 / 255.0 - norm.mean[c]) / norm.std[c];
@@ -50,6 +60,33 @@ pub fn tables(
         }
     }
     Ok(Some(t))
+}
+
+/// Applies the tables, if any, to a row of RGB pixels.
+#[inline]
+pub fn apply(lut: &ChannelLut, rgb: &mut [u8]) {
+    if let Some(t) = lut {
+        for px in rgb.chunks_exact_mut(3) {
+            px.copy_from_slice(&[
+                t[0][px[0] as usize],
+                t[1][px[1] as usize],
+                t[2][px[2] as usize],
+            ]);
+        }
+    }
+}
+
+/// The tables applied to one RGB pixel.
+#[inline]
+pub fn pixel(lut: &ChannelLut, rgb: [u8; 3]) -> [u8; 3] {
+    match lut {
+        None => rgb,
+        Some(t) => [
+            t[0][rgb[0] as usize],
+            t[1][rgb[1] as usize],
+            t[2][rgb[2] as usize],
+        ],
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +115,9 @@ mod tests {
         assert_eq!(t[2][255], 255); // saturates
         assert!(tables(None, &Quantization::Uniform(q)).unwrap().is_none());
         let bad = Quantization::PerFeature(vec![q; 2]);
-        assert!(tables(Some(norm), &bad).unwrap_err().contains("expected 3"));
+        assert!(tables(Some(norm), &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("expected 3"));
     }
 }

@@ -17,6 +17,16 @@ pub enum InputLayout {
     Yuy2,
 }
 
+impl std::fmt::Display for InputLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Rgb => "RGB",
+            Self::Nv12 => "NV12",
+            Self::Yuy2 => "YUY2",
+        })
+    }
+}
+
 impl InputLayout {
     /// Bytes of one tensor.
     pub fn len(self, width: u32, height: u32) -> usize {

@@ -29,6 +29,15 @@ fn spot(w: u32, h: u32, c: [f64; 2], sigma: f64) -> Vec<u8> {
     y
 }
 
+/// A preprocessor for `spec` that crops, with the default filter.
+fn cropping(spec: InputSpec) -> Preprocessor {
+    let config = PreprocessConfig {
+        fit: Fit::Crop,
+        ..Default::default()
+    };
+    Preprocessor::new(spec, config).unwrap()
+}
+
 fn yuyv_from_luma(luma: &[u8]) -> Vec<u8> {
     luma.iter().flat_map(|&y| [y, 128]).collect()
 }
@@ -120,14 +129,7 @@ fn keypoints_map_back_to_camera_pixels_within_half_a_pixel() {
 fn a_shifted_transform_fails_the_round_trip() {
     // Negative control: a transform off by one tensor pixel misses by far more than 0.5 px.
     let luma = spot(1280, 720, [640.0, 360.0], 7.0);
-    let mut pre = Preprocessor::new(
-        InputSpec::rgb(288, 288),
-        PreprocessConfig {
-            fit: Fit::Crop,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut pre = cropping(InputSpec::rgb(288, 288));
     let mut t = pre
         .run(&frame(PixelFormat::Yuyv, 1280, 720, yuyv_from_luma(&luma)))
         .unwrap();
@@ -209,14 +211,7 @@ fn nv12_and_yuy2_inputs_stay_in_yuv() {
             layout,
             ..InputSpec::rgb(32, 32)
         };
-        let mut pre = Preprocessor::new(
-            spec,
-            PreprocessConfig {
-                fit: Fit::Crop,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut pre = cropping(spec);
         let t = pre
             .run(&frame(PixelFormat::Yuyv, 64, 48, yuyv.clone()))
             .unwrap();
@@ -389,16 +384,18 @@ fn mjpeg_and_reference(fit: Fit, jpeg: &[u8], crop_shift: f64) -> (Tensor, Vec<u
     let mut full = jpeg::MjpegDecoder::default();
     let d = full.decode_full(CameraId(1), jpeg, (w, h), &plan).unwrap();
     let mut reference = vec![0u8; (side * side * 3) as usize];
-    sample::Sampler::default().packed_to_rgb(
-        full.pixels(),
-        d.size,
-        3,
-        d.src,
-        &mut reference,
-        side as usize,
-        plan.dst,
-        &None,
-    );
+    let decoded = Source {
+        data: full.pixels(),
+        size: d.size,
+        pixels: Pixels::Packed(3),
+        crop: d.src,
+    };
+    let out = RgbOut {
+        data: &mut reference,
+        width: side as usize,
+        dst: plan.dst,
+    };
+    resample::fused::Sampler::default().sample(&decoded, out, &None);
     (t, reference)
 }
 

@@ -14,7 +14,7 @@ mod zune;
 
 use crate::camera::frame::CameraId;
 
-use super::transform::{Layout, Transform};
+use super::plan::{Layout, Transform};
 use super::PreprocessError;
 
 /// The decoder MJPEG frames go through in this build.

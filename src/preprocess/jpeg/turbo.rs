@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_int, CStr};
 
 use crate::camera::frame::CameraId;
-use crate::preprocess::transform::{Layout, Transform};
+use crate::preprocess::plan::{Layout, Transform};
 use crate::preprocess::PreprocessError;
 
 use super::Decoded;
@@ -69,20 +69,35 @@ pub struct Window {
     pub warnings: u32,
 }
 
+/// Why libjpeg-turbo did not decode a window.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurboError {
+    #[error("scale 1/{denom}: expected 1/1, 1/2, 1/4 or 1/8")]
+    Scale { denom: u32 },
+    /// The shim's message: undecodable, truncated or wrongly sized data,
+    /// or a window outside the scaled image.
+    #[error("{message}")]
+    Decode { message: String },
+    #[error("libjpeg-turbo failed without a message")]
+    Silent,
+}
+
 /// Decodes window `rect` (scaled pixels) of `data` scaled by 1/`denom` into `rgb`.
 ///
 /// # Errors
-/// The shim's message for undecodable, truncated (the entropy data runs out
-/// inside the window) or wrongly sized frames.
+/// [`TurboError::Scale`] for a scale libjpeg-turbo lacks,
+/// [`TurboError::Decode`] for undecodable, truncated (the entropy data runs
+/// out inside the window) or wrongly sized frames.
 pub fn decode_window(
     data: &[u8],
     (width, height): (u32, u32),
     denom: u32,
     rect: [u32; 4],
     rgb: &mut Vec<u8>,
-) -> Result<Window, String> {
+) -> Result<Window, TurboError> {
     if ![1, 2, 4, 8].contains(&denom) {
-        return Err(format!("scale 1/{denom}: expected 1/1, 1/2, 1/4 or 1/8"));
+        return Err(TurboError::Scale { denom });
     }
     // The shim may widen the window to the left, never beyond the scaled image.
     let need = width.div_ceil(denom) as usize * rect[3] as usize * 3;
@@ -123,11 +138,13 @@ pub fn decode_window(
         // SAFETY: the shim always NUL-terminates `message` (snprintf into it,
         // or left zeroed); the last byte is never written with anything else.
         let msg = unsafe { CStr::from_ptr(raw.message.as_ptr()) };
-        let msg = msg.to_string_lossy();
-        return Err(if msg.is_empty() {
-            "libjpeg-turbo failed without a message".into()
+        let message = msg.to_string_lossy();
+        return Err(if message.is_empty() {
+            TurboError::Silent
         } else {
-            msg.into_owned()
+            TurboError::Decode {
+                message: message.into_owned(),
+            }
         });
     }
     Ok(Window {
@@ -154,8 +171,8 @@ pub fn decode(
         ));
     }
     let scaled = plan.scaled_window(width, height, MARGIN);
-    let window =
-        decode_window(data, (width, height), scaled.denom, scaled.rect, rgb).map_err(corrupt)?;
+    let window = decode_window(data, (width, height), scaled.denom, scaled.rect, rgb)
+        .map_err(|e| corrupt(e.to_string()))?;
     if window.warnings > 0 {
         log::debug!(
             "{camera}: MJPEG frame with {} metadata warning(s)",

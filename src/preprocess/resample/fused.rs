@@ -6,8 +6,9 @@
 //! from the packed or planar camera layout, then converted to RGB per output
 //! pixel; no intermediate full-size image exists.
 
-use super::convert::{yuv_to_rgb, ChannelLut};
-use super::yuv_rows;
+use super::{Pixels, RgbOut, Source};
+use crate::preprocess::quantize::{self, ChannelLut};
+use crate::preprocess::yuv;
 
 /// Source sample pair and weight (0..=256) for each output coordinate of one axis.
 #[derive(Debug, Default, Clone)]
@@ -203,38 +204,13 @@ fn blend_rows(out: &mut [u8], a: &[u8], b: &[u8], w: u32) {
     }
 }
 
-/// YUV rows to an interleaved RGB row; compiled once more for AVX2 and
-/// picked at run time, since the baseline x86-64 target lacks the 32-bit
-/// vector multiply this loop needs to vectorise.
-pub(super) fn convert_row(dst: &mut [u8], y: &[u8], u: &[u8], v: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { convert_row_avx2(dst, y, u, v) };
-            return;
-        }
-    }
-    convert_row_generic(dst, y, u, v);
-}
-
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn convert_row_avx2(dst: &mut [u8], y: &[u8], u: &[u8], v: &[u8]) {
-    convert_row_generic(dst, y, u, v);
-}
-
-#[inline(always)]
-fn convert_row_generic(dst: &mut [u8], y: &[u8], u: &[u8], v: &[u8]) {
-    let n = dst.len() / 3;
-    let (dst, y, u, v) = (&mut dst[..n * 3], &y[..n], &u[..n], &v[..n]);
-    for i in 0..n {
-        let rgb = yuv_to_rgb(y[i], u[i], v[i]);
-        dst[3 * i] = rgb[0];
-        dst[3 * i + 1] = rgb[1];
-        dst[3 * i + 2] = rgb[2];
+impl Taps {
+    /// Blends, into `out`, columns `span` of the two source rows output row
+    /// `i` takes (rows `stride` bytes apart in `src`) with its weight.
+    #[inline]
+    fn blend(&self, i: usize, out: &mut [u8], src: &[u8], stride: usize, (s, e): (usize, usize)) {
+        let row = |r: u32| &src[r as usize * stride + s..r as usize * stride + e];
+        blend_rows(out, row(self.i0[i]), row(self.i1[i]), self.w[i]);
     }
 }
 
@@ -261,71 +237,51 @@ fn one_to_one(
     fits.then_some((x0 as usize, y0 as usize))
 }
 
-/// Applies the quantisation tables, if any, to an RGB row.
-#[inline]
-pub(super) fn apply_lut(dst: &mut [u8], lut: &ChannelLut) {
-    if let Some(t) = lut {
-        for px in dst.chunks_exact_mut(3) {
-            px.copy_from_slice(&[
-                t[0][px[0] as usize],
-                t[1][px[1] as usize],
-                t[2][px[2] as usize],
-            ]);
+impl Sampler {
+    /// Writes region `out.dst` of an RGB tensor from the source's crop,
+    /// quantised through `lut`.
+    pub fn sample(&mut self, src: &Source, out: RgbOut, lut: &ChannelLut) {
+        match src.pixels {
+            Pixels::Yuv(layout) => self.sample_yuv(src, layout, out, lut),
+            Pixels::Packed(channels) => self.sample_packed(src, channels, out, lut),
         }
     }
-}
 
-impl Sampler {
-    /// Writes `dst` (`dw` x `dh` region of an RGB tensor `tw` wide, at `dx`, `dy`)
-    /// from the `crop` region of a `w` x `h` YUV frame.
+    /// [`Sampler::sample`] for YUV pixels laid out as `layout`.
     ///
     /// Three passes per output row, each over contiguous memory except the
     /// horizontal taps: blend the two source rows (luma and chroma together
     /// for YUYV), pick and blend the horizontal taps into Y, U, V rows, and
     /// convert those to RGB.
-    #[allow(clippy::too_many_arguments)]
-    pub fn yuv_to_rgb(
-        &mut self,
-        src: &[u8],
-        size: (u32, u32),
-        layout: YuvLayout,
-        crop: [f64; 4],
-        out: &mut [u8],
-        tw: usize,
-        dst: [u32; 4],
-        lut: &ChannelLut,
-    ) {
-        if let Some(origin) = one_to_one(crop, size, layout, dst) {
-            return self.same_size(src, size, layout, crop, origin, out, tw, dst, lut);
+    fn sample_yuv(&mut self, src: &Source, layout: YuvLayout, out: RgbOut, lut: &ChannelLut) {
+        if let Some(origin) = one_to_one(src.crop, src.size, layout, out.dst) {
+            return self.same_size(src, layout, origin, out, lut);
         }
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU supports AVX2, checked just above.
-                unsafe { self.yuv_to_rgb_avx2(src, size, layout, crop, out, tw, dst, lut) };
+                unsafe { self.resample_yuv_avx2(src, layout, out, lut) };
                 return;
             }
         }
-        self.yuv_to_rgb_impl(src, size, layout, crop, out, tw, dst, lut);
+        self.resample_yuv(src, layout, out, lut);
     }
 
-    /// [`Sampler::yuv_to_rgb`] when the crop maps one to one onto the output
+    /// [`Sampler::sample_yuv`] when the crop maps one to one onto the output
     /// (see [`one_to_one`]): every tap would have weight 0 except NV12's
-    /// vertical chroma, so rows are converted whole by [`yuv_rows`], bit for
+    /// vertical chroma, so rows are converted whole by the row converters, bit for
     /// bit what the resampling path computes.
-    #[allow(clippy::too_many_arguments)]
     fn same_size(
         &mut self,
-        src: &[u8],
-        (w, h): (u32, u32),
+        src: &Source,
         layout: YuvLayout,
-        crop: [f64; 4],
         (x0, y0): (usize, usize),
-        out: &mut [u8],
-        tw: usize,
-        [dx, dy, dw, dh]: [u32; 4],
+        out: RgbOut,
         lut: &ChannelLut,
     ) {
+        let (src, (w, h), crop) = (src.data, src.size, src.crop);
+        let (out, tw, [dx, dy, dw, dh]) = (out.data, out.width, out.dst);
         let (wu, hu, dwu) = (w as usize, h as usize, dw as usize);
         let key = PlanKey::new(0x20 | layout as u8, (w, h), crop, (dw, dh));
         if layout == YuvLayout::Nv12 && self.planned != Some(key) {
@@ -342,22 +298,18 @@ impl Sampler {
             match layout {
                 YuvLayout::Yuyv => {
                     let s = (r * wu + x0) * 2;
-                    yuv_rows::yuyv_row_to_rgb(&src[s..s + dwu * 2], dst);
+                    yuv::yuyv_row_to_rgb(&src[s..s + dwu * 2], dst);
                 }
                 YuvLayout::Nv12 => {
-                    let (c0, c1, wy) = (
-                        self.cy.i0[oy] as usize,
-                        self.cy.i1[oy] as usize,
-                        self.cy.w[oy],
-                    );
                     // Pair `x0 / 2` of a chroma row starts at byte `x0` (x0 is even).
-                    let crow = |c: usize| &src[wu * hu + c * wu + x0..wu * hu + c * wu + x0 + dwu];
-                    blend_rows(&mut self.row_c, crow(c0), crow(c1), wy);
+                    let uv_plane = &src[wu * hu..];
+                    self.cy
+                        .blend(oy, &mut self.row_c, uv_plane, wu, (x0, x0 + dwu));
                     let s = r * wu + x0;
-                    yuv_rows::nv12_row_to_rgb(&src[s..s + dwu], &self.row_c, dst);
+                    yuv::nv12_row_to_rgb(&src[s..s + dwu], &self.row_c, dst);
                 }
             }
-            apply_lut(dst, lut);
+            quantize::apply(lut, dst);
         }
     }
 
@@ -365,34 +317,20 @@ impl Sampler {
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn yuv_to_rgb_avx2(
+    unsafe fn resample_yuv_avx2(
         &mut self,
-        src: &[u8],
-        size: (u32, u32),
+        src: &Source,
         layout: YuvLayout,
-        crop: [f64; 4],
-        out: &mut [u8],
-        tw: usize,
-        dst: [u32; 4],
+        out: RgbOut,
         lut: &ChannelLut,
     ) {
-        self.yuv_to_rgb_impl(src, size, layout, crop, out, tw, dst, lut);
+        self.resample_yuv(src, layout, out, lut);
     }
 
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn yuv_to_rgb_impl(
-        &mut self,
-        src: &[u8],
-        (w, h): (u32, u32),
-        layout: YuvLayout,
-        crop: [f64; 4],
-        out: &mut [u8],
-        tw: usize,
-        [dx, dy, dw, dh]: [u32; 4],
-        lut: &ChannelLut,
-    ) {
+    fn resample_yuv(&mut self, src: &Source, layout: YuvLayout, out: RgbOut, lut: &ChannelLut) {
+        let (src, (w, h), crop) = (src.data, src.size, src.crop);
+        let (out, tw, [dx, dy, dw, dh]) = (out.data, out.width, out.dst);
         let [x0, y0, cw, ch] = crop;
         let cn = dw.div_ceil(2);
         let key = PlanKey::new(layout as u8, (w, h), crop, (dw, dh));
@@ -462,30 +400,14 @@ impl Sampler {
             "sampling taps outside the source rows"
         );
         for oy in 0..dh as usize {
-            let (r0, r1, wy) = (
-                self.ly.i0[oy] as usize,
-                self.ly.i1[oy] as usize,
-                self.ly.w[oy],
-            );
-            let row =
-                |r: usize, (s, e): (usize, usize)| &src[r * luma_stride + s..r * luma_stride + e];
-            blend_rows(
-                &mut self.row_l[..l_len],
-                row(r0, l_span),
-                row(r1, l_span),
-                wy,
-            );
+            self.ly
+                .blend(oy, &mut self.row_l[..l_len], src, luma_stride, l_span);
             let chroma_row: &[u8] = match layout {
                 YuvLayout::Yuyv => &self.row_l,
                 YuvLayout::Nv12 => {
-                    let (c0, c1, cwy) = (
-                        self.cy.i0[oy] as usize,
-                        self.cy.i1[oy] as usize,
-                        self.cy.w[oy],
-                    );
-                    let base = w * h;
-                    let crow = |r: usize| &src[base + r * w + c_span.0..base + r * w + c_span.1];
-                    blend_rows(&mut self.row_c[..c_len], crow(c0), crow(c1), cwy);
+                    let uv_plane = &src[w * h..];
+                    self.cy
+                        .blend(oy, &mut self.row_c[..c_len], uv_plane, w, c_span);
                     &self.row_c
                 }
             };
@@ -504,24 +426,15 @@ impl Sampler {
                     }
                 }
             }
-            convert_row(dst, &self.y, &self.u2, &self.v2);
-            apply_lut(dst, lut);
+            yuv::planar_row_to_rgb(&self.y, &self.u2, &self.v2, dst);
+            quantize::apply(lut, dst);
         }
     }
 
-    /// As [`Sampler::yuv_to_rgb`] for packed 8-bit data of `channels` (1 = grey, 3 = RGB).
-    #[allow(clippy::too_many_arguments)]
-    pub fn packed_to_rgb(
-        &mut self,
-        src: &[u8],
-        (w, h): (u32, u32),
-        channels: usize,
-        crop: [f64; 4],
-        out: &mut [u8],
-        tw: usize,
-        [dx, dy, dw, dh]: [u32; 4],
-        lut: &ChannelLut,
-    ) {
+    /// [`Sampler::sample`] for packed 8-bit pixels of `channels` (1 = grey, 3 = RGB).
+    fn sample_packed(&mut self, src: &Source, channels: usize, out: RgbOut, lut: &ChannelLut) {
+        let (src, (w, h), crop) = (src.data, src.size, src.crop);
+        let (out, tw, [dx, dy, dw, dh]) = (out.data, out.width, out.dst);
         let [x0, y0, cw, ch] = crop;
         let key = PlanKey::new(0x10 | channels as u8, (w, h), crop, (dw, dh));
         let replan = self.planned != Some(key);
@@ -546,17 +459,8 @@ impl Sampler {
         );
         let dwu = dw as usize;
         for oy in 0..dh as usize {
-            let (r0, r1, wy) = (
-                self.ly.i0[oy] as usize * stride,
-                self.ly.i1[oy] as usize * stride,
-                self.ly.w[oy],
-            );
-            blend_rows(
-                &mut self.row_l[..len],
-                &src[r0 + first..r0 + last],
-                &src[r1 + first..r1 + last],
-                wy,
-            );
+            self.ly
+                .blend(oy, &mut self.row_l[..len], src, stride, (first, last));
             let o = (dy as usize + oy) * tw * 3 + dx as usize * 3;
             let dst = &mut out[o..o + dwu * 3];
             // SAFETY: the reach was checked against the row length above.
@@ -567,7 +471,7 @@ impl Sampler {
                     gather_packed::<3>(dst, &self.row_l, &self.lo);
                 }
             }
-            apply_lut(dst, lut);
+            quantize::apply(lut, dst);
         }
     }
 }
@@ -590,5 +494,5 @@ unsafe fn gather_packed<const CH: usize>(dst: &mut [u8], row: &[u8], taps: &Pair
 }
 
 #[cfg(test)]
-#[path = "sample_tests.rs"]
+#[path = "fused_tests.rs"]
 mod tests;

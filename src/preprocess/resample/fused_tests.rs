@@ -59,7 +59,7 @@ fn reference(
                 let v = |x: usize| lerp(chroma(x, c0, c, r0), chroma(x, c1, c, r1), cwy);
                 lerp(v(ca), v(cb), cwx)
             });
-            out.extend(super::yuv_to_rgb(y, uv[0], uv[1]));
+            out.extend(crate::preprocess::yuv_to_rgb(y, uv[0], uv[1]));
         }
     }
     out
@@ -72,18 +72,39 @@ fn fused(
     crop: [f64; 4],
     d: (u32, u32),
 ) -> Vec<u8> {
-    let mut out = vec![0; d.0 as usize * d.1 as usize * 3];
-    Sampler::default().yuv_to_rgb(
-        src,
+    let src = source(src, size, Pixels::Yuv(layout), crop);
+    rgb_image(d, |out| Sampler::default().sample(&src, out, &None))
+}
+
+/// The pixels `data` (of `size`, laid out as `pixels`) with region `crop`.
+fn source(data: &[u8], size: (u32, u32), pixels: Pixels, crop: [f64; 4]) -> Source<'_> {
+    Source {
+        data,
         size,
-        layout,
+        pixels,
         crop,
-        &mut out,
-        d.0 as usize,
-        [0, 0, d.0, d.1],
-        &None,
-    );
-    out
+    }
+}
+
+/// A `d` RGB image written whole by `write`.
+fn rgb_image(d: (u32, u32), write: impl FnOnce(RgbOut)) -> Vec<u8> {
+    let mut data = vec![0; d.0 as usize * d.1 as usize * 3];
+    write(RgbOut {
+        data: &mut data,
+        width: d.0 as usize,
+        dst: [0, 0, d.0, d.1],
+    });
+    data
+}
+
+/// `len` deterministic bytes from the linear congruential generator at `seed`.
+fn noise(len: usize, seed: &mut u32) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            *seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (*seed >> 24) as u8
+        })
+        .collect()
 }
 
 #[test]
@@ -98,12 +119,7 @@ fn fused_sampler_equals_the_two_pass_reference() {
         (YuvLayout::Yuyv, (2, 2), [0.0, 0.0, 2.0, 2.0], (3, 3)),
     ] {
         let len = (w * h * 2) as usize;
-        let src: Vec<u8> = (0..len)
-            .map(|_| {
-                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                (seed >> 24) as u8
-            })
-            .collect();
+        let src = noise(len, &mut seed);
         let want = reference(&src, (w, h), layout, crop, d, 0);
         assert_eq!(
             fused(&src, (w, h), layout, crop, d),
@@ -152,17 +168,8 @@ fn packed_sampler_equals_the_two_pass_reference() {
                 }
                 out
             };
-            let mut got = vec![0; d.0 as usize * d.1 as usize * 3];
-            Sampler::default().packed_to_rgb(
-                &src,
-                (w, h),
-                channels,
-                crop,
-                &mut got,
-                d.0 as usize,
-                [0, 0, d.0, d.1],
-                &None,
-            );
+            let packed = source(&src, (w, h), Pixels::Packed(channels), crop);
+            let got = rgb_image(d, |out| Sampler::default().sample(&packed, out, &None));
             assert_eq!(got, reference(0), "{channels} channels, {crop:?} -> {d:?}");
             assert_ne!(
                 got,
@@ -181,18 +188,8 @@ fn a_reused_sampler_replans_when_the_crop_or_source_changes() {
         .collect();
     let d = (20u32, 20u32);
     let run = |s: &mut Sampler, layout: YuvLayout, crop: [f64; 4]| {
-        let mut out = vec![0; 20 * 20 * 3];
-        s.yuv_to_rgb(
-            &src,
-            (w, h),
-            layout,
-            crop,
-            &mut out,
-            20,
-            [0, 0, d.0, d.1],
-            &None,
-        );
-        out
+        let yuv = source(&src, (w, h), Pixels::Yuv(layout), crop);
+        rgb_image(d, |out| s.sample(&yuv, out, &None))
     };
     let (a, b) = ([14.0, 0.0, 36.0, 36.0], [0.0, 0.0, 36.0, 36.0]);
     let mut reused = Sampler::default();
@@ -210,10 +207,9 @@ fn a_reused_sampler_replans_when_the_crop_or_source_changes() {
         run(&mut Sampler::default(), YuvLayout::Yuyv, a),
         run(&mut Sampler::default(), YuvLayout::Yuyv, b)
     );
-    let mut packed = vec![0; 20 * 20 * 3];
-    reused.packed_to_rgb(&src, (w, h), 1, a, &mut packed, 20, [0, 0, d.0, d.1], &None);
-    let mut want = vec![0; 20 * 20 * 3];
-    Sampler::default().packed_to_rgb(&src, (w, h), 1, a, &mut want, 20, [0, 0, d.0, d.1], &None);
+    let grey = source(&src, (w, h), Pixels::Packed(1), a);
+    let packed = rgb_image(d, |out| reused.sample(&grey, out, &None));
+    let want = rgb_image(d, |out| Sampler::default().sample(&grey, out, &None));
     assert_eq!(packed, want, "packed after YUV");
 }
 
@@ -236,24 +232,12 @@ fn one_to_one_crops_equal_the_resampling_path() {
             one_to_one(crop, size, layout, [0, 0, d.0, d.1]).is_some(),
             "{crop:?} -> {d:?} is one to one"
         );
-        let src: Vec<u8> = (0..(w * h * 2) as usize)
-            .map(|_| {
-                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                (seed >> 24) as u8
-            })
-            .collect();
+        let src = noise((w * h * 2) as usize, &mut seed);
         let got = fused(&src, size, layout, crop, d);
-        let mut resampled = vec![0; got.len()];
-        Sampler::default().yuv_to_rgb_impl(
-            &src,
-            size,
-            layout,
-            crop,
-            &mut resampled,
-            d.0 as usize,
-            [0, 0, d.0, d.1],
-            &None,
-        );
+        let yuv = source(&src, size, Pixels::Yuv(layout), crop);
+        let resampled = rgb_image(d, |out| {
+            Sampler::default().resample_yuv(&yuv, layout, out, &None)
+        });
         assert_eq!(
             got, resampled,
             "{layout:?} {crop:?}: rows against resampling"
