@@ -293,9 +293,9 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
         // The fit feeds the decoder's keypoint i to the body's keypoint i.
         KeypointsFrom::Decoder => {
             crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels()).map_err(
-                |message| RunError::BodyKeypoints {
+                |source| RunError::BodyKeypoints {
                     model: name,
-                    message,
+                    source,
                 },
             )?;
         }

@@ -51,10 +51,11 @@ pub enum RunError {
     #[error("body model {model}: {source}")]
     BodyModel { model: String, source: BodyError },
     /// A body model whose keypoints the decoder's do not match.
-    #[error("body model ({model}): {message}")]
+    #[error("body model ({model}): {source}")]
     BodyKeypoints {
         model: &'static str,
-        message: String,
+        #[source]
+        source: crate::decode::keypoints::KeypointOrderError,
     },
     /// The fit's rig from the body model, or a camera it cannot use.
     #[error("body rig: {message}")]
