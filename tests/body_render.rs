@@ -2,7 +2,8 @@
 //! z-buffer.
 
 use hailo_edge::body::render::{demo_rig, render};
-use hailo_edge::body::{Camera, Model, Phenotype, Pose};
+use hailo_edge::body::{Model, Phenotype, Pose};
+use hailo_edge::geom::{Camera, Distortion};
 use nalgebra::{Point3, Vector3};
 
 #[test]
@@ -37,9 +38,9 @@ fn keypoints_project_onto_the_rendered_body() {
         Point3::new(0.0, 3.0, 1.3),
         Point3::new(0.0, 0.0, 1.2),
         Vector3::z(),
-        288,
-        288,
         50.0,
+        (288, 288),
+        Distortion::default(),
     )
     .unwrap();
     let view = render(model, &rest, &pose, &back).unwrap();

@@ -6,9 +6,9 @@
 //! frames first, as the pipeline does.
 
 use hailo_edge::body::fit::{anny, synthetic, FitConfig, Pose};
-use hailo_edge::body::projection::demo_rig;
 use hailo_edge::body::triangulate::{triangulate, TriangulationConfig};
 use hailo_edge::body::Model;
+use hailo_edge::scene::demo_rig;
 use rand::SeedableRng;
 
 #[test]

@@ -37,7 +37,10 @@ pub enum BodyError {
     /// A phenotype slider is invalid.
     #[error("phenotype: {0}")]
     Phenotype(String),
-    /// A camera or render request is invalid.
+    /// A camera is invalid.
+    #[error(transparent)]
+    Camera(#[from] crate::geom::CameraError),
+    /// A render request is invalid.
     #[error("render: {0}")]
     Render(String),
 }

@@ -109,9 +109,9 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    serde_json::from_str::<Vec<body::Camera>>(&text).with_context(|| {
-                        format!("{}: expected a JSON list of cameras", path.display())
-                    })?
+                    serde_json::from_str::<Vec<hailo_edge::geom::Camera>>(&text).with_context(
+                        || format!("{}: expected a JSON list of cameras", path.display()),
+                    )?
                 }
                 None => body::render::demo_rig(Point3::new(
                     pose_value.root_translation.x,

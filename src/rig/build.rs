@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::body::fit::{FitConfig, PoseFitter};
 use crate::body::Model;
-use crate::camera::calib::Camera;
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
 use crate::decode::{Decoder, Engine};
+use crate::geom::{Camera, Distortion};
 use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile, TimeBase};
 use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
 use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
@@ -19,7 +19,7 @@ use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
 use super::config::{CameraConfig, RigConfig, SwitchingConfig};
 use super::stage::decode::{GraphDecode, Tap};
 use super::RunError;
-use crate::scene::{demo_calibrations, fit_camera, BodyRig, BodyScene};
+use crate::scene::{demo_rig, BodyRig, BodyScene};
 
 /// One configured graph with what the other stages need from its HEF.
 pub struct BuiltGraph {
@@ -237,7 +237,7 @@ pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
 /// # Errors
 /// [`RunError::Camera`] naming the camera whose calibration is missing or bad.
 pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
-    let mut demo: Vec<Option<Camera>> = demo_calibrations().into_iter().map(Some).collect();
+    let mut demo: Vec<Option<Camera>> = demo_rig().into_iter().map(Some).collect();
     let n = rig.cameras.len();
     rig.cameras
         .iter()
@@ -277,9 +277,9 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                 nalgebra::Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4),
                 nalgebra::Point3::origin(),
                 nalgebra::Vector3::z(),
-                c.width,
-                c.height,
                 62.0,
+                (c.width, c.height),
+                Distortion::default(),
             )
             .map_err(|e| bad(e.to_string()))
         })
@@ -320,9 +320,9 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
 pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, RunError> {
     let cameras = calibrations
         .iter()
-        .map(fit_camera)
+        .map(|c| c.check().map(|()| *c))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(RunError::Body)?;
+        .map_err(|e| RunError::Body(e.to_string()))?;
     PoseFitter::new(
         body.rig.clone(),
         body.limits.clone(),

@@ -8,8 +8,8 @@ use super::fitter::PoseFitter;
 use super::rig::{KeypointRig, KeypointTerm, Pose};
 use super::{FitConfig, FitError};
 use crate::body::limits::{rom, JointLimit};
-use crate::body::projection::Camera;
 use crate::body::{Model, Phenotype, Pose as ModelPose, Rest, KEYPOINT_COUNT};
+use crate::geom::Camera;
 
 /// The bones the per-frame fit moves: those that place the 23 COCO keypoints. Twist bones,
 /// fingers, toes and eyes stay at their reference (or last calibrated) rotation; the keypoints

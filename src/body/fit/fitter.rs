@@ -7,8 +7,8 @@ use super::problem::{FrameProblem, Target};
 use super::rig::{KeypointRig, Pose, Posed};
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::{triangulate, Observation};
+use crate::geom::Camera;
 
 /// Produces mesh vertices for a pose (for example the full ANNY forward), when wanted.
 pub type VertexFn = dyn Fn(&Pose) -> Option<Vec<Point3<f64>>> + Send + Sync;

@@ -8,8 +8,8 @@ use super::lm::Problem;
 use super::rig::{retract, KeypointRig, Pose, Posed};
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::Observation;
+use crate::geom::Camera;
 
 /// What the residuals of one solve compare the model keypoints against.
 pub(crate) enum Target<'a> {

@@ -8,8 +8,8 @@ use rand_distr::{Distribution, Normal};
 
 use super::rig::{KeypointRig, Pose, Posed};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::Observation;
+use crate::geom::Camera;
 
 /// How synthetic detections are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,7 +105,7 @@ pub fn observe(
                 .map(|p| {
                     let px = cam.project(p)?;
                     let px = Point2::new(px.x + noise.sample(rng), px.y + noise.sample(rng));
-                    let keep = rng.gen::<f64>() >= detections.drop_rate && cam.in_image(&px);
+                    let keep = rng.gen::<f64>() >= detections.drop_rate && cam.contains(&px);
                     keep.then(|| Observation {
                         pixel: px,
                         confidence: rng.gen_range(0.5..=1.0),

@@ -7,8 +7,8 @@ use rand_distr::{Distribution, Normal};
 use super::rig::retract;
 use super::*;
 use crate::body::limits::{Cone, JointLimit, Kusudama, TwistRange};
-use crate::body::projection::demo_rig;
 use crate::body::triangulate::Observation;
+use crate::scene::demo_rig;
 
 /// Toy body: (name, parent, rest head). Root at the pelvis, Z up.
 const BONES: [(&str, Option<usize>, [f64; 3]); 11] = [
@@ -192,7 +192,7 @@ fn observe(
                 .map(|kp| {
                     let px = cam.project(kp)?;
                     let px = Point2::new(px.x + n.sample(rng), px.y + n.sample(rng));
-                    cam.in_image(&px).then_some(Observation {
+                    cam.contains(&px).then_some(Observation {
                         pixel: px,
                         confidence: 0.9,
                     })

@@ -5,8 +5,8 @@ use nalgebra::{Rotation3, Vector3};
 
 use crate::body::render::render;
 use crate::body::{Model, Phenotype, Pose, Rest};
-use crate::camera::calib::Camera;
 use crate::camera::frame::GroundTruth;
+use crate::geom::Camera;
 
 use super::{Scene, SceneError};
 
@@ -138,6 +138,7 @@ impl Scene for AnnyScene {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geom::Distortion;
     use nalgebra::Point3;
 
     fn camera() -> Camera {
@@ -146,9 +147,9 @@ mod tests {
             eye,
             Point3::new(0.0, 0.0, 0.05),
             Vector3::z(),
-            160,
-            120,
             60.0,
+            (160, 120),
+            Distortion::default(),
         )
         .unwrap()
     }
