@@ -12,9 +12,10 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hailo_edge::body::fit::{anny, retract, synthetic, FitConfig, KeypointRig, Pose, Posed};
+use hailo_edge::body::fit::{anny, retract, synthetic, FitConfig, KeypointRig, Posed};
 use hailo_edge::body::triangulate::{triangulate, Observation, TriangulationConfig};
 use hailo_edge::body::Model;
+use hailo_edge::body::Pose;
 use hailo_edge::geom::Camera;
 use hailo_edge::scene::demo_rig;
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};

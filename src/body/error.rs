@@ -37,6 +37,9 @@ pub enum BodyError {
     /// A phenotype slider is invalid.
     #[error("phenotype: {0}")]
     Phenotype(String),
+    /// The embedded model failed to decode; every later call reports the same failure.
+    #[error("embedded model: {0}")]
+    Embedded(#[source] std::sync::Arc<BodyError>),
     /// A camera is invalid.
     #[error(transparent)]
     Camera(#[from] crate::geom::CameraError),

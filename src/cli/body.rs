@@ -114,9 +114,9 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                     )?
                 }
                 None => body::render::demo_rig(Point3::new(
-                    pose_value.root_translation.x,
-                    pose_value.root_translation.y,
-                    pose_value.root_translation.z,
+                    pose_value.translation.x,
+                    pose_value.translation.y,
+                    pose_value.translation.z,
                 ))?,
             };
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -168,11 +168,11 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(PoseJson, body::Pose
         if v.iter().any(|x| !x.is_finite()) {
             anyhow::bail!("{}: rotations.{label}: not finite", path.display());
         }
-        pose.rotations[bone] = nalgebra::Rotation3::new(Vector3::from(*v));
+        pose.rotations[bone] = nalgebra::UnitQuaternion::from_scaled_axis(Vector3::from(*v));
     }
     if json.root_translation.iter().any(|x| !x.is_finite()) {
         anyhow::bail!("{}: root_translation: not finite", path.display());
     }
-    pose.root_translation = Vector3::from(json.root_translation);
+    pose.translation = Vector3::from(json.root_translation);
     Ok((json, pose))
 }

@@ -309,7 +309,7 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
         crate::decode::keypoints::check_coco17_prefix(m.keypoint_labels())
             .map_err(|e| RunError::Body(format!("body model ({name}): {e}")))?;
     }
-    let body = BodyRig::anny(m, rig.body.limits).map_err(RunError::Body)?;
+    let body = BodyRig::anny(m, rig.body.limits).map_err(|e| RunError::Body(e.to_string()))?;
     Ok((Arc::new(body), name))
 }
 

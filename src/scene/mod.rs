@@ -16,14 +16,30 @@ use nalgebra::{Point3, UnitQuaternion, Vector3};
 use rand::SeedableRng;
 
 use crate::body::fit::synthetic::random_pose;
-use crate::body::fit::{anny, KeypointRig, Pose, Posed};
+use crate::body::fit::{anny, FitError, KeypointRig, Posed};
 use crate::body::limits::JointLimit;
+use crate::body::Pose;
 #[cfg(test)]
 use crate::body::KEYPOINT_COUNT;
 use crate::body::{Model, Phenotype};
 use crate::camera::synthetic::{Scene, SceneError};
 use crate::camera::GroundTruth;
 use crate::geom::{Camera, Distortion};
+
+/// Why the ANNY body could not be set up for the fit.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyRigError {
+    /// The keypoint rig could not be built from the model's rest state.
+    #[error("ANNY keypoint rig: {0}")]
+    Rig(#[source] FitError),
+    /// A default joint limit does not fit the rig.
+    #[error("ANNY joint limits: {0}")]
+    Limits(#[source] FitError),
+    /// A bone the fit moves is missing from the rig.
+    #[error("ANNY fit bones: {0}")]
+    Bones(#[source] FitError),
+}
 
 /// The ANNY body as the fit sees it: rig, limits and the bones to fit.
 #[derive(Debug, Clone)]
@@ -38,17 +54,17 @@ impl BodyRig {
     /// (when `limits`) and the fit's active bones, all from [`crate::body::fit::anny`].
     ///
     /// # Errors
-    /// A message naming what did not fit together (rig data, a limit).
-    pub fn anny(model: &Model, limits: bool) -> Result<BodyRig, String> {
+    /// [`BodyRigError`] naming the part that did not fit together (rig data, a limit, the
+    /// fit's bones).
+    pub fn anny(model: &Model, limits: bool) -> Result<BodyRig, BodyRigError> {
         let rest = model.rest(&Phenotype::default());
-        let rig =
-            anny::rig_from_rest(model, &rest).map_err(|e| format!("ANNY keypoint rig: {e}"))?;
+        let rig = anny::rig_from_rest(model, &rest).map_err(BodyRigError::Rig)?;
         let limits = if limits {
-            anny::default_limits(&rig).map_err(|e| format!("ANNY joint limits: {e}"))?
+            anny::default_limits(&rig).map_err(BodyRigError::Limits)?
         } else {
             vec![None; rig.bones()]
         };
-        let active = anny::active_bones(&rig).map_err(|e| format!("ANNY fit bones: {e}"))?;
+        let active = anny::active_bones(&rig).map_err(BodyRigError::Bones)?;
         Ok(BodyRig {
             rig,
             limits,
@@ -110,15 +126,7 @@ impl BodyScene {
         // Smoothstep so the motion has no velocity jumps at keyframes.
         let s = f * f * (3.0 - 2.0 * f);
         let (a, b) = (&self.keyframes[i % n], &self.keyframes[(i + 1) % n]);
-        Pose {
-            translation: a.translation.lerp(&b.translation, s),
-            rotations: a
-                .rotations
-                .iter()
-                .zip(&b.rotations)
-                .map(|(ra, rb)| ra.slerp(rb, s))
-                .collect(),
-        }
+        a.interpolate(b, s)
     }
 
     /// The 3D keypoints at `t` seconds.

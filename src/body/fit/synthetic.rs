@@ -6,9 +6,10 @@ use nalgebra::{Point2, Point3, UnitQuaternion, Vector3};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::rig::{KeypointRig, Pose, Posed};
+use super::keypoint_rig::{KeypointRig, Posed};
 use crate::body::limits::JointLimit;
 use crate::body::triangulate::Observation;
+use crate::body::Pose;
 use crate::geom::Camera;
 
 /// How synthetic detections are made.
@@ -31,7 +32,7 @@ pub fn random_pose(
     spread: f64,
     rng: &mut impl Rng,
 ) -> Pose {
-    let mut pose = Pose::reference(rig.bones());
+    let mut pose = Pose::identity(rig.bones());
     pose.translation = Vector3::new(
         rng.gen_range(-spread..=spread),
         rng.gen_range(-spread..=spread),
@@ -65,15 +66,7 @@ pub fn sequence(a: &Pose, b: &Pose, frames: usize) -> Vec<Pose> {
         .map(|i| {
             let t = i as f64 / (frames.max(2) - 1) as f64;
             let t = t * t * (3.0 - 2.0 * t);
-            Pose {
-                translation: a.translation.lerp(&b.translation, t),
-                rotations: a
-                    .rotations
-                    .iter()
-                    .zip(&b.rotations)
-                    .map(|(x, y)| x.slerp(y, t))
-                    .collect(),
-            }
+            a.interpolate(b, t)
         })
         .collect()
 }
