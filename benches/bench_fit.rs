@@ -12,10 +12,12 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hailo_edge::body::fit::{anny, retract, synthetic, FitConfig, KeypointRig, Pose, Posed};
-use hailo_edge::body::projection::{demo_rig, Camera};
+use hailo_edge::body::fit::{anny, retract, synthetic, FitConfig, KeypointRig, Posed};
 use hailo_edge::body::triangulate::{triangulate, Observation, TriangulationConfig};
 use hailo_edge::body::Model;
+use hailo_edge::body::Pose;
+use hailo_edge::geom::Camera;
+use hailo_edge::scene::demo_rig;
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
 use nalgebra::{DMatrix, DVector, Dyn, Matrix3, Owned};
 use rand::SeedableRng;

@@ -13,9 +13,9 @@
 use std::time::Instant;
 
 use hailo_edge::body::fit::{anny, synthetic, FitConfig};
-use hailo_edge::body::projection::demo_rig;
 use hailo_edge::body::triangulate::{triangulate, TriangulationConfig};
 use hailo_edge::body::Model;
+use hailo_edge::scene::demo_rig;
 use rand::{Rng, SeedableRng};
 
 fn main() -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use common::cli::{hailo_edge, json, read_json, write};
 use hailo_edge::body::{Model, Phenotype, Pose};
-use nalgebra::{Rotation3, Vector3};
+use nalgebra::{UnitQuaternion, Vector3};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
@@ -36,10 +36,10 @@ fn forward_prints_the_library_keypoints() {
     };
     let mut p = Pose::identity(model.bone_count());
     p.rotations[model.bone_index("upperarm01.L").unwrap()] =
-        Rotation3::new(Vector3::new(0.0, 0.9, 0.0));
+        UnitQuaternion::from_scaled_axis(Vector3::new(0.0, 0.9, 0.0));
     p.rotations[model.bone_index("lowerleg01.R").unwrap()] =
-        Rotation3::new(Vector3::new(-0.9, 0.0, 0.0));
-    p.root_translation = Vector3::new(0.1, 0.0, 1.0);
+        UnitQuaternion::from_scaled_axis(Vector3::new(-0.9, 0.0, 0.0));
+    p.translation = Vector3::new(0.1, 0.0, 1.0);
     let expected = model.keypoints(&model.rest(&phenotype), &p).unwrap();
     for (k, e) in keypoints.iter().zip(&expected) {
         assert!((Vector3::from(*k) - e.coords).norm() < 1e-12);

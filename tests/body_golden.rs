@@ -2,7 +2,7 @@
 //! (`tools/anny_golden.py`, f64): bone poses, vertices and keypoints within 1e-9 m.
 
 use hailo_edge::body::{Model, Phenotype, Pose, KEYPOINT_COUNT};
-use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
+use nalgebra::{Matrix3, Point3, Rotation3, UnitQuaternion, Vector3};
 use safetensors::SafeTensors;
 
 const TOLERANCE: f64 = 1e-9;
@@ -46,13 +46,17 @@ fn golden() -> (Vec<Sample>, usize, Vec<String>) {
             let t = f64s(&st, &format!("{name}.translation"));
             let rotations = r
                 .chunks_exact(9)
-                .map(|m| Rotation3::from_matrix_unchecked(Matrix3::from_row_slice(m)))
+                .map(|m| {
+                    UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(
+                        Matrix3::from_row_slice(m),
+                    ))
+                })
                 .collect();
             Sample {
                 phenotype: Phenotype::from_array(p.try_into().unwrap()),
                 pose: Pose {
                     rotations,
-                    root_translation: Vector3::new(t[0], t[1], t[2]),
+                    translation: Vector3::new(t[0], t[1], t[2]),
                 },
                 keypoints: f64s(&st, &format!("{name}.keypoints")),
                 bone_poses: f64s(&st, &format!("{name}.bone_poses")),
@@ -129,7 +133,8 @@ fn comparison_detects_small_departures() {
     let rest = model.rest(&s.phenotype);
     let mut pose = s.pose.clone();
     let elbow = model.bone_index("upperarm01.L").unwrap();
-    pose.rotations[elbow] = Rotation3::new(Vector3::new(1e-6, 0.0, 0.0)) * pose.rotations[elbow];
+    pose.rotations[elbow] =
+        UnitQuaternion::from_scaled_axis(Vector3::new(1e-6, 0.0, 0.0)) * pose.rotations[elbow];
     let moved = model.keypoints(&rest, &pose).unwrap();
     assert!(max_error(&moved, &s.keypoints) > TOLERANCE);
     let mut phenotype = s.phenotype;

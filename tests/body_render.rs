@@ -2,7 +2,8 @@
 //! z-buffer.
 
 use hailo_edge::body::render::{demo_rig, render};
-use hailo_edge::body::{Camera, Model, Phenotype, Pose};
+use hailo_edge::body::{Model, Phenotype, Pose};
+use hailo_edge::geom::{Camera, Distortion};
 use nalgebra::{Point3, Vector3};
 
 #[test]
@@ -10,7 +11,7 @@ fn keypoints_project_onto_the_rendered_body() {
     let model = Model::embedded().unwrap();
     let rest = model.rest(&Phenotype::default());
     let mut pose = Pose::identity(model.bone_count());
-    pose.root_translation = Vector3::new(0.0, 0.0, 1.0);
+    pose.translation = Vector3::new(0.0, 0.0, 1.0);
     let cams = demo_rig(Point3::new(0.0, 0.0, 1.0)).unwrap();
     let view = render(model, &rest, &pose, &cams[0]).unwrap();
     let keypoints = model.keypoints(&rest, &pose).unwrap();
@@ -37,9 +38,9 @@ fn keypoints_project_onto_the_rendered_body() {
         Point3::new(0.0, 3.0, 1.3),
         Point3::new(0.0, 0.0, 1.2),
         Vector3::z(),
-        288,
-        288,
         50.0,
+        (288, 288),
+        Distortion::default(),
     )
     .unwrap();
     let view = render(model, &rest, &pose, &back).unwrap();
@@ -49,7 +50,7 @@ fn keypoints_project_onto_the_rendered_body() {
     assert!(!view.keypoints[nose].visible, "nose seen through the head");
 
     // A body out of the field of view leaves the image empty and nothing visible.
-    pose.root_translation = Vector3::new(30.0, 0.0, 1.0);
+    pose.translation = Vector3::new(30.0, 0.0, 1.0);
     let view = render(model, &rest, &pose, &cams[0]).unwrap();
     assert!(view.depth.iter().all(|d| d.is_infinite()));
     assert!(view.keypoints.iter().all(|k| !k.visible));

@@ -5,10 +5,11 @@
 //! The fitter starts from the default body and calibrates the subject's phenotype over eight
 //! frames first, as the pipeline does.
 
-use hailo_edge::body::fit::{anny, synthetic, FitConfig, Pose};
-use hailo_edge::body::projection::demo_rig;
+use hailo_edge::body::fit::{anny, synthetic, FitConfig};
 use hailo_edge::body::triangulate::{triangulate, TriangulationConfig};
 use hailo_edge::body::Model;
+use hailo_edge::body::Pose;
+use hailo_edge::scene::demo_rig;
 use rand::SeedableRng;
 
 #[test]
@@ -68,7 +69,7 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
             let fitted: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
             fit += synthetic::mpjpe(&fitted, &kp).unwrap();
             // Negative control for the gate: the reference pose at the true root position.
-            let mut still = Pose::reference(truth.bones());
+            let mut still = Pose::identity(truth.bones());
             still.translation = pose.translation;
             still.rotations[0] = pose.rotations[0];
             let still: Vec<_> = synthetic::keypoints(&truth, &still)

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use crossbeam_channel::{bounded, unbounded};
 use nalgebra::{Point3, Vector3};
 
-use hailo_edge::camera::calib::Camera;
 use hailo_edge::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
 use hailo_edge::geom::time::MonotonicClock;
+use hailo_edge::geom::{Camera, Distortion};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Device, DeviceOptions, Scheduling};
 use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
@@ -66,9 +66,9 @@ fn switches(k: u64, frames: usize) -> (u64, u64) {
                 Point3::new(2.0, -2.0 + i as f64, 0.5),
                 Point3::origin(),
                 Vector3::z(),
-                64,
-                64,
                 60.0,
+                (64, 64),
+                Distortion::default(),
             )
             .unwrap(),
             format: PixelFormat::Rgb24,

@@ -37,7 +37,13 @@ pub enum BodyError {
     /// A phenotype slider is invalid.
     #[error("phenotype: {0}")]
     Phenotype(String),
-    /// A camera or render request is invalid.
+    /// The embedded model failed to decode; every later call reports the same failure.
+    #[error("embedded model: {0}")]
+    Embedded(#[source] std::sync::Arc<BodyError>),
+    /// A camera is invalid.
+    #[error(transparent)]
+    Camera(#[from] crate::geom::CameraError),
+    /// A render request is invalid.
     #[error("render: {0}")]
     Render(String),
 }

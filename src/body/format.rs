@@ -335,29 +335,33 @@ impl ModelData {
             keypoint_weights: read!("keypoint_weights", Dtype::F32, f32),
             base_mesh_vertex_indices: read!("base_mesh_vertex_indices", Dtype::U32, u32),
         };
-        data.validate().map_err(bad)?;
+        data.validate().map_err(|e| bad(e.to_string()))?;
         Ok(data)
     }
 
     /// Checks every size and index, so that the forward can index without further checks.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), LayoutError> {
         let v = self.template_vertices.len() / 3;
         let b = self.bone_labels.len();
         let k = self.blendshape_labels.len();
         let s = self.skin_slots;
         let nt = self.target_offsets.len().saturating_sub(1);
-        let expect = |name: &str, got: usize, want: usize| {
-            if got == want {
+        let expect = |field: &'static str, got: usize, expected: usize| {
+            if got == expected {
                 Ok(())
             } else {
-                Err(format!("{name} has {got} values, expected {want}"))
+                Err(LayoutError::Size {
+                    field,
+                    got,
+                    expected,
+                })
             }
         };
         if !self.template_vertices.len().is_multiple_of(3) || v == 0 {
-            return Err("template_vertices is not a non-empty V×3 array".into());
+            return Err(LayoutError::Template);
         }
         if b == 0 || b > 256 {
-            return Err(format!("{b} bones, expected 1..=256"));
+            return Err(LayoutError::Bones { bones: b });
         }
         expect("faces", self.faces.len() % 3, 0)?;
         expect("vertex_bone_indices", self.vertex_bone_indices.len(), v * s)?;
@@ -412,31 +416,38 @@ impl ModelData {
             self.keypoint_vertices.len(),
         )?;
         if self.faces.iter().any(|&f| f as usize >= v) {
-            return Err("a face indexes past the vertices".into());
+            return Err(LayoutError::IndexPast {
+                entry: "a face indexes",
+                range: "the vertices",
+            });
         }
         if self
             .vertex_bone_indices
             .iter()
             .any(|&i| usize::from(i) >= b)
         {
-            return Err("a skinning influence names a bone past the rig".into());
+            return Err(LayoutError::IndexPast {
+                entry: "a skinning influence names a bone",
+                range: "the rig",
+            });
         }
         for (i, &p) in self.bone_parents.iter().enumerate() {
             if (i == 0) != (p < 0) || p >= i as i32 {
-                return Err(format!(
-                    "bone {i} has parent {p}: bones must follow their parent, root first"
-                ));
+                return Err(LayoutError::Parent { bone: i, parent: p });
             }
         }
         if self.blendshape_target.iter().any(|&t| usize::from(t) >= nt) {
-            return Err("a blendshape names a target past target_offsets".into());
+            return Err(LayoutError::IndexPast {
+                entry: "a blendshape names a target",
+                range: "target_offsets",
+            });
         }
-        let monotone = |o: &[u32], n: usize, name: &str| -> Result<(), String> {
+        let monotone = |o: &[u32], end: usize, field: &'static str| {
             if o.first() != Some(&0)
-                || o.last().map(|&x| x as usize) != Some(n)
+                || o.last().map(|&x| x as usize) != Some(end)
                 || o.windows(2).any(|w| w[0] > w[1])
             {
-                return Err(format!("{name} are not offsets from 0 to {n}"));
+                return Err(LayoutError::Offsets { field, end });
             }
             Ok(())
         };
@@ -451,13 +462,50 @@ impl ModelData {
             "keypoint_offsets",
         )?;
         if self.target_vertices.iter().any(|&t| usize::from(t) >= v) {
-            return Err("a target entry indexes past the vertices".into());
+            return Err(LayoutError::IndexPast {
+                entry: "a target entry indexes",
+                range: "the vertices",
+            });
         }
         if self.keypoint_vertices.iter().any(|&t| t as usize >= v) {
-            return Err("a keypoint regressor indexes past the vertices".into());
+            return Err(LayoutError::IndexPast {
+                entry: "a keypoint regressor indexes",
+                range: "the vertices",
+            });
         }
         Ok(())
     }
+}
+
+/// Why a model file's arrays do not fit together.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// An array has the wrong length for the model's vertex, bone or blendshape counts.
+    #[error("{field} has {got} values, expected {expected}")]
+    Size {
+        field: &'static str,
+        got: usize,
+        expected: usize,
+    },
+    /// The template mesh is empty or not made of 3D points.
+    #[error("template_vertices is not a non-empty V×3 array")]
+    Template,
+    /// The bone count is outside what the skinning indices can address.
+    #[error("{bones} bones, expected 1..=256")]
+    Bones { bones: usize },
+    /// A bone does not follow its parent.
+    #[error("bone {bone} has parent {parent}: bones must follow their parent, root first")]
+    Parent { bone: usize, parent: i32 },
+    /// An offsets array does not run monotonically from 0 to the length it indexes.
+    #[error("{field} are not offsets from 0 to {end}")]
+    Offsets { field: &'static str, end: usize },
+    /// An index points past the array it indexes.
+    #[error("{entry} past {range}")]
+    IndexPast {
+        entry: &'static str,
+        range: &'static str,
+    },
 }
 
 /// zstd-compresses a model file (level 19, long-distance matching over a 64 MiB window, so

@@ -8,19 +8,36 @@
 
 use nalgebra::{Point3, Vector3};
 
+use super::format::ModelData;
 use super::kinematics::Skeleton;
 use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::TargetCoefficients;
 
-/// One non-zero (keypoint, bone) term.
+/// One non-zero (keypoint, bone) term of a folded regressor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KeypointTerm {
+    /// The keypoint.
     pub keypoint: usize,
+    /// The bone.
     pub bone: usize,
-    /// `a_kj`: regressor- and skinning-weighted rest position.
+    /// `a_kj`: the regressor folded through the skinning weights, in rest coordinates (metres).
     pub a: Vector3<f64>,
-    /// `b_kj`: regressor- and skinning-weighted total weight.
+    /// `b_kj`: the summed weight of bone `j` in keypoint `k`.
     pub b: f64,
+}
+
+/// The regressor of keypoint `k`: its `(vertex, weight)` entries.
+fn regressor(d: &ModelData, k: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+    let (lo, hi) = (
+        d.keypoint_offsets[k] as usize,
+        d.keypoint_offsets[k + 1] as usize,
+    );
+    (lo..hi).map(|n| {
+        (
+            d.keypoint_vertices[n] as usize,
+            f64::from(d.keypoint_weights[n]),
+        )
+    })
 }
 
 /// The folded terms, sorted by keypoint then bone.
@@ -39,13 +56,7 @@ impl KeypointTerms {
         let mut w = vec![0.0f64; b];
         let mut used = vec![false; b];
         for k in 0..KEYPOINT_COUNT {
-            let (lo, hi) = (
-                d.keypoint_offsets[k] as usize,
-                d.keypoint_offsets[k + 1] as usize,
-            );
-            for n in lo..hi {
-                let v = d.keypoint_vertices[n] as usize;
-                let r = f64::from(d.keypoint_weights[n]);
+            for (v, r) in regressor(d, k) {
                 for (bone, weight) in model.influences(v) {
                     a[bone] += rest_vertices[v] * (r * weight);
                     w[bone] += r * weight;
@@ -100,13 +111,7 @@ impl KeypointBasis {
         let mut index = std::collections::BTreeMap::new();
         let mut per_vertex: Vec<Vec<(usize, f64)>> = vec![Vec::new(); model.vertex_count()];
         for k in 0..KEYPOINT_COUNT {
-            let (lo, hi) = (
-                d.keypoint_offsets[k] as usize,
-                d.keypoint_offsets[k + 1] as usize,
-            );
-            for n in lo..hi {
-                let v = d.keypoint_vertices[n] as usize;
-                let r = f64::from(d.keypoint_weights[n]);
+            for (v, r) in regressor(d, k) {
                 for (bone, w) in model.influences(v) {
                     let next = index.len();
                     let pair = *index.entry((k, bone)).or_insert(next);

@@ -1,6 +1,6 @@
 //! Poses and forward kinematics in ANNY's default `local-ref` parameterisation.
 
-use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
+use nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
 use serde::{Deserialize, Serialize};
 
 use super::rest::Rest;
@@ -42,27 +42,47 @@ impl Rigid {
 ///
 /// Rotations are the package's `local-ref` delta rotations `D_c`: bone c's rotation relative
 /// to its reference orientation, expressed in world-aligned axes. Identity everywhere gives the
-/// reference pose (close to the rest A-pose) with the root head at `root_translation`.
+/// reference pose (close to the rest A-pose) with the root head at `translation`. Rotations are
+/// unit quaternions because the fit composes and renormalises them at every step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pose {
-    pub rotations: Vec<Rotation3<f64>>,
-    pub root_translation: Vector3<f64>,
+    /// Per-bone delta rotations `D_c` in world-aligned axes.
+    pub rotations: Vec<UnitQuaternion<f64>>,
+    /// Root head position `d` (metres).
+    pub translation: Vector3<f64>,
 }
 
 impl Pose {
     /// The reference pose of a model with `bones` bones, root head at the origin.
     pub fn identity(bones: usize) -> Self {
         Self {
-            rotations: vec![Rotation3::identity(); bones],
-            root_translation: Vector3::zeros(),
+            rotations: vec![UnitQuaternion::identity(); bones],
+            translation: Vector3::zeros(),
         }
     }
 
     /// A pose from per-bone rotation vectors (axis times angle, radians).
-    pub fn from_rotation_vectors(vectors: &[Vector3<f64>], root_translation: Vector3<f64>) -> Self {
+    pub fn from_rotation_vectors(vectors: &[Vector3<f64>], translation: Vector3<f64>) -> Self {
         Self {
-            rotations: vectors.iter().map(|v| Rotation3::new(*v)).collect(),
-            root_translation,
+            rotations: vectors
+                .iter()
+                .map(|v| UnitQuaternion::from_scaled_axis(*v))
+                .collect(),
+            translation,
+        }
+    }
+
+    /// The pose a fraction `t` of the way from `self` to `to`: the translation interpolated
+    /// linearly, each rotation spherically.
+    pub fn interpolate(&self, to: &Pose, t: f64) -> Pose {
+        Pose {
+            translation: self.translation.lerp(&to.translation, t),
+            rotations: self
+                .rotations
+                .iter()
+                .zip(&to.rotations)
+                .map(|(a, b)| a.slerp(b, t))
+                .collect(),
         }
     }
 }
@@ -132,9 +152,9 @@ pub fn forward(
     out.skinning.resize(b, Rigid::identity());
     let u0t = rest.reference[0].transpose();
     for (c, (&parent, rotation)) in parents.iter().zip(&pose.rotations).enumerate() {
-        let d = rotation.matrix();
+        let d = rotation.to_rotation_matrix().into_inner();
         let (e, head) = if c == 0 {
-            (u0t * d, u0t * pose.root_translation)
+            (u0t * d, u0t * pose.translation)
         } else {
             let p = parent as usize;
             let ep = &out.frames[p];

@@ -53,7 +53,7 @@
 //!
 //! [`limits`] holds joint limits (pairwise-cone kusudamas and twist ranges, with default
 //! ranges of motion for all 104 bones), [`triangulate`] the multi-view triangulation over the
-//! cameras of [`projection`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
+//! cameras of [`crate::geom::camera`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
 //! ANNY adapter ([`fit::anny`]).
 
 pub mod convert;
@@ -65,12 +65,10 @@ pub mod kinematics;
 pub mod limits;
 pub mod model;
 pub mod phenotype;
-pub mod projection;
 pub mod render;
 pub mod rest;
 pub mod triangulate;
 
-pub use crate::geom::Camera;
 pub use error::BodyError;
 pub use keypoints::{KeypointTerm, KeypointTerms};
 pub use kinematics::{Pose, PoseJson, Rigid, Skeleton};

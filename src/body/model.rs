@@ -52,18 +52,15 @@ impl Model {
 
     /// The default model shipped inside the binary (decoded once, then shared).
     pub fn embedded() -> Result<&'static Model, BodyError> {
-        static MODEL: OnceLock<Result<Model, String>> = OnceLock::new();
+        static MODEL: OnceLock<Result<Model, std::sync::Arc<BodyError>>> = OnceLock::new();
         MODEL
             .get_or_init(|| {
                 ModelData::from_bytes(EMBEDDED, "embedded")
                     .and_then(Model::from_data)
-                    .map_err(|e| e.to_string())
+                    .map_err(std::sync::Arc::new)
             })
             .as_ref()
-            .map_err(|what| BodyError::Model {
-                source_name: "embedded".into(),
-                what: what.clone(),
-            })
+            .map_err(|e| BodyError::Embedded(e.clone()))
     }
 
     /// The raw bytes of the embedded model file.
@@ -73,9 +70,9 @@ impl Model {
 
     /// Builds a model from validated data.
     pub fn from_data(data: ModelData) -> Result<Self, BodyError> {
-        data.validate().map_err(|what| BodyError::Model {
+        data.validate().map_err(|e| BodyError::Model {
             source_name: "data".into(),
-            what,
+            what: e.to_string(),
         })?;
         if data.keypoint_labels.len() != KEYPOINT_COUNT {
             return Err(BodyError::Model {

@@ -12,7 +12,7 @@ use super::kinematics::Pose;
 use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::Rest;
 use super::BodyError;
-use crate::geom::Camera;
+use crate::geom::{Camera, Distortion};
 
 /// Depth margin (metres) within which a keypoint counts as visible: keypoints lie inside the
 /// body, up to about a limb's thickness behind the surface that covers them.
@@ -154,16 +154,23 @@ pub fn demo_rig(root: Point3<f64>) -> Result<Vec<Camera>, BodyError> {
     for azimuth in [-90.0f64, -20.0, -160.0] {
         let a = azimuth.to_radians();
         let eye = target + Vector3::new(3.0 * a.cos(), 3.0 * a.sin(), 0.35);
-        cams.push(Camera::look_at(eye, target, Vector3::z(), 288, 288, 50.0)?);
+        cams.push(Camera::look_at(
+            eye,
+            target,
+            Vector3::z(),
+            50.0,
+            (288, 288),
+            Distortion::default(),
+        )?);
     }
     let head = root + Vector3::new(0.0, 0.0, 0.62);
     cams.push(Camera::look_at(
         head + Vector3::new(0.0, -0.9, 0.05),
         head,
         Vector3::z(),
-        432,
-        432,
         40.0,
+        (432, 432),
+        Distortion::default(),
     )?);
     Ok(cams)
 }

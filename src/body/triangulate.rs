@@ -5,7 +5,7 @@
 
 use nalgebra::{Matrix3, Matrix4, Point2, Point3, RowVector4, Vector3};
 
-use super::projection::Camera;
+use crate::geom::Camera;
 
 /// One 2D detection of a keypoint in one view.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -250,7 +250,7 @@ fn solve_subset(
     let mut ata = Matrix4::zeros();
     for (cam, obs) in views() {
         let n = cam.normalize(&obs.pixel);
-        let (r, t) = (cam.rotation().matrix(), cam.translation());
+        let (r, t) = (&cam.rotation, &cam.translation);
         let row = |k: usize| RowVector4::new(r[(k, 0)], r[(k, 1)], r[(k, 2)], t[k]);
         let w = obs.confidence;
         for a in [(row(0) - row(2) * n.x) * w, (row(1) - row(2) * n.y) * w] {
@@ -294,7 +294,7 @@ mod tests {
     use rand_distr::{Distribution, Normal};
 
     use super::*;
-    use crate::body::projection::demo_rig;
+    use crate::scene::demo_rig;
 
     fn observe(
         cams: &[Camera],

@@ -1,10 +1,9 @@
 //! Per-camera calibration: the rig file's `[cameras.calibration]` table and
 //! import of OpenCV FileStorage YAML/JSON calibrations.
 //!
-//! The in-memory type is the body model's [`Camera`] (intrinsics fx, fy, cx,
-//! cy, distortion k1, k2, p1, p2, k3, world-to-camera R, t), shared with
-//! rendering, triangulation and the fit, so there is one camera model in the
-//! project. Pixel coordinates are continuous (the top-left pixel's centre is
+//! The in-memory type is [`crate::geom::Camera`] (intrinsics fx, fy, cx, cy,
+//! distortion k1, k2, p1, p2, k3, world-to-camera R, t), the camera that
+//! rendering, triangulation and the fit project through. Pixel coordinates are continuous (the top-left pixel's centre is
 //! at 0.5, 0.5), the convention of the renderer and of the preprocessing
 //! transform; OpenCV puts pixel centres on integers, so its principal point
 //! is shifted by half a pixel on import.
@@ -15,7 +14,7 @@ use nalgebra::{Matrix3, Rotation3, Vector3};
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
-pub use crate::geom::{Camera, Distortion};
+use crate::geom::{Camera, Distortion};
 
 /// A calibration as the rig file writes it (flat keys; unknown keys are errors).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::calib::Camera;
 use super::frame::{Frame, PixelFormat};
 use super::source::SourceInfo;
+use crate::geom::Camera;
 
 /// `foxglove.RawImage` / `foxglove.CompressedImage` as JSON, plus our two fields.
 #[derive(Debug, Serialize, Deserialize)]

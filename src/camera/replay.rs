@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 
-use super::calib::Camera;
 use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::record::ImageMessage;
 use super::source::{Source, SourceError, SourceInfo};
+use crate::geom::Camera;
 
 /// How fast frames are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

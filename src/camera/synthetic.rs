@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use nalgebra::{Point3, Vector3};
 
-use super::calib::Camera;
 use super::frame::{CameraId, Frame, GroundTruth, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::source::{Source, SourceError, SourceInfo};
 use crate::geom::time::monotonic_ns;
+use crate::geom::{Camera, Distortion};
 use crate::preprocess::rgb_to_yuv;
 
 mod anny;
@@ -412,12 +412,12 @@ pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
     cams.iter()
         .enumerate()
         .map(|(i, &(w, h, fps, format, eye, at, fov))| {
-            let calibration = Camera::look_at(eye, at, Vector3::z(), w, h, fov).map_err(|e| {
-                SourceError::Unsupported {
-                    device: format!("synthetic cam{i}"),
-                    what: e.to_string(),
-                }
-            })?;
+            let calibration =
+                Camera::look_at(eye, at, Vector3::z(), fov, (w, h), Distortion::default())
+                    .map_err(|e| SourceError::Unsupported {
+                        device: format!("synthetic cam{i}"),
+                        what: e.to_string(),
+                    })?;
             Ok(SyntheticCamera {
                 camera: CameraId(i as u32),
                 calibration,

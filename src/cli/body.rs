@@ -107,14 +107,14 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                 Some(path) => {
                     let text = std::fs::read_to_string(&path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    serde_json::from_str::<Vec<body::Camera>>(&text).with_context(|| {
-                        format!("{}: expected a JSON list of cameras", path.display())
-                    })?
+                    serde_json::from_str::<Vec<hailo_edge::geom::Camera>>(&text).with_context(
+                        || format!("{}: expected a JSON list of cameras", path.display()),
+                    )?
                 }
                 None => body::render::demo_rig(Point3::new(
-                    pose_value.root_translation.x,
-                    pose_value.root_translation.y,
-                    pose_value.root_translation.z,
+                    pose_value.translation.x,
+                    pose_value.translation.y,
+                    pose_value.translation.z,
                 ))?,
             };
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -166,11 +166,11 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(body::Rest, body::Po
         if v.iter().any(|x| !x.is_finite()) {
             anyhow::bail!("{}: rotations.{label}: not finite", path.display());
         }
-        pose.rotations[bone] = nalgebra::Rotation3::new(Vector3::from(*v));
+        pose.rotations[bone] = nalgebra::UnitQuaternion::from_scaled_axis(Vector3::from(*v));
     }
     if json.root_translation.iter().any(|x| !x.is_finite()) {
         anyhow::bail!("{}: root_translation: not finite", path.display());
     }
-    pose.root_translation = Vector3::from(json.root_translation);
+    pose.translation = Vector3::from(json.root_translation);
     Ok((model.try_rest(&json.phenotype)?, pose))
 }

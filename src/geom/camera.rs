@@ -1,60 +1,50 @@
-//! A calibrated pinhole camera with OpenCV-style lens distortion, shared by rendering,
-//! triangulation and the fit.
+//! A calibrated pinhole camera with OpenCV-style lens distortion, shared by the calibration
+//! files, the synthetic cameras, rendering, triangulation and the fit.
 //!
 //! World to camera: `x_c = R x_w + t` (camera looks along +z, image x right, y down).
 //! Projection: `(x, y) = (x_c / z_c, y_c / z_c)`, distorted with radial `k1, k2, k3` and
-//! tangential `p1, p2` terms, then `u = fx x_d + cx`, `v = fy y_d + cy` (pixels).
+//! tangential `p1, p2` terms, then `u = fx x_d + cx`, `v = fy y_d + cy` (pixels). The fit and
+//! triangulation need the projection's Jacobian, so it is computed beside the projection.
 
-use nalgebra::{Matrix3, Point2, Point3, Vector3};
+mod distortion;
+
+use nalgebra::{Matrix2, Matrix2x3, Matrix3, Point2, Point3, Rotation3, Vector2, Vector3};
 use serde::{Deserialize, Serialize};
 
-use crate::body::BodyError;
+pub use distortion::Distortion;
 
-/// Radial (`k1, k2, k3`) and tangential (`p1, p2`) distortion, OpenCV order `k1 k2 p1 p2 k3`.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Distortion {
-    pub k1: f64,
-    pub k2: f64,
-    pub p1: f64,
-    pub p2: f64,
-    pub k3: f64,
-}
-
-impl Distortion {
-    /// Distorts normalised image coordinates.
-    pub fn apply(&self, x: f64, y: f64) -> (f64, f64) {
-        let r2 = x * x + y * y;
-        let radial = 1.0 + r2 * (self.k1 + r2 * (self.k2 + r2 * self.k3));
-        let xd = x * radial + 2.0 * self.p1 * x * y + self.p2 * (r2 + 2.0 * x * x);
-        let yd = y * radial + self.p1 * (r2 + 2.0 * y * y) + 2.0 * self.p2 * x * y;
-        (xd, yd)
-    }
-
-    /// Inverts [`Distortion::apply`] by fixed-point iteration (as OpenCV's `undistortPoints`),
-    /// accurate to well below a micro-pixel for the mild distortions of real lenses.
-    pub fn remove(&self, xd: f64, yd: f64) -> (f64, f64) {
-        let (mut x, mut y) = (xd, yd);
-        for _ in 0..20 {
-            let r2 = x * x + y * y;
-            let radial = 1.0 + r2 * (self.k1 + r2 * (self.k2 + r2 * self.k3));
-            let dx = 2.0 * self.p1 * x * y + self.p2 * (r2 + 2.0 * x * x);
-            let dy = self.p1 * (r2 + 2.0 * y * y) + 2.0 * self.p2 * x * y;
-            x = (xd - dx) / radial;
-            y = (yd - dy) / radial;
-        }
-        (x, y)
-    }
+/// Why a camera is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CameraError {
+    /// A field that must be finite (and, for focal lengths and sizes, positive) is not.
+    #[error("camera field `{field}` = {value} must be {expected}")]
+    BadField {
+        /// The field name.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+        /// What was expected.
+        expected: &'static str,
+    },
 }
 
 /// A calibrated camera: intrinsics, distortion, world-to-camera extrinsics and image size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Camera {
+    /// Image width in pixels.
     pub width: u32,
+    /// Image height in pixels.
     pub height: u32,
+    /// Horizontal focal length in pixels.
     pub fx: f64,
+    /// Vertical focal length in pixels.
     pub fy: f64,
+    /// Principal point, continuous pixel coordinates.
     pub cx: f64,
+    /// Principal point, continuous pixel coordinates.
     pub cy: f64,
+    /// The lens distortion.
     #[serde(default)]
     pub distortion: Distortion,
     /// World-to-camera rotation `R` (row-major in JSON).
@@ -80,43 +70,148 @@ mod row_major {
 }
 
 impl Camera {
-    /// A distortion-free camera at `eye` looking at `target`, `up` being the world's up
-    /// direction, with a horizontal field of view in degrees.
+    /// A camera from its intrinsics, image size, distortion and world-to-camera pose.
+    ///
+    /// # Errors
+    /// [`CameraError::BadField`] naming the first non-finite or non-positive field.
+    pub fn new(
+        [fx, fy, cx, cy]: [f64; 4],
+        (width, height): (u32, u32),
+        distortion: Distortion,
+        rotation: Rotation3<f64>,
+        translation: Vector3<f64>,
+    ) -> Result<Self, CameraError> {
+        let camera = Self {
+            width,
+            height,
+            fx,
+            fy,
+            cx,
+            cy,
+            distortion,
+            rotation: rotation.into_inner(),
+            translation,
+        };
+        camera.check()?;
+        Ok(camera)
+    }
+
+    /// Checks what projection and its Jacobian rely on: positive finite focal lengths, a
+    /// non-empty image, finite coefficients and a proper rotation.
+    ///
+    /// # Errors
+    /// [`CameraError::BadField`] naming the first field that is not as expected.
+    pub fn check(&self) -> Result<(), CameraError> {
+        for (field, value) in [("fx", self.fx), ("fy", self.fy)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(CameraError::BadField {
+                    field,
+                    value,
+                    expected: "finite and positive",
+                });
+            }
+        }
+        for (field, value) in [("width", self.width), ("height", self.height)] {
+            if value < 1 {
+                return Err(CameraError::BadField {
+                    field,
+                    value: f64::from(value),
+                    expected: "at least 1 pixel",
+                });
+            }
+        }
+        let Distortion { k1, k2, p1, p2, k3 } = self.distortion;
+        let t = self.translation;
+        let finite = [
+            ("cx", self.cx),
+            ("cy", self.cy),
+            ("k1", k1),
+            ("k2", k2),
+            ("p1", p1),
+            ("p2", p2),
+            ("k3", k3),
+            ("translation.x", t.x),
+            ("translation.y", t.y),
+            ("translation.z", t.z),
+        ];
+        for (field, value) in finite {
+            if !value.is_finite() {
+                return Err(CameraError::BadField {
+                    field,
+                    value,
+                    expected: "finite",
+                });
+            }
+        }
+        let r = &self.rotation;
+        if r.iter().any(|v| !v.is_finite()) {
+            return Err(CameraError::BadField {
+                field: "rotation",
+                value: f64::NAN,
+                expected: "finite",
+            });
+        }
+        if (r * r.transpose() - Matrix3::identity()).amax() >= 1e-6 || r.determinant() <= 0.0 {
+            return Err(CameraError::BadField {
+                field: "rotation",
+                value: r.determinant(),
+                expected: "a rotation matrix (orthonormal, determinant +1)",
+            });
+        }
+        Ok(())
+    }
+
+    /// A camera at `eye` looking at `target`, `up` being the world's up direction, with a
+    /// horizontal field of view of `fov_deg` degrees and the principal point at the image
+    /// centre.
+    ///
+    /// # Errors
+    /// [`CameraError::BadField`] for coinciding eye and target, an `up` parallel to the view
+    /// direction, or a field of view outside (0, 180) degrees.
     pub fn look_at(
         eye: Point3<f64>,
         target: Point3<f64>,
         up: Vector3<f64>,
-        width: u32,
-        height: u32,
-        horizontal_fov_deg: f64,
-    ) -> Result<Self, BodyError> {
+        fov_deg: f64,
+        (width, height): (u32, u32),
+        distortion: Distortion,
+    ) -> Result<Self, CameraError> {
         let forward = target - eye;
         if forward.norm() < 1e-12 {
-            return Err(BodyError::Render("camera eye and target coincide".into()));
+            return Err(CameraError::BadField {
+                field: "target",
+                value: forward.norm(),
+                expected: "a point away from the eye",
+            });
         }
         let z = forward.normalize();
         let x = z.cross(&up);
         if x.norm() < 1e-9 {
-            return Err(BodyError::Render(
-                "camera up direction is parallel to its view direction".into(),
-            ));
+            return Err(CameraError::BadField {
+                field: "up",
+                value: x.norm(),
+                expected: "a direction not parallel to the view direction",
+            });
+        }
+        if !(fov_deg > 0.0 && fov_deg < 180.0) {
+            return Err(CameraError::BadField {
+                field: "fov_deg",
+                value: fov_deg,
+                expected: "an angle in (0, 180) degrees",
+            });
         }
         let x = x.normalize();
         let y = z.cross(&x);
         let rotation = Matrix3::from_rows(&[x.transpose(), y.transpose(), z.transpose()]);
         let translation = -(rotation * eye.coords);
-        let fx = f64::from(width) / 2.0 / (horizontal_fov_deg.to_radians() / 2.0).tan();
-        Ok(Self {
-            width,
-            height,
-            fx,
-            fy: fx,
-            cx: f64::from(width) / 2.0,
-            cy: f64::from(height) / 2.0,
-            distortion: Distortion::default(),
-            rotation,
+        let f = f64::from(width) / 2.0 / (fov_deg.to_radians() / 2.0).tan();
+        Self::new(
+            [f, f, f64::from(width) / 2.0, f64::from(height) / 2.0],
+            (width, height),
+            distortion,
+            Rotation3::from_matrix_unchecked(rotation),
             translation,
-        })
+        )
     }
 
     /// A world point in camera coordinates.
@@ -129,8 +224,13 @@ impl Camera {
         if pc.z <= 1e-9 {
             return None;
         }
-        let (xd, yd) = self.distortion.apply(pc.x / pc.z, pc.y / pc.z);
-        Some(Point2::new(self.fx * xd + self.cx, self.fy * yd + self.cy))
+        let d = self
+            .distortion
+            .apply(Vector2::new(pc.x / pc.z, pc.y / pc.z));
+        Some(Point2::new(
+            self.fx * d.x + self.cx,
+            self.fy * d.y + self.cy,
+        ))
     }
 
     /// Pixel of a world point, `None` behind the camera.
@@ -138,12 +238,28 @@ impl Camera {
         self.project_camera(&self.to_camera(p))
     }
 
-    /// Undistorted normalised coordinates `(x, y)` of a pixel (`x_c / z_c`, `y_c / z_c`).
-    pub fn normalized(&self, pixel: &Point2<f64>) -> Point2<f64> {
-        let (x, y) = self
-            .distortion
-            .remove((pixel.x - self.cx) / self.fx, (pixel.y - self.cy) / self.fy);
-        Point2::new(x, y)
+    /// The pixel of a world point and d(pixel)/d(world point); `None` behind the camera.
+    pub fn project_with_jacobian(&self, p: &Point3<f64>) -> Option<(Point2<f64>, Matrix2x3<f64>)> {
+        let c = self.to_camera(p);
+        if c.z <= 1e-9 {
+            return None;
+        }
+        let iz = 1.0 / c.z;
+        let n = Vector2::new(c.x * iz, c.y * iz);
+        let (d, jd) = self.distortion.apply_with_jacobian(n);
+        let dn = Matrix2x3::new(iz, 0.0, -n.x * iz, 0.0, iz, -n.y * iz);
+        let scale = Matrix2::new(self.fx, 0.0, 0.0, self.fy);
+        let jac = scale * jd * dn * self.rotation;
+        Some((
+            Point2::new(self.fx * d.x + self.cx, self.fy * d.y + self.cy),
+            jac,
+        ))
+    }
+
+    /// Undistorted normalised coordinates (`x_c / z_c`, `y_c / z_c`) of a pixel.
+    pub fn normalize(&self, pixel: &Point2<f64>) -> Vector2<f64> {
+        let d = Vector2::new((pixel.x - self.cx) / self.fx, (pixel.y - self.cy) / self.fy);
+        self.distortion.remove(d)
     }
 
     /// Whether a pixel lies inside the image.
@@ -156,49 +272,4 @@ impl Camera {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn look_at_projects_the_target_to_the_centre() {
-        let cam = Camera::look_at(
-            Point3::new(0.0, -3.0, 1.0),
-            Point3::new(0.0, 0.0, 1.0),
-            Vector3::z(),
-            288,
-            288,
-            60.0,
-        )
-        .unwrap();
-        let c = cam.project(&Point3::new(0.0, 0.0, 1.0)).unwrap();
-        assert!((c.x - 144.0).abs() < 1e-9 && (c.y - 144.0).abs() < 1e-9);
-        // World up is image up (smaller v); world +x is image right.
-        assert!(cam.project(&Point3::new(0.0, 0.0, 1.5)).unwrap().y < 144.0);
-        assert!(cam.project(&Point3::new(0.5, 0.0, 1.0)).unwrap().x > 144.0);
-        assert!(cam.project(&Point3::new(0.0, -4.0, 1.0)).is_none());
-        assert!(Camera::look_at(
-            Point3::origin(),
-            Point3::new(0.0, 0.0, 1.0),
-            Vector3::z(),
-            8,
-            8,
-            60.0
-        )
-        .is_err());
-    }
-
-    #[test]
-    fn distortion_round_trips() {
-        let d = Distortion {
-            k1: -0.2,
-            k2: 0.05,
-            p1: 0.001,
-            p2: -0.002,
-            k3: 0.01,
-        };
-        let (xd, yd) = d.apply(0.3, -0.2);
-        assert!((xd - 0.3).abs() > 1e-3, "distortion must change the point");
-        let (x, y) = d.remove(xd, yd);
-        assert!((x - 0.3).abs() < 1e-12 && (y + 0.2).abs() < 1e-12);
-    }
-}
+mod tests;

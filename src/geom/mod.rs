@@ -8,4 +8,4 @@
 pub mod camera;
 pub mod time;
 
-pub use camera::{Camera, Distortion};
+pub use camera::{Camera, CameraError, Distortion};

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::body::fit::{FitConfig, PoseFitter};
 use crate::body::Model;
-use crate::camera::calib::Camera;
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
 use crate::decode::Decoder;
+use crate::geom::{Camera, Distortion};
 use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
 use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
@@ -21,7 +21,7 @@ use super::config::{
 };
 use super::stage::decode::{GraphDecode, Tap};
 use super::{CameraError, GraphError, GraphStep, RunError};
-use crate::scene::{demo_calibrations, fit_camera, BodyRig, BodyScene};
+use crate::scene::{demo_rig, BodyRig, BodyScene};
 
 /// One configured graph with what the other stages need from its HEF.
 pub struct BuiltGraph {
@@ -214,7 +214,7 @@ pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
 /// # Errors
 /// [`RunError::Camera`] naming the camera whose calibration is missing or bad.
 pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
-    let mut demo: Vec<Option<Camera>> = demo_calibrations().into_iter().map(Some).collect();
+    let mut demo: Vec<Option<Camera>> = demo_rig().into_iter().map(Some).collect();
     let n = rig.cameras.len();
     rig.cameras
         .iter()
@@ -255,9 +255,9 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                 nalgebra::Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4),
                 nalgebra::Point3::origin(),
                 nalgebra::Vector3::z(),
-                c.width,
-                c.height,
                 62.0,
+                (c.width, c.height),
+                Distortion::default(),
             )
             .map_err(|e| bad(e.into()))
         })
@@ -301,8 +301,7 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
         }
         KeypointsFrom::GroundTruth => {}
     }
-    let body =
-        BodyRig::anny(m, rig.body.limits).map_err(|message| RunError::BodyRig { message })?;
+    let body = BodyRig::anny(m, rig.body.limits)?;
     Ok((Arc::new(body), name))
 }
 
@@ -314,9 +313,13 @@ pub fn body(rig: &RigConfig) -> Result<(Arc<BodyRig>, &'static str), RunError> {
 pub fn fitter(body: &BodyRig, calibrations: &[Camera]) -> Result<PoseFitter, RunError> {
     let cameras = calibrations
         .iter()
-        .map(fit_camera)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|message| RunError::BodyRig { message })?;
+        .enumerate()
+        .map(|(index, c)| {
+            c.check()
+                .map(|()| *c)
+                .map_err(|source| RunError::FitCamera { index, source })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     PoseFitter::new(
         body.rig.clone(),
         body.limits.clone(),

@@ -57,9 +57,18 @@ pub enum RunError {
         #[source]
         source: crate::decode::keypoints::KeypointOrderError,
     },
-    /// The fit's rig from the body model, or a camera it cannot use.
-    #[error("body rig: {message}")]
-    BodyRig { message: String },
+    /// The fit's rig from the body model.
+    #[error("body rig: {source}")]
+    BodyRig {
+        #[from]
+        source: crate::scene::BodyRigError,
+    },
+    /// A calibration the fit cannot use (camera `index` of the rig, in file order).
+    #[error("camera {index}: the fit cannot use its calibration: {source}")]
+    FitCamera {
+        index: usize,
+        source: crate::geom::CameraError,
+    },
     #[error("pose fitter: {source}")]
     Fitter { source: FitError },
     #[error("recording: {source}")]
@@ -116,7 +125,7 @@ pub enum CameraError {
     Calibration(#[from] CalibError),
     /// A camera placed around the synthetic subject.
     #[error(transparent)]
-    Placement(#[from] BodyError),
+    Placement(#[from] crate::geom::CameraError),
     #[error(transparent)]
     Preprocess(#[from] PreprocessError),
     #[error(transparent)]

@@ -10,19 +10,36 @@
 
 use std::sync::Arc;
 
-use nalgebra::{Point3, Rotation3, UnitQuaternion, Vector3};
+#[cfg(test)]
+use nalgebra::Rotation3;
+use nalgebra::{Point3, UnitQuaternion, Vector3};
 use rand::SeedableRng;
 
 use crate::body::fit::synthetic::random_pose;
-use crate::body::fit::{anny, KeypointRig, Pose, Posed};
+use crate::body::fit::{anny, FitError, KeypointRig, Posed};
 use crate::body::limits::JointLimit;
-use crate::body::projection::{Camera as FitCamera, Distortion as FitDistortion};
+use crate::body::Pose;
 #[cfg(test)]
 use crate::body::KEYPOINT_COUNT;
 use crate::body::{Model, Phenotype};
-use crate::camera::calib::{Camera, Distortion};
 use crate::camera::synthetic::{Scene, SceneError};
 use crate::camera::GroundTruth;
+use crate::geom::{Camera, Distortion};
+
+/// Why the ANNY body could not be set up for the fit.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyRigError {
+    /// The keypoint rig could not be built from the model's rest state.
+    #[error("ANNY keypoint rig: {0}")]
+    Rig(#[source] FitError),
+    /// A default joint limit does not fit the rig.
+    #[error("ANNY joint limits: {0}")]
+    Limits(#[source] FitError),
+    /// A bone the fit moves is missing from the rig.
+    #[error("ANNY fit bones: {0}")]
+    Bones(#[source] FitError),
+}
 
 /// The ANNY body as the fit sees it: rig, limits and the bones to fit.
 #[derive(Debug, Clone)]
@@ -37,17 +54,17 @@ impl BodyRig {
     /// (when `limits`) and the fit's active bones, all from [`crate::body::fit::anny`].
     ///
     /// # Errors
-    /// A message naming what did not fit together (rig data, a limit).
-    pub fn anny(model: &Model, limits: bool) -> Result<BodyRig, String> {
+    /// [`BodyRigError`] naming the part that did not fit together (rig data, a limit, the
+    /// fit's bones).
+    pub fn anny(model: &Model, limits: bool) -> Result<BodyRig, BodyRigError> {
         let rest = model.rest(&Phenotype::default());
-        let rig =
-            anny::rig_from_rest(model, &rest).map_err(|e| format!("ANNY keypoint rig: {e}"))?;
+        let rig = anny::rig_from_rest(model, &rest).map_err(BodyRigError::Rig)?;
         let limits = if limits {
-            anny::default_limits(&rig).map_err(|e| format!("ANNY joint limits: {e}"))?
+            anny::default_limits(&rig).map_err(BodyRigError::Limits)?
         } else {
             vec![None; rig.bones()]
         };
-        let active = anny::active_bones(&rig).map_err(|e| format!("ANNY fit bones: {e}"))?;
+        let active = anny::active_bones(&rig).map_err(BodyRigError::Bones)?;
         Ok(BodyRig {
             rig,
             limits,
@@ -109,15 +126,7 @@ impl BodyScene {
         // Smoothstep so the motion has no velocity jumps at keyframes.
         let s = f * f * (3.0 - 2.0 * f);
         let (a, b) = (&self.keyframes[i % n], &self.keyframes[(i + 1) % n]);
-        Pose {
-            translation: a.translation.lerp(&b.translation, s),
-            rotations: a
-                .rotations
-                .iter()
-                .zip(&b.rotations)
-                .map(|(ra, rb)| ra.slerp(rb, s))
-                .collect(),
-        }
+        a.interpolate(b, s)
     }
 
     /// The 3D keypoints at `t` seconds.
@@ -181,58 +190,39 @@ impl Scene for BodyScene {
     }
 }
 
-/// A calibrated camera as the fit's camera model (the same pinhole and
-/// distortion model, with the fit's Jacobians).
-///
-/// # Errors
-/// A message naming the bad field.
-pub fn fit_camera(c: &Camera) -> Result<FitCamera, String> {
-    let d = c.distortion;
-    FitCamera::new(
-        [c.fx, c.fy, c.cx, c.cy],
-        (c.width, c.height),
-        FitDistortion {
-            k1: d.k1,
-            k2: d.k2,
-            p1: d.p1,
-            p2: d.p2,
-            k3: d.k3,
-        },
-        Rotation3::from_matrix_unchecked(c.rotation),
-        c.translation,
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// The demo rig's cameras (three body cameras at 288x288, one face camera at
-/// 432x432 around a subject at the origin), placed as the fit's demo rig.
-pub fn demo_calibrations() -> Vec<Camera> {
-    crate::body::projection::demo_rig()
-        .iter()
-        .map(|cam| {
-            let (width, height) = cam.size();
-            let (fx, fy) = cam.focal();
-            let d = cam.distortion();
-            Camera {
-                width,
-                height,
-                fx,
-                fy,
-                // `look_at` puts the principal point at the image centre.
-                cx: f64::from(width) / 2.0,
-                cy: f64::from(height) / 2.0,
-                distortion: Distortion {
-                    k1: d.k1,
-                    k2: d.k2,
-                    p1: d.p1,
-                    p2: d.p2,
-                    k3: d.k3,
-                },
-                rotation: *cam.rotation().matrix(),
-                translation: *cam.translation(),
-            }
-        })
-        .collect()
+/// Four cameras placed like the demo rig around a subject standing at the origin (Z up, facing
+/// -Y): three body cameras at 288x288, 2.6 m away and 120 degrees apart at chest height, and
+/// one face camera at 432x432, 1.1 m in front of the head; all with mild barrel distortion.
+pub fn demo_rig() -> [Camera; 4] {
+    let lens = Distortion {
+        k1: -0.08,
+        k2: 0.01,
+        p1: 0.0005,
+        p2: -0.0003,
+        k3: 0.0,
+    };
+    let body = |deg: f64| {
+        let a = deg.to_radians();
+        let eye = Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4);
+        Camera::look_at(
+            eye,
+            Point3::new(0.0, 0.0, 0.0),
+            Vector3::z(),
+            62.0,
+            (288, 288),
+            lens,
+        )
+    };
+    let face = Camera::look_at(
+        Point3::new(0.15, -1.1, 0.75),
+        Point3::new(0.0, 0.0, 0.55),
+        Vector3::z(),
+        55.0,
+        (432, 432),
+        lens,
+    );
+    // The placements above are valid by construction.
+    [body(0.0), body(120.0), body(-120.0), face].map(|c| c.unwrap_or_else(|_| unreachable!()))
 }
 
 #[cfg(test)]
@@ -240,15 +230,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn demo_calibrations_project_as_the_fit_cameras() {
-        let body = crate::body::projection::demo_rig();
+    fn demo_cameras_are_valid_and_centred() {
         let p = Point3::new(0.1, -0.05, 0.3);
-        for (calib, cam) in demo_calibrations().iter().zip(&body) {
-            let a = calib.project(&p).unwrap();
-            let b = cam.project(&p).unwrap();
-            assert!((a - b).norm() < 1e-6, "{a:?} {b:?}");
-            let back = fit_camera(calib).unwrap().project(&p).unwrap();
-            assert!((back - b).norm() < 1e-9);
+        for cam in demo_rig() {
+            // `look_at` puts the principal point at the image centre.
+            assert_eq!(
+                (cam.cx, cam.cy),
+                (f64::from(cam.width) / 2.0, f64::from(cam.height) / 2.0)
+            );
+            let rebuilt = Camera::new(
+                [cam.fx, cam.fy, cam.cx, cam.cy],
+                (cam.width, cam.height),
+                cam.distortion,
+                Rotation3::from_matrix_unchecked(cam.rotation),
+                cam.translation,
+            )
+            .unwrap();
+            let (a, b) = (cam.project(&p).unwrap(), rebuilt.project(&p).unwrap());
+            assert!((a - b).norm() < 1e-9, "{a} {b}");
+        }
+    }
+
+    #[test]
+    fn pixels_back_project_onto_their_ray() {
+        for cam in demo_rig() {
+            let p = Point3::new(0.05, -0.1, 0.5);
+            let px = cam.project(&p).unwrap();
+            assert!(cam.contains(&px), "{px}");
+            let n = cam.normalize(&px);
+            let c = cam.to_camera(&p);
+            assert!((n - nalgebra::Vector2::new(c.x / c.z, c.y / c.z)).norm() < 1e-12);
         }
     }
 
@@ -258,7 +269,7 @@ mod tests {
         let body = Arc::new(BodyRig::anny(model, true).unwrap());
         assert!(body.active.len() > 10, "{} fit bones", body.active.len());
         let scene = BodyScene::new(body, 4, 1.0, 7);
-        let cams = demo_calibrations();
+        let cams = demo_rig();
         let mut rgb = vec![0; 288 * 288 * 3];
         let a = scene.render(0.0, &cams[0], &mut rgb).unwrap();
         let b = scene.render(0.5, &cams[0], &mut rgb).unwrap();

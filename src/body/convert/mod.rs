@@ -21,9 +21,9 @@ use thiserror::Error;
 use super::format::ModelData;
 use super::phenotype::VARIATION_COUNT;
 
+pub mod bones;
 pub mod mesh;
 pub mod pickle;
-pub mod rig;
 pub mod targets;
 pub mod wheel;
 
@@ -97,17 +97,17 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
             what: "not UTF-8".into(),
         })
     };
-    let full_rig = rig::parse_rig(&text(&mut wheel, &rig_name)?, &rig_name)?;
-    let skin = rig::skinning(
+    let full_rig = bones::parse_rig(&text(&mut wheel, &rig_name)?, &rig_name)?;
+    let skin = bones::skinning(
         &full_rig,
         &text(&mut wheel, &weights_name)?,
         &weights_name,
         &bone_labels,
         base_count,
     )?;
-    let skin = skin.select(&kept).map_err(|what| ConvertError::Format {
+    let skin = skin.select(&kept).map_err(|e| ConvertError::Format {
         file: weights_name.clone(),
-        what,
+        what: e.to_string(),
     })?;
 
     // Phenotype blendshape rows and their sparse targets.

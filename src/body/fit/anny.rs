@@ -1,15 +1,13 @@
 //! ANNY as the fit's rig: the model's rest state at a phenotype, the default joint limits,
-//! the bones the fit moves, and pose conversion to and from the model's own [`Pose`](ModelPose).
-
-use nalgebra::{Rotation3, UnitQuaternion};
+//! the bones the fit moves.
 
 use super::calibrate::ShapeModel;
 use super::fitter::PoseFitter;
-use super::rig::{KeypointRig, KeypointTerm, Pose};
+use super::keypoint_rig::KeypointRig;
 use super::{FitConfig, FitError};
 use crate::body::limits::{rom, JointLimit};
-use crate::body::projection::Camera;
-use crate::body::{Model, Phenotype, Pose as ModelPose, Rest, KEYPOINT_COUNT};
+use crate::body::{KeypointTerm, Model, Phenotype, Rest, KEYPOINT_COUNT};
+use crate::geom::Camera;
 
 /// The bones the per-frame fit moves: those that place the 23 COCO keypoints. Twist bones,
 /// fingers, toes and eyes stay at their reference (or last calibrated) rotation; the keypoints
@@ -168,33 +166,7 @@ pub fn fitter(
 /// Makes every fitted frame carry the posed ANNY mesh (13718 vertices) of `phenotype`.
 pub fn enable_vertices(fitter: &mut PoseFitter, model: &'static Model, phenotype: &Phenotype) {
     let rest = model.rest(phenotype);
-    fitter.set_vertex_fn(Some(Box::new(move |pose| {
-        model.vertices(&rest, &to_model_pose(pose)).ok()
-    })));
-}
-
-/// The model's pose type from the fit's.
-pub fn to_model_pose(pose: &Pose) -> ModelPose {
-    ModelPose {
-        rotations: pose
-            .rotations
-            .iter()
-            .map(|q| q.to_rotation_matrix())
-            .collect(),
-        root_translation: pose.translation,
-    }
-}
-
-/// The fit's pose type from the model's.
-pub fn from_model_pose(pose: &ModelPose) -> Pose {
-    Pose {
-        translation: pose.root_translation,
-        rotations: pose
-            .rotations
-            .iter()
-            .map(|r: &Rotation3<f64>| UnitQuaternion::from_rotation_matrix(r))
-            .collect(),
-    }
+    fitter.set_vertex_fn(Some(Box::new(move |pose| model.vertices(&rest, pose).ok())));
 }
 
 /// Calibrates the subject's phenotype over `frames` with [`PoseFitter::calibrate_shape`] and,
@@ -217,11 +189,12 @@ pub fn calibrate(
 
 #[cfg(test)]
 mod tests {
-    use nalgebra::Vector3;
+    use nalgebra::{UnitQuaternion, Vector3};
     use rand::{Rng, SeedableRng};
 
     use super::*;
     use crate::body::fit::Posed;
+    use crate::body::Pose;
 
     fn model() -> &'static Model {
         Model::embedded().expect("embedded model")
@@ -233,7 +206,7 @@ mod tests {
         let rest = model.rest(&phenotype(&[0.3, 0.6, 0.4, 0.7, 0.55, 0.45]));
         let rig = rig_from_rest(model, &rest).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        let mut pose = Pose::reference(rig.bones());
+        let mut pose = Pose::identity(rig.bones());
         pose.translation = Vector3::new(0.1, -0.2, 0.3);
         for r in &mut pose.rotations {
             let v = Vector3::new(
@@ -245,7 +218,7 @@ mod tests {
         }
         let mut posed = Posed::default();
         rig.forward(&pose, &mut posed).unwrap();
-        let theirs = model.keypoints(&rest, &to_model_pose(&pose)).unwrap();
+        let theirs = model.keypoints(&rest, &pose).unwrap();
         let err = posed
             .keypoints
             .iter()
@@ -253,13 +226,6 @@ mod tests {
             .map(|(a, b)| (a - b).norm())
             .fold(0.0, f64::max);
         assert!(err < 1e-12, "max difference {err} m");
-        // Round trip of the pose types.
-        let back = from_model_pose(&to_model_pose(&pose));
-        assert!(back
-            .rotations
-            .iter()
-            .zip(&pose.rotations)
-            .all(|(a, b)| a.angle_to(b) < 1e-12));
     }
 
     #[test]
@@ -279,7 +245,7 @@ mod tests {
         }
         // The reference direction (the frame's y axis) follows the bone to its only child.
         let mut posed = Posed::default();
-        rig.forward(&Pose::reference(rig.bones()), &mut posed)
+        rig.forward(&Pose::identity(rig.bones()), &mut posed)
             .unwrap();
         let dirs = rig.reference_directions();
         for (j, dir) in dirs.iter().enumerate() {

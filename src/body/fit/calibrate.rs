@@ -8,9 +8,10 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::fitter::PoseFitter;
-use super::rig::{KeypointRig, Pose, Posed};
+use super::keypoint_rig::{KeypointRig, Posed};
 use super::FitError;
 use crate::body::triangulate::Observation;
+use crate::body::Pose;
 
 /// A body model whose rig depends on a few shape parameters.
 pub trait ShapeModel {

@@ -2,13 +2,14 @@
 
 use nalgebra::{Isometry3, Matrix3, Point3, Rotation3, Translation3, UnitQuaternion, Vector3};
 
+use super::keypoint_rig::{KeypointRig, Posed};
 use super::lm::Report;
 use super::problem::{FrameProblem, Target};
-use super::rig::{KeypointRig, Pose, Posed};
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::{triangulate, Observation};
+use crate::body::Pose;
+use crate::geom::Camera;
 
 /// Produces mesh vertices for a pose (for example the full ANNY forward), when wanted.
 pub type VertexFn = dyn Fn(&Pose) -> Option<Vec<Point3<f64>>> + Send + Sync;
@@ -296,7 +297,7 @@ impl PoseFitter {
 
     /// The reference pose turned and moved rigidly onto the triangulated points (Kabsch).
     fn rigid_start(&mut self, points: &[Option<(Point3<f64>, f64)>]) -> Result<Pose, FitError> {
-        let mut pose = Pose::reference(self.rig.bones());
+        let mut pose = Pose::identity(self.rig.bones());
         self.rig.forward(&pose, &mut self.posed)?;
         let pairs: Vec<(Point3<f64>, Point3<f64>, f64)> = points
             .iter()

@@ -11,15 +11,15 @@
 pub mod anny;
 mod calibrate;
 mod fitter;
+mod keypoint_rig;
 pub mod lm;
 mod problem;
-mod rig;
 pub mod synthetic;
 
 pub use calibrate::{Calibration, ShapeModel};
 pub use fitter::{FitOutput, PoseFitter, WARM_START_GAP_S};
+pub use keypoint_rig::{retract, KeypointRig, Posed};
 pub use lm::{LevenbergMarquardt, Report, TerminationReason};
-pub use rig::{retract, KeypointRig, KeypointTerm, Pose, Posed};
 
 use crate::body::limits::rom::RomError;
 use crate::body::triangulate::{TriangulationConfig, TriangulationError};

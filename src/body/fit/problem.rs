@@ -4,12 +4,13 @@
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x1, Point3, UnitQuaternion, Vector3};
 
+use super::keypoint_rig::{retract, KeypointRig, Posed};
 use super::lm::Problem;
-use super::rig::{retract, KeypointRig, Pose, Posed};
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::Observation;
+use crate::body::Pose;
+use crate::geom::Camera;
 
 /// What the residuals of one solve compare the model keypoints against.
 pub(crate) enum Target<'a> {

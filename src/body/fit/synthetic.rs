@@ -6,10 +6,11 @@ use nalgebra::{Point2, Point3, UnitQuaternion, Vector3};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
-use super::rig::{KeypointRig, Pose, Posed};
+use super::keypoint_rig::{KeypointRig, Posed};
 use crate::body::limits::JointLimit;
-use crate::body::projection::Camera;
 use crate::body::triangulate::Observation;
+use crate::body::Pose;
+use crate::geom::Camera;
 
 /// How synthetic detections are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,7 +32,7 @@ pub fn random_pose(
     spread: f64,
     rng: &mut impl Rng,
 ) -> Pose {
-    let mut pose = Pose::reference(rig.bones());
+    let mut pose = Pose::identity(rig.bones());
     pose.translation = Vector3::new(
         rng.gen_range(-spread..=spread),
         rng.gen_range(-spread..=spread),
@@ -65,15 +66,7 @@ pub fn sequence(a: &Pose, b: &Pose, frames: usize) -> Vec<Pose> {
         .map(|i| {
             let t = i as f64 / (frames.max(2) - 1) as f64;
             let t = t * t * (3.0 - 2.0 * t);
-            Pose {
-                translation: a.translation.lerp(&b.translation, t),
-                rotations: a
-                    .rotations
-                    .iter()
-                    .zip(&b.rotations)
-                    .map(|(x, y)| x.slerp(y, t))
-                    .collect(),
-            }
+            a.interpolate(b, t)
         })
         .collect()
 }
@@ -105,7 +98,7 @@ pub fn observe(
                 .map(|p| {
                     let px = cam.project(p)?;
                     let px = Point2::new(px.x + noise.sample(rng), px.y + noise.sample(rng));
-                    let keep = rng.gen::<f64>() >= detections.drop_rate && cam.in_image(&px);
+                    let keep = rng.gen::<f64>() >= detections.drop_rate && cam.contains(&px);
                     keep.then(|| Observation {
                         pixel: px,
                         confidence: rng.gen_range(0.5..=1.0),

@@ -4,11 +4,12 @@ use nalgebra::{DMatrix, Matrix3, Point2, Point3, Rotation3, UnitQuaternion, Vect
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
-use super::rig::retract;
+use super::keypoint_rig::retract;
 use super::*;
 use crate::body::limits::{Cone, JointLimit, Kusudama, TwistRange};
-use crate::body::projection::demo_rig;
 use crate::body::triangulate::Observation;
+use crate::body::{KeypointTerm, Pose};
+use crate::scene::demo_rig;
 
 /// Toy body: (name, parent, rest head). Root at the pelvis, Z up.
 const BONES: [(&str, Option<usize>, [f64; 3]); 11] = [
@@ -113,7 +114,7 @@ impl ShapeModel for Toy {
 /// Generous cones about each bone's reference direction, and knees that only bend backwards.
 fn toy_limits(rig: &KeypointRig) -> Vec<Option<JointLimit>> {
     let mut posed = Posed::default();
-    rig.forward(&Pose::reference(rig.bones()), &mut posed)
+    rig.forward(&Pose::identity(rig.bones()), &mut posed)
         .unwrap();
     (0..rig.bones())
         .map(|j| {
@@ -153,7 +154,7 @@ fn random_pose(
     rng: &mut impl Rng,
     amount: f64,
 ) -> Pose {
-    let mut pose = Pose::reference(rig.bones());
+    let mut pose = Pose::identity(rig.bones());
     pose.translation = Vector3::new(
         rng.gen_range(-0.2..0.2),
         rng.gen_range(-0.2..0.2),
@@ -192,7 +193,7 @@ fn observe(
                 .map(|kp| {
                     let px = cam.project(kp)?;
                     let px = Point2::new(px.x + n.sample(rng), px.y + n.sample(rng));
-                    cam.in_image(&px).then_some(Observation {
+                    cam.contains(&px).then_some(Observation {
                         pixel: px,
                         confidence: 0.9,
                     })
@@ -293,11 +294,7 @@ fn warm_started_smooth_sequence_needs_few_iterations() {
     let mut errors = Vec::new();
     for i in 0..40 {
         let t = f64::from(i) / 39.0;
-        let mut pose = a.clone();
-        pose.translation = a.translation.lerp(&b.translation, t);
-        for (j, r) in pose.rotations.iter_mut().enumerate() {
-            *r = a.rotations[j].slerp(&b.rotations[j], t);
-        }
+        let pose = a.interpolate(&b, t);
         let mut posed = Posed::default();
         rig.forward(&pose, &mut posed).unwrap();
         let out = f.fit(&observe(&rig, &pose, 2.0, &mut rng)).unwrap();
@@ -316,7 +313,7 @@ fn limits_hold_at_every_step() {
     let rig = Toy.rig(&[1.0, 1.0]).unwrap();
     let limits = toy_limits(&rig);
     // The target bends the left knee forwards, which the limits forbid.
-    let mut truth = Pose::reference(rig.bones());
+    let mut truth = Pose::identity(rig.bones());
     truth.rotations[8] = UnitQuaternion::from_scaled_axis(Vector3::x() * 1.0);
     let mut rng = rand::rngs::StdRng::seed_from_u64(13);
     let obs = observe(&rig, &truth, 0.0, &mut rng);

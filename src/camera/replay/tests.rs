@@ -1,6 +1,7 @@
 use super::*;
 use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordedCamera, Recorder};
+use crate::geom::{Camera, Distortion};
 use nalgebra::{Point3, Vector3};
 
 struct Expect {
@@ -82,9 +83,9 @@ fn calibration() -> Camera {
         Point3::new(2.0, 1.0, 1.5),
         Point3::new(0.0, 0.0, 1.0),
         Vector3::z(),
-        64,
-        48,
         70.0,
+        (64, 48),
+        Distortion::default(),
     )
     .unwrap();
     c.distortion.k1 = -0.1;

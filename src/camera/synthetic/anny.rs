@@ -1,12 +1,12 @@
 //! The ANNY body as a synthetic scene: a smooth, repeatable motion rendered
 //! through the body module's rasteriser.
 
-use nalgebra::{Rotation3, Vector3};
+use nalgebra::{UnitQuaternion, Vector3};
 
 use crate::body::render::render;
 use crate::body::{Model, Phenotype, Pose, Rest};
-use crate::camera::calib::Camera;
 use crate::camera::frame::GroundTruth;
+use crate::geom::Camera;
 
 use super::{Scene, SceneError};
 
@@ -72,11 +72,12 @@ impl AnnyScene {
         for &(bone, amp, offset, one_sided) in &self.joints {
             let s = (tau * (phase + offset)).sin();
             let k = if one_sided { 0.5 * (1.0 + s) } else { s };
-            pose.rotations[bone] = Rotation3::new(amp * k);
+            pose.rotations[bone] = UnitQuaternion::from_scaled_axis(amp * k);
         }
         // Turn slowly about the vertical and bob with the steps.
-        pose.rotations[0] = Rotation3::new(Vector3::z() * 0.5 * (tau * phase / 4.0).sin());
-        pose.root_translation = Vector3::new(
+        pose.rotations[0] =
+            UnitQuaternion::from_scaled_axis(Vector3::z() * 0.5 * (tau * phase / 4.0).sin());
+        pose.translation = Vector3::new(
             0.1 * (tau * phase / 2.0).sin(),
             0.0,
             0.02 * (2.0 * tau * phase).sin(),
@@ -115,7 +116,7 @@ impl Scene for AnnyScene {
             .iter()
             .flat_map(|r| r.scaled_axis().map(|v| v as f32).data.0[0])
             .collect();
-        params.extend(pose.root_translation.iter().map(|&v| v as f32));
+        params.extend(pose.translation.iter().map(|&v| v as f32));
         Ok(GroundTruth {
             keypoints_2d: view
                 .keypoints
@@ -138,6 +139,7 @@ impl Scene for AnnyScene {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geom::Distortion;
     use nalgebra::Point3;
 
     fn camera() -> Camera {
@@ -146,9 +148,9 @@ mod tests {
             eye,
             Point3::new(0.0, 0.0, 0.05),
             Vector3::z(),
-            160,
-            120,
             60.0,
+            (160, 120),
+            Distortion::default(),
         )
         .unwrap()
     }

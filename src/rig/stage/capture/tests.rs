@@ -1,8 +1,8 @@
 use super::*;
-use crate::camera::calib::Camera;
 use crate::camera::fault::{Fault, FaultySource};
 use crate::camera::frame::PixelFormat;
 use crate::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
+use crate::geom::{Camera, Distortion};
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use nalgebra::{Point3, Vector3};
 
@@ -14,9 +14,9 @@ fn small_rig(n: u32) -> Vec<SyntheticSource> {
                 Point3::new(3.0, 0.0, 0.0),
                 Point3::origin(),
                 Vector3::z(),
-                64,
-                48,
                 60.0,
+                (64, 48),
+                Distortion::default(),
             )
             .unwrap(),
             format: PixelFormat::Yuyv,

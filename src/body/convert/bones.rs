@@ -200,10 +200,18 @@ pub fn skinning(
     })
 }
 
+/// A kept vertex without a usable skinning weight (all zero, or not finite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("vertex {vertex} has no valid skinning weight")]
+pub struct NoSkinningWeight {
+    /// The vertex, in the full mesh's numbering.
+    pub vertex: usize,
+}
+
 impl Skinning {
     /// Keeps the given vertices (in order), then drops trailing all-zero slots as the package's
     /// `compact_skinning_weights` does. Fails if a kept vertex has no weight or a NaN weight.
-    pub fn select(&self, kept: &[u32]) -> Result<Skinning, String> {
+    pub fn select(&self, kept: &[u32]) -> Result<Skinning, NoSkinningWeight> {
         let s = self.slots;
         let mut bones = Vec::with_capacity(kept.len() * s);
         let mut weights = Vec::with_capacity(kept.len() * s);
@@ -211,7 +219,7 @@ impl Skinning {
             let v = v as usize;
             let row = &self.weights[v * s..(v + 1) * s];
             if row.iter().any(|w| !w.is_finite()) || row.iter().all(|&w| w == 0.0) {
-                return Err(format!("vertex {v} has no valid skinning weight"));
+                return Err(NoSkinningWeight { vertex: v });
             }
             bones.extend_from_slice(&self.bones[v * s..(v + 1) * s]);
             weights.extend_from_slice(row);

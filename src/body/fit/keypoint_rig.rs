@@ -12,19 +12,7 @@
 use nalgebra::{Matrix3, Point3, Rotation3, UnitQuaternion, Vector3};
 
 use super::FitError;
-
-/// One (keypoint, bone) term of a folded regressor.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KeypointTerm {
-    /// The keypoint.
-    pub keypoint: usize,
-    /// The bone.
-    pub bone: usize,
-    /// `a_kj`: the regressor folded through the skinning weights, in rest coordinates (metres).
-    pub a: Vector3<f64>,
-    /// `b_kj`: the summed weight of bone `j` in keypoint `k`.
-    pub b: f64,
-}
+use crate::body::{KeypointTerm, Pose};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Term {
@@ -44,25 +32,6 @@ pub struct KeypointRig {
     rest_heads: Vec<Point3<f64>>,
     terms: Vec<Term>,
     keypoints: usize,
-}
-
-/// A pose: the root translation and one delta rotation per bone (ANNY `local-ref`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pose {
-    /// Root translation `d` (metres).
-    pub translation: Vector3<f64>,
-    /// Per-bone delta rotations `D_j` in world-aligned axes; identity is the reference pose.
-    pub rotations: Vec<UnitQuaternion<f64>>,
-}
-
-impl Pose {
-    /// The reference pose of a rig with `bones` bones, root at the origin.
-    pub fn reference(bones: usize) -> Self {
-        Self {
-            translation: Vector3::zeros(),
-            rotations: vec![UnitQuaternion::identity(); bones],
-        }
-    }
 }
 
 /// The posed rig: bone frames, heads and keypoints.
