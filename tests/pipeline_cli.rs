@@ -76,21 +76,20 @@ fn unknown_key_and_impossible_value_are_named_by_the_cli() {
             .unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, text.replace("threads = 2", "thread = 2")).unwrap();
-    Command::cargo_bin("hailo-edge")
-        .unwrap()
-        .args(["run", "--config"])
-        .arg(&bad)
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains("thread"));
+    run_fails_naming(&bad, "thread");
     std::fs::write(&bad, text.replace("priority = 18", "priority = 99")).unwrap();
+    run_fails_naming(&bad, "graph[1].priority");
+}
+
+/// `hailo-edge run --config rig` fails, and its error output names `what`.
+fn run_fails_naming(rig: &Path, what: &str) {
     Command::cargo_bin("hailo-edge")
         .unwrap()
         .args(["run", "--config"])
-        .arg(&bad)
+        .arg(rig)
         .assert()
         .failure()
-        .stderr(predicates::str::contains("graph[1].priority"));
+        .stderr(predicates::str::contains(what));
 }
 
 #[test]
