@@ -17,6 +17,7 @@ use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 use hailo_edge::npu::{Backend, Device, DeviceOptions, Scheduling};
 use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use hailo_edge::rig::stage::npu::{Lane, NpuStage, Switching};
+use hailo_edge::rig::stage::Stage;
 use hailo_edge::rig::stats::LiveStats;
 
 fn fixture(name: &str) -> PathBuf {

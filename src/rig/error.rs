@@ -81,13 +81,11 @@ pub enum RunError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot start the {thread} thread: {source}")]
-    Spawn {
-        thread: &'static str,
-        source: std::io::Error,
-    },
-    #[error("the {thread} thread panicked")]
-    Panicked { thread: &'static str },
+    /// A stage's thread could not be started.
+    #[error("cannot start a stage's thread: {source}")]
+    Spawn { source: std::io::Error },
+    #[error(transparent)]
+    Panicked(#[from] super::stage::Panicked),
 }
 
 /// What is wrong with a graph's file.

@@ -10,29 +10,40 @@
 //! each later stage ends when its input closes. After the drain no frame is in
 //! flight, so every camera's `captured = processed + dropped`.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, unbounded};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use crate::camera::record::{RecordedCamera, Recorder};
+use crate::body::fit::PoseFitter;
+use crate::camera::record::{RecordError, RecordedCamera, Recorder};
+use crate::camera::{Source, SourceInfo};
+use crate::decode::Decoder;
+use crate::geom::time::{Clock, MonotonicClock};
+use crate::geom::Camera;
 use crate::npu::sim::{DeviceProfile, TimeBase};
-use crate::rig::stage::capture::{Backoff, CaptureThread};
-use crate::rig::stage::sync::SyncConfig;
+use crate::npu::{Device, NpuError};
+use crate::preprocess::Preprocessor;
+use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
 use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
+use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
-use super::stage::decode::DecodeWorker;
+use super::stage::capture::{Backoff, CameraStatus, CaptureThread};
+use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
+use super::stage::sinks::{Item, Recorded, Recording, Sinks};
+use super::stage::sync::SyncConfig;
+use super::stage::{start, Running};
 use super::stats::LiveStats;
 use super::status::StatusLine;
+use super::work::{DecodeWork, Returned, ViewResult};
 use super::{CameraError, RunError};
-use crate::geom::time::{Clock, MonotonicClock};
-use crate::scene::BodyScene;
 
 /// How long no view of a camera may reach the sync, while others do, before
 /// its groups go ahead without it. Views arrive skewed by their place in the
@@ -84,9 +95,68 @@ impl Default for RunOptions {
 /// # Errors
 /// [`RunError`] naming the key, file, camera or device that failed.
 pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report, RunError> {
-    let clock: Arc<dyn Clock> = Arc::new(MonotonicClock);
     let device = build::open_device(rig, options.profile.clone())?;
-    let graphs = build::graphs(rig, &device)?;
+    let parts = build_parts(rig, options, &device)?;
+    let infos = parts.infos.clone();
+    let model = parts.model_name;
+    let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
+    let channels = Channels::new(rig, options);
+    let started = start_stages(rig, options, parts, channels, &stats)?;
+    let waited = wait(rig, options, &device, &stats, &started);
+    let drained = drain(rig, started.stages);
+    if let Some(s) = waited.status {
+        s.finish();
+    }
+    let drained = drained?;
+    let facts = RunFacts {
+        origin: origin.to_owned(),
+        rig,
+        device: &device,
+        infos: &infos,
+        camera_status: &drained.camera_status,
+        stats: &stats,
+        run_time: waited.elapsed,
+        drain_time: drained
+            .at
+            .duration_since(started.at)
+            .saturating_sub(waited.elapsed),
+        process_cpu_ns: crate::geom::time::process_cpu_ns().saturating_sub(started.cpu_ns),
+        rss_samples: waited.rss_samples,
+        model,
+        options,
+        recorded: drained.recorded,
+    };
+    let report = Report::build(&facts);
+    if let Some(path) = &rig.output.report {
+        std::fs::write(path, report.to_json()).map_err(|source| RunError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(report)
+}
+
+/// What a rig builds before anything runs.
+struct Parts {
+    lanes: Vec<Lane>,
+    decode_info: Vec<GraphDecode>,
+    preprocessors: Vec<Preprocessor>,
+    /// Per camera: the index of its graph.
+    graph_of: Vec<usize>,
+    /// Per decoder thread: one decoder per graph (none in pipeline-only runs).
+    decoders: Vec<Vec<Box<dyn Decoder>>>,
+    fitter: Option<PoseFitter>,
+    body: Arc<BodyRig>,
+    model_name: &'static str,
+    sources: Vec<Box<dyn Source>>,
+    infos: Vec<SourceInfo>,
+    jsonl: Option<Box<dyn Write + Send>>,
+    recorder: Option<Recorder>,
+}
+
+/// Builds the graphs, cameras, decoders, fitter and outputs `rig` names.
+fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result<Parts, RunError> {
+    let graphs = build::graphs(rig, device)?;
     let graph_of: Vec<usize> = rig
         .cameras
         .iter()
@@ -100,11 +170,10 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let preprocessors = build::preprocessors(rig, &graphs, &graph_of)?;
     let calibrations = build::calibrations(rig)?;
     let (body, model_name) = build::body(rig)?;
-    let threads = rig.decoder.threads.max(1);
-    let mut worker_decoders = Vec::new();
+    let mut decoders = Vec::new();
     if !options.pipeline_only {
-        for _ in 0..threads {
-            worker_decoders.push(build::decoders(rig)?);
+        for _ in 0..rig.decoder.threads.max(1) {
+            decoders.push(build::decoders(rig)?);
         }
     }
     let fitter = if options.pipeline_only {
@@ -119,47 +188,8 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     };
     let sources = build::sources(rig, &calibrations, scene, real_time)?;
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
-
-    let jsonl = match &rig.output.jsonl {
-        Some(path) => Some(Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|source| RunError::Io {
-                path: path.clone(),
-                source,
-            })?,
-        )) as Box<dyn std::io::Write + Send>),
-        None => None,
-    };
-    let recorder = match &rig.output.record {
-        Some(path) => {
-            let cams: Vec<RecordedCamera> = infos
-                .iter()
-                .zip(&calibrations)
-                .map(|(info, c)| RecordedCamera {
-                    info: info.clone(),
-                    calibration: Some(*c),
-                })
-                .collect();
-            Some(Recorder::create(path, &cams)?)
-        }
-        None => None,
-    };
-
-    let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
-    let switching = match rig.switching {
-        SwitchingConfig::Scheduler => Switching::Scheduler,
-        SwitchingConfig::Manual { frames_per_switch } => Switching::Manual {
-            frames_per_switch: u64::from(frames_per_switch),
-        },
-    };
-    let depth = options.queue_depth.max(1);
-    // Admission holds at most `in_flight` frames past the camera queues, so a
-    // decoder queue of that size never blocks the NPU stage.
-    let in_flight = rig.in_flight();
-    let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) =
-        (0..threads).map(|_| bounded(in_flight)).unzip();
-    let (view_tx, view_rx) = bounded(16);
-    let (recycle_tx, recycle_rx) = unbounded();
-    let (record_tx, record_rx) = bounded::<super::stage::sinks::Item>(64);
+    let jsonl = open_jsonl(rig)?;
+    let recorder = open_recorder(rig, &infos, &calibrations)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let lanes: Vec<Lane> = graphs
         .into_iter()
@@ -175,12 +205,115 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             )
         })
         .collect();
+    Ok(Parts {
+        lanes,
+        decode_info,
+        preprocessors,
+        graph_of,
+        decoders,
+        fitter,
+        body,
+        model_name,
+        sources,
+        infos,
+        jsonl,
+        recorder,
+    })
+}
 
-    // Capture threads.
+/// The JSON lines file, when the rig asks for one.
+fn open_jsonl(rig: &RigConfig) -> Result<Option<Box<dyn Write + Send>>, RunError> {
+    let Some(path) = &rig.output.jsonl else {
+        return Ok(None);
+    };
+    let file = std::fs::File::create(path).map_err(|source| RunError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(Some(Box::new(std::io::BufWriter::new(file))))
+}
+
+/// The MCAP recorder, when the rig asks for one.
+fn open_recorder(
+    rig: &RigConfig,
+    infos: &[SourceInfo],
+    calibrations: &[Camera],
+) -> Result<Option<Recorder>, RunError> {
+    let Some(path) = &rig.output.record else {
+        return Ok(None);
+    };
+    let cams: Vec<RecordedCamera> = infos
+        .iter()
+        .zip(calibrations)
+        .map(|(info, c)| RecordedCamera {
+            info: info.clone(),
+            calibration: Some(*c),
+        })
+        .collect();
+    Ok(Some(Recorder::create(path, &cams)?))
+}
+
+/// The bounded queues between the stages (the recycle queue is unbounded:
+/// it carries at most the frames in flight).
+struct Channels {
+    /// Frames each camera queue holds before it drops its oldest.
+    camera_depth: usize,
+    /// Frames admitted past the camera queues and not yet decoded, at most.
+    in_flight: usize,
+    decode: Vec<(Sender<DecodeWork>, Receiver<DecodeWork>)>,
+    views: (Sender<ViewResult>, Receiver<ViewResult>),
+    recycle: (Sender<Returned>, Receiver<Returned>),
+    record: (Sender<Item>, Receiver<Item>),
+}
+
+impl Channels {
+    fn new(rig: &RigConfig, options: &RunOptions) -> Self {
+        // Admission holds at most `in_flight` frames past the camera queues, so a
+        // decoder queue of that size never blocks the NPU stage.
+        let in_flight = rig.in_flight();
+        Self {
+            camera_depth: options.queue_depth.max(1),
+            in_flight,
+            decode: (0..rig.decoder.threads.max(1))
+                .map(|_| bounded(in_flight))
+                .collect(),
+            views: bounded(16),
+            recycle: unbounded(),
+            record: bounded(64),
+        }
+    }
+}
+
+/// The running stages, in the order the frame meets them.
+struct Stages {
+    captures: Vec<CaptureThread>,
+    recording: Option<Running<Result<Recorded, RecordError>>>,
+    npu: Running<Result<(), NpuError>>,
+    decoders: Vec<Running<()>>,
+    fit: Running<std::io::Result<()>>,
+}
+
+/// The stages, when they started and the process CPU time then.
+struct Started {
+    stages: Stages,
+    at: Instant,
+    cpu_ns: u64,
+}
+
+/// Starts the capture threads, then the recorder, the NPU stage, the decoder
+/// pool and the fit.
+fn start_stages(
+    rig: &RigConfig,
+    options: &RunOptions,
+    parts: Parts,
+    channels: Channels,
+    stats: &Arc<LiveStats>,
+) -> Result<Started, RunError> {
+    let clock: Arc<dyn Clock> = Arc::new(MonotonicClock);
     let mut captures = Vec::new();
     let mut camera_rxs = Vec::new();
-    for (i, source) in sources.into_iter().enumerate() {
-        let (tx, rx) = bounded(depth);
+    for (i, source) in parts.sources.into_iter().enumerate() {
+        let (tx, rx) = bounded(channels.camera_depth);
         let thread =
             CaptureThread::spawn(source, tx, rx.clone(), Backoff::default()).map_err(|e| {
                 RunError::Camera {
@@ -191,30 +324,39 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         captures.push(thread);
         camera_rxs.push(rx);
     }
-    let started = Instant::now();
-    let cpu_start = crate::geom::time::process_cpu_ns();
+    let at = Instant::now();
+    let cpu_ns = crate::geom::time::process_cpu_ns();
+    let thread = |source: std::io::Error| RunError::Spawn { source };
 
-    // Recorder: frames from the NPU stage, results from the fit stage.
-    let recording = recorder.map(|r| {
-        std::thread::Builder::new()
-            .name("recorder".into())
-            .spawn(move || super::stage::sinks::run(r, record_rx))
-    });
+    let (record_tx, record_rx) = channels.record;
+    let recording = parts
+        .recorder
+        .map(|recorder| {
+            start(Recording {
+                recorder,
+                items: record_rx,
+            })
+        })
+        .transpose()
+        .map_err(thread)?;
     let record_tx = recording.as_ref().map(|_| record_tx);
+    let (view_tx, view_rx) = channels.views;
+    let (recycle_tx, recycle_rx) = channels.recycle;
+    let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) = channels.decode.into_iter().unzip();
 
     let mut npu = NpuStage::new(
-        lanes,
-        preprocessors,
-        graph_of.clone(),
+        parts.lanes,
+        parts.preprocessors,
+        parts.graph_of,
         camera_rxs,
         decode_txs,
         recycle_rx,
-        switching,
-        Arc::clone(&stats),
+        switching(rig),
+        Arc::clone(stats),
         Arc::clone(&clock),
     );
     npu.record = record_tx.clone();
-    npu.set_in_flight_limit(in_flight);
+    npu.set_in_flight_limit(channels.in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
     if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
@@ -223,35 +365,21 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     if options.pipeline_only {
         npu.bypass = Some(view_tx.clone());
     }
-    let npu_thread = std::thread::Builder::new()
-        .name("npu-stage".into())
-        .spawn(move || npu.run())
-        .map_err(|source| RunError::Spawn {
-            thread: "NPU stage",
-            source,
-        })?;
-    let mut workers = Vec::new();
-    for (index, (decoders, rx)) in worker_decoders.into_iter().zip(decode_rxs).enumerate() {
+    let npu = start(npu).map_err(thread)?;
+    let mut decoders = Vec::new();
+    for (index, (worker_decoders, rx)) in parts.decoders.into_iter().zip(decode_rxs).enumerate() {
         let worker = DecodeWorker {
             index,
             nice: rig.decoder.nice,
-            decoders,
-            graphs: decode_info.clone(),
+            decoders: worker_decoders,
+            graphs: parts.decode_info.clone(),
             input: rx,
             output: view_tx.clone(),
             recycle: recycle_tx.clone(),
-            stats: Arc::clone(&stats),
+            stats: Arc::clone(stats),
             clock: Arc::clone(&clock),
         };
-        workers.push(
-            std::thread::Builder::new()
-                .name("decoder".into())
-                .spawn(move || worker.run())
-                .map_err(|source| RunError::Spawn {
-                    thread: "decoder",
-                    source,
-                })?,
-        );
+        decoders.push(start(worker).map_err(thread)?);
     }
     drop(view_tx);
     drop(recycle_tx);
@@ -265,34 +393,68 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let fit = FitStage {
         input: view_rx,
         cameras: rig.cameras.len(),
-        fitter,
+        fitter: parts.fitter,
         keypoints,
-        keypoint_count: body.rig.keypoints(),
-        stats: Arc::clone(&stats),
-        clock: Arc::clone(&clock),
-        jsonl,
-        record: record_tx,
+        keypoint_count: parts.body.rig.keypoints(),
+        stats: Arc::clone(stats),
+        clock,
+        sinks: Sinks {
+            jsonl: parts.jsonl,
+            record: record_tx,
+        },
         sync: SyncConfig {
             stall_ns: Some(SILENT_CAMERA.as_nanos() as u64),
             ..SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>())
         },
-        bone_names: body.rig.names().to_vec(),
-        active: body.active.clone(),
+        bone_names: parts.body.rig.names().to_vec(),
+        active: parts.body.active.clone(),
         delay: options.fit_delay,
     };
-    let fit_thread = std::thread::Builder::new()
-        .name("fit".into())
-        .spawn(move || fit.run())
-        .map_err(|source| RunError::Spawn {
-            thread: "fit",
-            source,
-        })?;
+    let fit = start(fit).map_err(thread)?;
+    Ok(Started {
+        stages: Stages {
+            captures,
+            recording,
+            npu,
+            decoders,
+            fit,
+        },
+        at,
+        cpu_ns,
+    })
+}
 
-    // Run until told or timed out, drawing the status line.
-    let mut status = options.status.then(|| StatusLine::new(rig, &device));
+/// How the rig's graphs share the device.
+fn switching(rig: &RigConfig) -> Switching {
+    match rig.switching {
+        SwitchingConfig::Scheduler => Switching::Scheduler,
+        SwitchingConfig::Manual { frames_per_switch } => Switching::Manual {
+            frames_per_switch: u64::from(frames_per_switch),
+        },
+    }
+}
+
+/// How long the rig ran, and the process's resident size along the way.
+struct Waited {
+    elapsed: Duration,
+    rss_samples: Vec<(f64, u64)>,
+    status: Option<StatusLine>,
+}
+
+/// Waits until the run is told to stop, its duration passes or every camera
+/// has ended, sampling the resident size and drawing the status line.
+fn wait(
+    rig: &RigConfig,
+    options: &RunOptions,
+    device: &Device,
+    stats: &LiveStats,
+    started: &Started,
+) -> Waited {
+    let captures = &started.stages.captures;
+    let mut status = options.status.then(|| StatusLine::new(rig, device));
     let mut rss_samples = Vec::new();
     loop {
-        let elapsed = started.elapsed();
+        let elapsed = started.at.elapsed();
         if options.stop.load(Ordering::Relaxed) || options.duration.is_some_and(|d| elapsed >= d) {
             break;
         }
@@ -300,14 +462,32 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
-        rss_samples.push((started.elapsed().as_secs_f64(), super::report::rss_bytes()));
+        rss_samples.push((started.at.elapsed().as_secs_f64(), rss_bytes()));
         if let Some(s) = &mut status {
-            s.update(&stats, &captures, &device, started.elapsed());
+            s.update(stats, captures, device, started.at.elapsed());
         }
     }
-    let run_time = started.elapsed();
-    // Stop the cameras first, then let every later stage drain.
-    let camera_status: Vec<_> = captures
+    Waited {
+        elapsed: started.at.elapsed(),
+        rss_samples,
+        status,
+    }
+}
+
+/// What the drained stages handed back.
+struct Drained {
+    camera_status: Vec<Arc<CameraStatus>>,
+    recorded: Option<Recorded>,
+    /// When the last stage finished.
+    at: Instant,
+}
+
+/// Stops the cameras first, then lets every later stage drain in the order
+/// the frame meets them; the first stage that failed is the error.
+fn drain(rig: &RigConfig, stages: Stages) -> Result<Drained, RunError> {
+    let thread = RunError::Panicked;
+    let camera_status: Vec<_> = stages
+        .captures
         .into_iter()
         .map(|c| {
             let status = Arc::clone(&c.status);
@@ -315,33 +495,18 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             status
         })
         .collect();
-    let npu_result = npu_thread.join().map_err(|_| RunError::Panicked {
-        thread: "NPU stage",
-    })?;
-    for w in workers {
-        w.join()
-            .map_err(|_| RunError::Panicked { thread: "decoder" })?;
+    let npu = stages.npu.drain().map_err(thread)?;
+    for d in stages.decoders {
+        d.drain().map_err(thread)?;
     }
-    let fit_result = fit_thread
-        .join()
-        .map_err(|_| RunError::Panicked { thread: "fit" })?;
-    let recorded = match recording {
-        Some(h) => Some(
-            h.map_err(|source| RunError::Spawn {
-                thread: "recorder",
-                source,
-            })?
-            .join()
-            .map_err(|_| RunError::Panicked { thread: "recorder" })??,
-        ),
+    let fit = stages.fit.drain().map_err(thread)?;
+    let recorded = match stages.recording {
+        Some(r) => Some(r.drain().map_err(thread)??),
         None => None,
     };
-    let drained = started.elapsed();
-    if let Some(s) = status {
-        s.finish();
-    }
-    npu_result.map_err(|source| RunError::Npu { source })?;
-    fit_result.map_err(|source| RunError::Io {
+    let at = Instant::now();
+    npu.map_err(|source| RunError::Npu { source })?;
+    fit.map_err(|source| RunError::Io {
         path: rig
             .output
             .jsonl
@@ -349,27 +514,9 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             .unwrap_or_else(|| PathBuf::from("-")),
         source,
     })?;
-    let facts = RunFacts {
-        origin: origin.to_owned(),
-        rig,
-        device: &device,
-        infos: &infos,
-        camera_status: &camera_status,
-        stats: &stats,
-        run_time,
-        drain_time: drained.saturating_sub(run_time),
-        process_cpu_ns: crate::geom::time::process_cpu_ns().saturating_sub(cpu_start),
-        rss_samples,
-        model: model_name,
-        options,
+    Ok(Drained {
+        camera_status,
         recorded,
-    };
-    let report = Report::build(&facts);
-    if let Some(path) = &rig.output.report {
-        std::fs::write(path, report.to_json()).map_err(|source| RunError::Io {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    Ok(report)
+        at,
+    })
 }

@@ -6,10 +6,10 @@
 
 use serde::Serialize;
 
-/// The stages a frame passes through, in order.
+/// The legs of a frame's path, each timed by the stamp that ends it, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Stage {
+pub enum Leg {
     /// From the capture stamp until the NPU stage takes the frame: the driver
     /// and camera thread's hand-over, then the wait in the camera queue (where
     /// frames wait for admission, and drop when the chain is behind).
@@ -28,28 +28,28 @@ pub enum Stage {
     Fit,
 }
 
-impl Stage {
+impl Leg {
     /// Every stage, in pipeline order.
-    pub const ALL: [Stage; 7] = [
-        Stage::Capture,
-        Stage::Preprocess,
-        Stage::Queue,
-        Stage::Npu,
-        Stage::Decode,
-        Stage::Sync,
-        Stage::Fit,
+    pub const ALL: [Leg; 7] = [
+        Leg::Capture,
+        Leg::Preprocess,
+        Leg::Queue,
+        Leg::Npu,
+        Leg::Decode,
+        Leg::Sync,
+        Leg::Fit,
     ];
 
     /// The stage's name in reports.
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Capture => "capture",
-            Stage::Preprocess => "preprocess",
-            Stage::Queue => "queue",
-            Stage::Npu => "npu",
-            Stage::Decode => "decode",
-            Stage::Sync => "sync",
-            Stage::Fit => "fit",
+            Leg::Capture => "capture",
+            Leg::Preprocess => "preprocess",
+            Leg::Queue => "queue",
+            Leg::Npu => "npu",
+            Leg::Decode => "decode",
+            Leg::Sync => "sync",
+            Leg::Fit => "fit",
         }
     }
 }
@@ -62,7 +62,7 @@ impl Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamps {
     capture_ns: u64,
-    left: [Option<u64>; Stage::ALL.len()],
+    left: [Option<u64>; Leg::ALL.len()],
 }
 
 impl Stamps {
@@ -70,7 +70,7 @@ impl Stamps {
     pub fn new(capture_ns: u64) -> Self {
         Self {
             capture_ns,
-            left: [None; Stage::ALL.len()],
+            left: [None; Leg::ALL.len()],
         }
     }
 
@@ -80,17 +80,17 @@ impl Stamps {
     }
 
     /// Records that the frame left `stage` at `now_ns`.
-    pub fn leave(&mut self, stage: Stage, now_ns: u64) {
+    pub fn leave(&mut self, stage: Leg, now_ns: u64) {
         self.left[stage as usize] = Some(now_ns);
     }
 
     /// When the frame left `stage`.
-    pub fn left(&self, stage: Stage) -> Option<u64> {
+    pub fn left(&self, stage: Leg) -> Option<u64> {
         self.left[stage as usize]
     }
 
     /// Time spent in `stage`, when it and the stage before it were stamped.
-    pub fn latency_ns(&self, stage: Stage) -> Option<u64> {
+    pub fn latency_ns(&self, stage: Leg) -> Option<u64> {
         let end = self.left(stage)?;
         let start = match stage as usize {
             0 => self.capture_ns,
@@ -115,23 +115,23 @@ mod tests {
     fn stage_latencies_add_up_to_the_total() {
         let clock = MockClock::new(1_000);
         let mut s = Stamps::new(clock.now_ns());
-        for (i, stage) in Stage::ALL.into_iter().enumerate() {
+        for (i, stage) in Leg::ALL.into_iter().enumerate() {
             clock.advance(100 * (i as u64 + 1));
             s.leave(stage, clock.now_ns());
         }
-        let sum: u64 = Stage::ALL.iter().map(|&st| s.latency_ns(st).unwrap()).sum();
+        let sum: u64 = Leg::ALL.iter().map(|&st| s.latency_ns(st).unwrap()).sum();
         assert_eq!(sum, s.total_ns().unwrap());
-        assert_eq!(s.latency_ns(Stage::Capture), Some(100));
-        assert_eq!(s.latency_ns(Stage::Fit), Some(700));
+        assert_eq!(s.latency_ns(Leg::Capture), Some(100));
+        assert_eq!(s.latency_ns(Leg::Fit), Some(700));
     }
 
     #[test]
     fn a_skipped_stage_counts_from_the_last_stamped_one() {
         let mut s = Stamps::new(0);
-        s.leave(Stage::Capture, 10);
-        s.leave(Stage::Npu, 50);
-        assert_eq!(s.latency_ns(Stage::Npu), Some(40));
-        assert_eq!(s.latency_ns(Stage::Queue), None);
+        s.leave(Leg::Capture, 10);
+        s.leave(Leg::Npu, 50);
+        assert_eq!(s.latency_ns(Leg::Npu), Some(40));
+        assert_eq!(s.latency_ns(Leg::Queue), None);
         assert_eq!(s.total_ns(), Some(50));
     }
 }

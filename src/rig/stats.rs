@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::metrics::stats::StageLatencies;
 
-use super::stamp::{Stage, Stamps};
+use super::stamp::{Leg, Stamps};
 
 /// Where a frame can be lost after its camera queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -174,7 +174,7 @@ impl LiveStats {
     /// Records every stage latency of a finished frame and its end-to-end latency.
     pub fn record_latency(&self, stamps: &Stamps) {
         let mut l = self.latency.lock().unwrap_or_else(|e| e.into_inner());
-        for stage in Stage::ALL {
+        for stage in Leg::ALL {
             if let Some(ns) = stamps.latency_ns(stage) {
                 l.record(stage.name(), Duration::from_nanos(ns));
             }

@@ -4,13 +4,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::camera::frame::{CameraId, Frame};
 use crate::camera::source::{Source, SourceError};
+
+use super::{start, Running, Stage};
 
 /// Retry schedule after a disconnect.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,14 +133,44 @@ pub struct CaptureThread {
     pub camera: CameraId,
     pub status: Arc<CameraStatus>,
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    running: Option<Running<()>>,
+}
+
+/// The capture stage of one camera: its source, its queue's two ends and
+/// the flags it shares with its [`CaptureThread`].
+struct Capture {
+    source: Box<dyn Source>,
+    tx: Sender<Frame>,
+    rx: Receiver<Frame>,
+    backoff: Backoff,
+    status: Arc<CameraStatus>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Stage for Capture {
+    type Output = ();
+
+    fn name(&self) -> String {
+        format!("capture-{}", self.source.info().camera)
+    }
+
+    fn run(mut self) {
+        run(
+            self.source.as_mut(),
+            &self.tx,
+            &self.rx,
+            self.backoff,
+            &self.status,
+            &self.stop,
+        );
+    }
 }
 
 impl CaptureThread {
     /// Starts capturing from `source` into `tx`; when `tx` is full the oldest
     /// queued frame (taken through `rx`) is dropped and counted.
     pub fn spawn(
-        mut source: Box<dyn Source>,
+        source: Box<dyn Source>,
         tx: Sender<Frame>,
         rx: Receiver<Frame>,
         backoff: Backoff,
@@ -147,23 +178,27 @@ impl CaptureThread {
         let camera = source.info().camera;
         let status = Arc::new(CameraStatus::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let (st, sp) = (Arc::clone(&status), Arc::clone(&stop));
-        let handle = std::thread::Builder::new()
-            .name(format!("capture-{camera}"))
-            .spawn(move || run(source.as_mut(), &tx, &rx, backoff, &st, &sp))?;
+        let running = start(Capture {
+            source,
+            tx,
+            rx,
+            backoff,
+            status: Arc::clone(&status),
+            stop: Arc::clone(&stop),
+        })?;
         Ok(Self {
             camera,
             status,
             stop,
-            handle: Some(handle),
+            running: Some(running),
         })
     }
 
     /// Asks the thread to stop after its current frame and waits for it.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            if h.join().is_err() {
+        if let Some(r) = self.running.take() {
+            if r.drain().is_err() {
                 log::error!("{}: capture thread panicked", self.camera);
             }
         }
@@ -171,7 +206,7 @@ impl CaptureThread {
 
     /// Whether the thread has finished.
     pub fn is_finished(&self) -> bool {
-        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+        self.running.as_ref().is_none_or(Running::is_finished)
     }
 }
 

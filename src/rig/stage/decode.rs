@@ -13,9 +13,11 @@ use crate::hef::{DataType, Quantization};
 use crate::npu::Bindings;
 
 use crate::geom::time::{thread_cpu_ns, Clock};
-use crate::rig::stamp::Stage;
+use crate::rig::stamp::Leg;
 use crate::rig::stats::{DropStage, LiveStats};
 use crate::rig::work::{DecodeWork, Returned, ViewResult};
+
+use super::Stage;
 
 /// One backbone output the decoder reads, as the HEF describes it.
 #[derive(Debug, Clone)]
@@ -81,9 +83,15 @@ fn decode_one(
     decoder.run(maps)
 }
 
-impl DecodeWorker {
+impl Stage for DecodeWorker {
+    type Output = ();
+
+    fn name(&self) -> String {
+        "decoder".into()
+    }
+
     /// Decodes until the input queue closes.
-    pub fn run(mut self) {
+    fn run(mut self) {
         if self.nice > 0 {
             lower_priority(self.nice);
         }
@@ -119,7 +127,7 @@ impl DecodeWorker {
             let camera = meta.camera;
             match detection {
                 Ok(detection) => {
-                    meta.stamps.leave(Stage::Decode, self.clock.now_ns());
+                    meta.stamps.leave(Leg::Decode, self.clock.now_ns());
                     if self.output.send(ViewResult { meta, detection }).is_err() {
                         self.stats.cameras[camera].drop_at(DropStage::Decode);
                     }

@@ -1,25 +1,27 @@
-//! Multi-view sync by capture time, triangulation + pose fit with a warm
-//! start, and the per-frame sinks (JSON lines, recorder).
+//! Multi-view sync by capture time, then triangulation + pose fit with a warm
+//! start; each fitted instant goes on to the [`sinks`](super::sinks).
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use nalgebra::Point2;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
-use serde::Serialize;
 
 use crate::body::fit::synthetic::mpjpe;
-use crate::body::fit::PoseFitter;
+use crate::body::fit::{FitError, FitOutput, PoseFitter};
 use crate::body::triangulate::Observation;
+use crate::camera::GroundTruth;
 use crate::rig::stage::sync::{Group, SyncConfig, Synchronizer};
 
 use crate::geom::time::{thread_cpu_ns, Clock};
-use crate::rig::stamp::Stage;
+use crate::rig::stamp::Leg;
 use crate::rig::stats::{DropStage, LiveStats};
 use crate::rig::work::ViewResult;
+
+use super::sinks::{FitRecord, FrameResult, Sinks, ViewRecord};
+use super::Stage;
 
 /// Where the fit's 2D keypoints come from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,44 +30,6 @@ pub enum KeypointSource {
     Decoder,
     /// Synthetic cameras' ground truth plus Gaussian pixel noise (seeded).
     GroundTruth { noise_px: f64, seed: u64 },
-}
-
-/// One fitted instant, as written to the JSON lines file.
-#[derive(Debug, Serialize)]
-pub struct FrameResult<'a> {
-    /// Capture time of the sync anchor, CLOCK_MONOTONIC ns.
-    pub capture_ns: u64,
-    pub views: Vec<ViewRecord>,
-    pub fit: Option<FitRecord<'a>>,
-    pub fit_error: Option<String>,
-}
-
-/// One view of a result.
-#[derive(Debug, Serialize)]
-pub struct ViewRecord {
-    pub camera: usize,
-    pub sequence: u64,
-    pub capture_ns: u64,
-    /// The decoder's top detection keypoints, camera pixels: `[x, y, visibility, score]`.
-    pub keypoints: Vec<[f32; 4]>,
-    /// Per-stage latency, ms, and capture to fit.
-    pub timing_ms: std::collections::BTreeMap<&'static str, f64>,
-}
-
-/// The fitted body.
-#[derive(Debug, Serialize)]
-pub struct FitRecord<'a> {
-    /// Root translation, metres.
-    pub translation: [f64; 3],
-    /// Rotation vectors (radians) of the fitted bones, by bone name.
-    pub rotations: std::collections::BTreeMap<&'a str, [f64; 3]>,
-    /// 3D keypoints, metres.
-    pub keypoints_3d: Vec<[f64; 3]>,
-    /// Mean reprojection residual, pixels.
-    pub residual_px: Option<f64>,
-    /// MPJPE against ground truth, millimetres (synthetic cameras only).
-    pub mpjpe_mm: Option<f64>,
-    pub cold_start: bool,
 }
 
 /// The fit thread's state.
@@ -77,9 +41,8 @@ pub struct FitStage {
     pub keypoint_count: usize,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
-    pub jsonl: Option<Box<dyn Write + Send>>,
-    /// JSON of each result with its capture time, for the recorder.
-    pub record: Option<Sender<crate::rig::stage::sinks::Item>>,
+    /// Where each fitted instant goes.
+    pub sinks: Sinks,
     pub sync: SyncConfig,
     pub bone_names: Vec<String>,
     /// The bones the fit turns (reported by name).
@@ -88,12 +51,18 @@ pub struct FitStage {
     pub delay: Option<std::time::Duration>,
 }
 
-impl FitStage {
+impl Stage for FitStage {
+    type Output = std::io::Result<()>;
+
+    fn name(&self) -> String {
+        "fit".into()
+    }
+
     /// Runs until the input closes, then resolves what the sync still holds.
     ///
     /// # Errors
     /// Writing the JSON lines failed.
-    pub fn run(mut self) -> std::io::Result<()> {
+    fn run(mut self) -> Self::Output {
         let cpu0 = thread_cpu_ns();
         let mut fit_cpu = 0u64;
         let mut sync = Synchronizer::new(&self.sync);
@@ -144,9 +113,7 @@ impl FitStage {
                 self.stats.cameras[c].drop_at(DropStage::Sync);
             }
         }
-        if let Some(w) = &mut self.jsonl {
-            w.flush()?;
-        }
+        self.sinks.flush()?;
         let total = thread_cpu_ns().saturating_sub(cpu0);
         self.stats.cpu.fit.fetch_add(fit_cpu, Ordering::Relaxed);
         self.stats
@@ -155,7 +122,9 @@ impl FitStage {
             .fetch_add(total.saturating_sub(fit_cpu), Ordering::Relaxed);
         io_error.map_or(Ok(()), Err)
     }
+}
 
+impl FitStage {
     fn observations(
         &self,
         view: &ViewResult,
@@ -196,6 +165,8 @@ impl FitStage {
         obs
     }
 
+    /// Fits one group of views, counts its frames and hands the result to
+    /// the sinks.
     fn fit_group(
         &mut self,
         group: Group<ViewResult>,
@@ -205,8 +176,49 @@ impl FitStage {
         let now = self.clock.now_ns();
         let mut members = group.members;
         for m in members.iter_mut().flatten() {
-            m.meta.stamps.leave(Stage::Sync, now);
+            m.meta.stamps.leave(Leg::Sync, now);
         }
+        let fitted = self.fit(&members, group.anchor_ns, rng, fit_cpu);
+        let done = self.clock.now_ns();
+        let records = self.sinks.any();
+        let (fit, fit_error) = match fitted {
+            Some(Ok(out)) => {
+                let truth = members.iter().flatten().find_map(|m| m.meta.truth.clone());
+                let quality = Quality::of(&out, truth.as_deref());
+                quality.count(&self.stats, out.cold_start);
+                let record =
+                    records.then(|| fit_record(&out, &quality, &self.active, &self.bone_names));
+                (record, None)
+            }
+            Some(Err(e)) => (None, Some(e.to_string())),
+            None => (None, None),
+        };
+        let views = account_views(
+            &self.stats,
+            &mut members,
+            fit_error.is_none(),
+            done,
+            records,
+        );
+        if !records {
+            return Ok(());
+        }
+        self.sinks.write(&FrameResult {
+            capture_ns: group.anchor_ns,
+            views,
+            fit,
+            fit_error,
+        })
+    }
+
+    /// Fits the group's views, timing the fit on this thread's CPU clock.
+    fn fit(
+        &mut self,
+        members: &[Option<ViewResult>],
+        anchor_ns: u64,
+        rng: &mut rand::rngs::StdRng,
+        fit_cpu: &mut u64,
+    ) -> Option<Result<FitOutput, FitError>> {
         let observations: Vec<Vec<Option<Observation>>> = members
             .iter()
             .map(|m| match m {
@@ -214,136 +226,139 @@ impl FitStage {
                 None => vec![None; self.keypoint_count],
             })
             .collect();
-        let truth = members.iter().flatten().find_map(|m| m.meta.truth.clone());
         let c0 = thread_cpu_ns();
         // Capture time of the instant: the fitter warm-starts only across
         // short gaps (whole instants drop when the host falls behind).
-        let time_s = group.anchor_ns as f64 * 1e-9;
+        let time_s = anchor_ns as f64 * 1e-9;
         let fitted = self
             .fitter
             .as_mut()
             .map(|f| f.fit_at(&observations, time_s));
         *fit_cpu += thread_cpu_ns().saturating_sub(c0);
-        let done = self.clock.now_ns();
-        let mut fit_error = None;
-        let mut fit = None;
-        match fitted {
-            Some(Ok(out)) => {
-                self.stats.cpu.fitted_groups.fetch_add(1, Ordering::Relaxed);
-                let residuals: Vec<f64> =
-                    out.residuals.iter().flatten().flatten().copied().collect();
-                let residual_px = (!residuals.is_empty())
-                    .then(|| residuals.iter().sum::<f64>() / residuals.len() as f64);
-                let mpjpe_m = truth.as_ref().and_then(|t| {
-                    let est: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
-                    let tr: Vec<_> = t
-                        .keypoints_3d
-                        .iter()
-                        .map(|p| {
-                            nalgebra::Point3::new(f64::from(p[0]), f64::from(p[1]), f64::from(p[2]))
-                        })
-                        .collect();
-                    mpjpe(&est, &tr)
-                });
-                {
-                    let mut q = self.stats.fit.lock().unwrap_or_else(|e| e.into_inner());
-                    q.fits += 1;
-                    q.cold_starts += u64::from(out.cold_start);
-                    if let Some(r) = residual_px {
-                        q.residual_sum_px += r;
-                        q.residual_count += 1;
-                    }
-                    if let Some(m) = mpjpe_m {
-                        q.mpjpe_sum_m += m;
-                        q.mpjpe_count += 1;
-                        q.last_mpjpe_m = Some(m);
-                    }
-                }
-                fit = Some(FitRecord {
-                    translation: out.pose.translation.into(),
-                    rotations: self
-                        .active
-                        .iter()
-                        .filter_map(|&j| {
-                            let v = out.pose.rotations[j].scaled_axis();
-                            self.bone_names
-                                .get(j)
-                                .map(|n| (n.as_str(), [v.x, v.y, v.z]))
-                        })
-                        .collect(),
-                    keypoints_3d: out.keypoints.iter().map(|p| [p.x, p.y, p.z]).collect(),
-                    residual_px,
-                    mpjpe_mm: mpjpe_m.map(|m| m * 1e3),
-                    cold_start: out.cold_start,
-                });
-            }
-            Some(Err(e)) => fit_error = Some(e.to_string()),
-            None => {}
+        fitted
+    }
+}
+
+/// How well one fit matches: its mean reprojection residual and, for
+/// synthetic cameras, its error against the ground truth.
+struct Quality {
+    residual_px: Option<f64>,
+    mpjpe_m: Option<f64>,
+}
+
+impl Quality {
+    fn of(out: &FitOutput, truth: Option<&GroundTruth>) -> Self {
+        let residuals: Vec<f64> = out.residuals.iter().flatten().flatten().copied().collect();
+        let residual_px =
+            (!residuals.is_empty()).then(|| residuals.iter().sum::<f64>() / residuals.len() as f64);
+        let mpjpe_m = truth.and_then(|t| {
+            let est: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
+            let tr: Vec<_> = t
+                .keypoints_3d
+                .iter()
+                .map(|p| nalgebra::Point3::new(f64::from(p[0]), f64::from(p[1]), f64::from(p[2])))
+                .collect();
+            mpjpe(&est, &tr)
+        });
+        Self {
+            residual_px,
+            mpjpe_m,
         }
-        // The per-view records exist only for the sinks; without one, a
-        // frame costs its counters and latencies alone.
-        let sinks = self.jsonl.is_some() || self.record.is_some();
-        let mut views = Vec::new();
-        for m in members.iter_mut().flatten() {
-            let c = m.meta.camera;
-            if fit_error.is_some() {
-                self.stats.cameras[c].drop_at(DropStage::Fit);
-                continue;
-            }
-            m.meta.stamps.leave(Stage::Fit, done);
-            self.stats.cameras[c]
-                .processed
-                .fetch_add(1, Ordering::Relaxed);
-            self.stats.record_latency(&m.meta.stamps);
-            if !sinks {
-                continue;
-            }
-            let mut timing_ms = std::collections::BTreeMap::new();
-            for stage in Stage::ALL {
-                if let Some(ns) = m.meta.stamps.latency_ns(stage) {
-                    timing_ms.insert(stage.name(), ns as f64 / 1e6);
-                }
-            }
-            if let Some(ns) = m.meta.stamps.total_ns() {
-                timing_ms.insert(crate::rig::stats::END_TO_END, ns as f64 / 1e6);
-            }
-            views.push(ViewRecord {
-                camera: c,
-                sequence: m.meta.sequence,
-                capture_ns: m.meta.stamps.capture_ns(),
-                keypoints: m
-                    .detection
-                    .as_ref()
-                    .map(|d| {
-                        d.keypoints
-                            .iter()
-                            .map(|k| [k.x, k.y, k.visibility, k.score])
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                timing_ms,
-            });
+    }
+
+    /// Adds one fitted group to the live fit counters.
+    fn count(&self, stats: &LiveStats, cold_start: bool) {
+        stats.cpu.fitted_groups.fetch_add(1, Ordering::Relaxed);
+        let mut q = stats.fit.lock().unwrap_or_else(|e| e.into_inner());
+        q.fits += 1;
+        q.cold_starts += u64::from(cold_start);
+        if let Some(r) = self.residual_px {
+            q.residual_sum_px += r;
+            q.residual_count += 1;
         }
-        if !sinks {
-            return Ok(());
+        if let Some(m) = self.mpjpe_m {
+            q.mpjpe_sum_m += m;
+            q.mpjpe_count += 1;
+            q.last_mpjpe_m = Some(m);
         }
-        let result = FrameResult {
-            capture_ns: group.anchor_ns,
-            views,
-            fit,
-            fit_error,
-        };
-        let line = serde_json::to_string(&result).map_err(std::io::Error::other)?;
-        if let Some(w) = &mut self.jsonl {
-            w.write_all(line.as_bytes())?;
-            w.write_all(b"\n")?;
+    }
+}
+
+/// The fitted body as the sinks write it: the `active` bones by name.
+fn fit_record<'a>(
+    out: &FitOutput,
+    quality: &Quality,
+    active: &[usize],
+    bone_names: &'a [String],
+) -> FitRecord<'a> {
+    FitRecord {
+        translation: out.pose.translation.into(),
+        rotations: active
+            .iter()
+            .filter_map(|&j| {
+                let v = out.pose.rotations[j].scaled_axis();
+                bone_names.get(j).map(|n| (n.as_str(), [v.x, v.y, v.z]))
+            })
+            .collect(),
+        keypoints_3d: out.keypoints.iter().map(|p| [p.x, p.y, p.z]).collect(),
+        residual_px: quality.residual_px,
+        mpjpe_mm: quality.mpjpe_m.map(|m| m * 1e3),
+        cold_start: out.cold_start,
+    }
+}
+
+/// Counts each view of a group as processed (stamped and timed) when the fit
+/// succeeded, as dropped at the fit when it failed; returns the per-view
+/// records when `records` (a sink takes them).
+fn account_views(
+    stats: &LiveStats,
+    members: &mut [Option<ViewResult>],
+    fitted: bool,
+    done_ns: u64,
+    records: bool,
+) -> Vec<ViewRecord> {
+    let mut views = Vec::new();
+    for m in members.iter_mut().flatten() {
+        let c = m.meta.camera;
+        if !fitted {
+            stats.cameras[c].drop_at(DropStage::Fit);
+            continue;
         }
-        if let Some(r) = &self.record {
-            let _ = r.send(crate::rig::stage::sinks::Item::Result {
-                capture_ns: group.anchor_ns,
-                json: line,
-            });
+        m.meta.stamps.leave(Leg::Fit, done_ns);
+        stats.cameras[c].processed.fetch_add(1, Ordering::Relaxed);
+        stats.record_latency(&m.meta.stamps);
+        if records {
+            views.push(view_record(m));
         }
-        Ok(())
+    }
+    views
+}
+
+/// One view as the sinks write it: its keypoints and per-stage latencies.
+fn view_record(m: &ViewResult) -> ViewRecord {
+    let mut timing_ms = std::collections::BTreeMap::new();
+    for stage in Leg::ALL {
+        if let Some(ns) = m.meta.stamps.latency_ns(stage) {
+            timing_ms.insert(stage.name(), ns as f64 / 1e6);
+        }
+    }
+    if let Some(ns) = m.meta.stamps.total_ns() {
+        timing_ms.insert(crate::rig::stats::END_TO_END, ns as f64 / 1e6);
+    }
+    ViewRecord {
+        camera: m.meta.camera,
+        sequence: m.meta.sequence,
+        capture_ns: m.meta.stamps.capture_ns(),
+        keypoints: m
+            .detection
+            .as_ref()
+            .map(|d| {
+                d.keypoints
+                    .iter()
+                    .map(|k| [k.x, k.y, k.visibility, k.score])
+                    .collect()
+            })
+            .unwrap_or_default(),
+        timing_ms,
     }
 }

@@ -1,10 +1,103 @@
-//! Recording a run: every frame the NPU stage takes, and every result, into
-//! one MCAP file (the camera recorder's layout plus a `/results` channel).
+//! The sinks: each fitted instant as one JSON line, and the MCAP recording of
+//! every frame the NPU stage takes and every result (the camera recorder's
+//! layout plus a `/results` channel).
 
-use crossbeam_channel::Receiver;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde::Serialize;
 
 use crate::camera::record::{RecordError, Recorder};
 use crate::camera::Frame;
+
+use super::Stage;
+
+/// One fitted instant, as written to the JSON lines file.
+#[derive(Debug, Serialize)]
+pub struct FrameResult<'a> {
+    /// Capture time of the sync anchor, CLOCK_MONOTONIC ns.
+    pub capture_ns: u64,
+    pub views: Vec<ViewRecord>,
+    pub fit: Option<FitRecord<'a>>,
+    pub fit_error: Option<String>,
+}
+
+/// One view of a result.
+#[derive(Debug, Serialize)]
+pub struct ViewRecord {
+    pub camera: usize,
+    pub sequence: u64,
+    pub capture_ns: u64,
+    /// The decoder's top detection keypoints, camera pixels: `[x, y, visibility, score]`.
+    pub keypoints: Vec<[f32; 4]>,
+    /// Per-stage latency, ms, and capture to fit.
+    pub timing_ms: BTreeMap<&'static str, f64>,
+}
+
+/// The fitted body.
+#[derive(Debug, Serialize)]
+pub struct FitRecord<'a> {
+    /// Root translation, metres.
+    pub translation: [f64; 3],
+    /// Rotation vectors (radians) of the fitted bones, by bone name.
+    pub rotations: BTreeMap<&'a str, [f64; 3]>,
+    /// 3D keypoints, metres.
+    pub keypoints_3d: Vec<[f64; 3]>,
+    /// Mean reprojection residual, pixels.
+    pub residual_px: Option<f64>,
+    /// MPJPE against ground truth, millimetres (synthetic cameras only).
+    pub mpjpe_mm: Option<f64>,
+    pub cold_start: bool,
+}
+
+/// Where the fit stage's results go: a JSON lines writer, the recorder, both
+/// or neither.
+#[derive(Default)]
+pub struct Sinks {
+    /// One line per fitted instant.
+    pub jsonl: Option<Box<dyn Write + Send>>,
+    /// Each result's JSON with its capture time, for the recorder.
+    pub record: Option<Sender<Item>>,
+}
+
+impl Sinks {
+    /// Whether any sink takes results (without one, the fit stage builds no
+    /// per-view records: a frame costs its counters and latencies alone).
+    pub fn any(&self) -> bool {
+        self.jsonl.is_some() || self.record.is_some()
+    }
+
+    /// Writes `result` as one JSON line and hands it to the recorder.
+    ///
+    /// # Errors
+    /// Writing the JSON lines failed.
+    pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
+        let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
+        if let Some(w) = &mut self.jsonl {
+            w.write_all(line.as_bytes())?;
+            w.write_all(b"\n")?;
+        }
+        if let Some(r) = &self.record {
+            let _ = r.send(Item::Result {
+                capture_ns: result.capture_ns,
+                json: line,
+            });
+        }
+        Ok(())
+    }
+
+    /// Flushes the JSON lines.
+    ///
+    /// # Errors
+    /// Writing the JSON lines failed.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.jsonl {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
 
 /// Something to record.
 #[derive(Debug)]
@@ -25,22 +118,96 @@ pub struct Recorded {
     pub results: u64,
 }
 
-/// Writes items until the channel closes, then finishes the file.
-///
-/// # Errors
-/// [`RecordError`] naming the file.
-pub fn run(mut recorder: Recorder, items: Receiver<Item>) -> Result<Recorded, RecordError> {
-    let channel = recorder.add_json_channel("/results", "hailo_edge.FrameResult", RESULT_SCHEMA)?;
-    let mut results = 0u64;
-    while let Ok(item) = items.recv() {
-        match item {
-            Item::Frame(frame) => recorder.write(&frame)?,
-            Item::Result { capture_ns, json } => {
-                recorder.write_json(channel, results as u32, capture_ns, json.as_bytes())?;
-                results += 1;
+/// The recorder thread: frames from the NPU stage, results from the fit stage.
+pub struct Recording {
+    pub recorder: Recorder,
+    pub items: Receiver<Item>,
+}
+
+impl Stage for Recording {
+    type Output = Result<Recorded, RecordError>;
+
+    fn name(&self) -> String {
+        "recorder".into()
+    }
+
+    /// Writes items until the channel closes, then finishes the file.
+    ///
+    /// # Errors
+    /// [`RecordError`] naming the file.
+    fn run(self) -> Self::Output {
+        let Self {
+            mut recorder,
+            items,
+        } = self;
+        let channel =
+            recorder.add_json_channel("/results", "hailo_edge.FrameResult", RESULT_SCHEMA)?;
+        let mut results = 0u64;
+        while let Ok(item) = items.recv() {
+            match item {
+                Item::Frame(frame) => recorder.write(&frame)?,
+                Item::Result { capture_ns, json } => {
+                    recorder.write_json(channel, results as u32, capture_ns, json.as_bytes())?;
+                    results += 1;
+                }
             }
         }
+        let frames = recorder.finish()?;
+        Ok(Recorded { frames, results })
     }
-    let frames = recorder.finish()?;
-    Ok(Recorded { frames, results })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::{FrameResult, Item, Sinks};
+
+    /// A writer whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_result_is_one_json_line_and_one_recorded_item() {
+        let out = Shared::default();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut sinks = Sinks {
+            jsonl: Some(Box::new(out.clone())),
+            record: Some(tx),
+        };
+        assert!(sinks.any());
+        let result = FrameResult {
+            capture_ns: 42,
+            views: Vec::new(),
+            fit: None,
+            fit_error: Some("too few views".into()),
+        };
+        sinks.write(&result).unwrap();
+        sinks.flush().unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "{\"capture_ns\":42,\"views\":[],\"fit\":null,\"fit_error\":\"too few views\"}\n"
+        );
+        match rx.try_recv().unwrap() {
+            Item::Result { capture_ns, json } => {
+                assert_eq!(capture_ns, 42);
+                assert_eq!(format!("{json}\n"), text);
+            }
+            Item::Frame(_) => panic!("a result was recorded as a frame"),
+        }
+        assert!(!Sinks::default().any());
+    }
 }

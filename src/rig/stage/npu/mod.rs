@@ -4,94 +4,43 @@
 //! HailoRT scheduler, or by hand every K frames) and routes completions to
 //! the decoder pool.
 //!
-//! Backpressure: the stage admits a frame only while fewer than the rig's
-//! in-flight limit are past the camera queues and not yet decoded, and while
-//! its graph's batch and jobs in flight have room. When the device or the
-//! decoders cannot keep up, frames therefore wait in the camera queues, which
-//! drop their oldest (counted by the capture threads), and never age in a
-//! queue behind the slow stage: what is admitted is the newest frame there is.
-//!
-//! Routing: a completion goes to the decoder thread with the fewest frames
-//! queued, except that a camera with a frame still in some thread's queue
-//! stays with that thread, so each camera's views leave the pool in capture
-//! order (the sync needs that) without one busy thread holding up the others.
+//! | concern | module |
+//! |---|---|
+//! | which frames may leave the camera queues | [`admission`] |
+//! | cameras of one rate taken instant by instant | [`sets`] |
+//! | per-graph batches, jobs in flight, free job buffers | [`batcher`] |
+//! | which graph has the device | [`switching`] |
+//! | which decoder thread gets a completion | [`routing`] |
 
-use std::collections::HashMap;
+mod admission;
+mod batcher;
+mod routing;
+mod sets;
+mod switching;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 
 use crate::camera::Frame;
-use crate::npu::{Bindings, ConfiguredModel, NpuError};
+use crate::npu::NpuError;
 use crate::preprocess::Preprocessor;
 
 use crate::geom::time::{thread_cpu_ns, Clock};
-use crate::rig::stamp::{Stage, Stamps};
+use crate::rig::stamp::{Leg, Stamps};
 use crate::rig::stats::{DropStage, LiveStats};
 use crate::rig::work::{DecodeWork, FrameMeta, Returned};
+
+use super::Stage;
+use admission::Admission;
+pub use batcher::Lane;
+use routing::Routing;
+pub use switching::Switching;
 
 /// Longest the stage blocks when nothing is queued or batched (a safety
 /// net: every event it waits for wakes it sooner).
 const IDLE_WAIT: Duration = Duration::from_millis(50);
-
-/// How the graphs share the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Switching {
-    /// HailoRT's model scheduler switches (priority, threshold, timeout per graph).
-    Scheduler,
-    /// Scheduling NONE: the stage activates one graph at a time and switches after
-    /// `frames_per_switch` frames when another graph has frames waiting.
-    Manual { frames_per_switch: u64 },
-}
-
-/// One graph on the device and its batcher.
-pub struct Lane {
-    pub cm: ConfiguredModel,
-    /// The HEF input the preprocessed frame is written into.
-    pub input: String,
-    /// Frames per submission.
-    pub batch: usize,
-    /// Longest a partial batch waits, ns.
-    pub timeout_ns: u64,
-    /// Most frames on the device at once.
-    pub max_in_flight: usize,
-    pending: Vec<(FrameMeta, Bindings)>,
-    first_pending_ns: Option<u64>,
-    last_frame_ns: u64,
-    in_flight: HashMap<u64, FrameMeta>,
-    spare: Vec<Bindings>,
-    since_switch: u64,
-}
-
-impl Lane {
-    pub fn new(
-        cm: ConfiguredModel,
-        input: String,
-        batch: usize,
-        timeout_ns: u64,
-        max_in_flight: usize,
-    ) -> Self {
-        Self {
-            cm,
-            input,
-            batch: batch.max(1),
-            timeout_ns,
-            max_in_flight: max_in_flight.max(batch.max(1)),
-            pending: Vec::new(),
-            first_pending_ns: None,
-            last_frame_ns: 0,
-            in_flight: HashMap::new(),
-            spare: Vec::new(),
-            since_switch: 0,
-        }
-    }
-
-    fn has_room_for(&self, frames: usize) -> bool {
-        self.pending.len() + frames <= self.batch
-            && self.pending.len() + self.in_flight.len() + frames <= self.max_in_flight
-    }
-}
 
 /// Everything the stage thread owns.
 pub struct NpuStage {
@@ -125,67 +74,40 @@ pub struct NpuStage {
     recycle_open: bool,
 }
 
-/// Frames past the camera queues and not yet decoded, against a limit.
-#[derive(Debug)]
-struct Admission {
-    limit: usize,
-    held: usize,
-}
+impl Stage for NpuStage {
+    type Output = Result<(), NpuError>;
 
-impl Admission {
-    fn has_room_for(&self, frames: usize) -> bool {
-        self.held.saturating_add(frames) <= self.limit
+    fn name(&self) -> String {
+        "npu-stage".into()
     }
 
-    fn release(&mut self) {
-        self.held = self.held.saturating_sub(1);
-    }
-}
-
-/// Which decoder thread gets the next completion.
-#[derive(Debug)]
-struct Routing {
-    /// Per decoder thread: frames sent and not yet returned.
-    queued: Vec<usize>,
-    /// Per camera: the thread holding its frames, and how many.
-    camera: Vec<Option<(usize, usize)>>,
-}
-
-impl Routing {
-    fn new(workers: usize, cameras: usize) -> Self {
-        Self {
-            queued: vec![0; workers],
-            camera: vec![None; cameras],
+    /// Runs until every camera queue is closed and empty and every frame has left
+    /// the device; returns the error that stopped it early, if any.
+    ///
+    /// # Errors
+    /// A device error on activate/deactivate (manual switching).
+    fn run(mut self) -> Self::Output {
+        let cpu0 = thread_cpu_ns();
+        let out = self.run_loop();
+        self.stats.cpu.npu_stage.fetch_add(
+            thread_cpu_ns().saturating_sub(cpu0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // A failed run leaves frames behind: count them so the accounting stays whole.
+        for (c, head) in self.heads.iter_mut().enumerate() {
+            if head.take().is_some() {
+                self.stats.cameras[c].drop_at(DropStage::Npu);
+            }
         }
-    }
-
-    /// The thread for camera `c`'s next frame (and counts it as sent).
-    fn pick(&mut self, c: usize) -> usize {
-        let w = match self.camera[c] {
-            Some((w, _)) => w,
-            None => (0..self.queued.len())
-                .min_by_key(|&w| self.queued[w])
-                .unwrap_or(0),
-        };
-        if let Some(q) = self.queued.get_mut(w) {
-            *q += 1;
+        for lane in &mut self.lanes {
+            for (meta, _) in lane.pending.drain(..) {
+                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+            }
+            for (_, meta) in lane.in_flight.drain() {
+                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
+            }
         }
-        let held = self.camera[c].map_or(0, |(_, n)| n);
-        self.camera[c] = Some((w, held + 1));
-        w
-    }
-
-    /// Thread `w` is done with (or never got) one frame of camera `c`.
-    fn done(&mut self, w: usize, c: usize) {
-        if let Some(q) = self.queued.get_mut(w) {
-            *q = q.saturating_sub(1);
-        }
-        if let Some(slot) = self.camera.get_mut(c) {
-            *slot = match *slot {
-                Some((w, n)) if n > 1 => Some((w, n - 1)),
-                _ => None,
-            };
-        }
+        out
     }
 }
 
@@ -222,10 +144,7 @@ impl NpuStage {
             active: None,
             closed: vec![false; n],
             // No limit until `set_in_flight_limit` (the rig's `decoder.in_flight`).
-            admission: Admission {
-                limit: usize::MAX,
-                held: 0,
-            },
+            admission: Admission::unlimited(),
             routing: Routing::new(workers, n),
             recycle_open: true,
         }
@@ -234,36 +153,7 @@ impl NpuStage {
     /// Most frames past the camera queues and not yet decoded (at least one
     /// per camera, so an instant always fits).
     pub fn set_in_flight_limit(&mut self, limit: usize) {
-        self.admission.limit = limit.max(self.cameras.len()).max(1);
-    }
-
-    /// Runs until every camera queue is closed and empty and every frame has left
-    /// the device; returns the error that stopped it early, if any.
-    ///
-    /// # Errors
-    /// A device error on activate/deactivate (manual switching).
-    pub fn run(mut self) -> Result<(), NpuError> {
-        let cpu0 = thread_cpu_ns();
-        let out = self.run_loop();
-        self.stats.cpu.npu_stage.fetch_add(
-            thread_cpu_ns().saturating_sub(cpu0),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        // A failed run leaves frames behind: count them so the accounting stays whole.
-        for (c, head) in self.heads.iter_mut().enumerate() {
-            if head.take().is_some() {
-                self.stats.cameras[c].drop_at(DropStage::Npu);
-            }
-        }
-        for lane in &mut self.lanes {
-            for (meta, _) in lane.pending.drain(..) {
-                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
-            }
-            for (_, meta) in lane.in_flight.drain() {
-                self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
-            }
-        }
-        out
+        self.admission.set_limit(limit, self.cameras.len());
     }
 
     fn run_loop(&mut self) -> Result<(), NpuError> {
@@ -298,7 +188,7 @@ impl NpuStage {
                     self.admission.release();
                     self.routing.done(r.worker, r.camera);
                     if let Some(lane) = self.lanes.get_mut(r.graph) {
-                        lane.spare.push(r.bindings);
+                        lane.free.put(r.bindings);
                     }
                 }
                 Err(TryRecvError::Empty) => return,
@@ -332,102 +222,6 @@ impl NpuStage {
         }
     }
 
-    /// Takes one frame from every camera at once: frames of one instant, so
-    /// when the host falls behind, whole instants are dropped at the camera
-    /// queues instead of each camera losing different ones, and the sync finds
-    /// complete groups.
-    ///
-    /// When every graph has room for its cameras' frames, each open camera's
-    /// oldest queued frame becomes its head. The queues drop on their own, so
-    /// heads can be of different instants: a head more than half a period older
-    /// than the newest is an instant the other cameras have already lost, and
-    /// is dropped too (counted as [`DropStage::Unaligned`]) for the camera's
-    /// next frame. The set goes when every open camera has a head of the same
-    /// instant, or when one has been silent for two periods.
-    fn take_sets(&mut self, period_ns: u64) {
-        let n = self.cameras.len();
-        loop {
-            if self.open_cameras().next().is_none() {
-                return;
-            }
-            let room = self.admission.has_room_for(self.open_cameras().count())
-                && (0..self.lanes.len()).all(|g| {
-                    let k = self
-                        .open_cameras()
-                        .filter(|&c| self.camera_graph[c] == g)
-                        .count();
-                    self.lanes[g].has_room_for(k)
-                });
-            if !room {
-                return;
-            }
-            for c in 0..n {
-                self.fill_head(c);
-            }
-            self.align_heads(period_ns / 2);
-            let now = self.clock.now_ns();
-            let ready = self.open_cameras().all(|c| self.heads[c].is_some());
-            let stalled = now.saturating_sub(self.last_set_ns) >= 2 * period_ns
-                && self.heads.iter().any(Option::is_some);
-            if !(ready || stalled) {
-                return;
-            }
-            for c in 0..n {
-                if let Some(frame) = self.heads[c].take() {
-                    self.accept(c, frame);
-                }
-            }
-            self.last_set_ns = now;
-        }
-    }
-
-    /// Takes camera `c`'s oldest queued frame as its head, if it has none.
-    fn fill_head(&mut self, c: usize) {
-        if self.closed[c] || self.heads[c].is_some() {
-            return;
-        }
-        match self.cameras[c].try_recv() {
-            Ok(frame) => self.heads[c] = Some(frame),
-            Err(TryRecvError::Empty) => {}
-            Err(TryRecvError::Disconnected) => self.closed[c] = true,
-        }
-    }
-
-    /// Drops heads more than `tolerance_ns` older than the newest head, taking
-    /// each such camera's next frame, until the heads are of one instant or a
-    /// camera has nothing newer queued.
-    fn align_heads(&mut self, tolerance_ns: u64) {
-        loop {
-            let Some(newest) = self.heads.iter().flatten().map(|f| f.capture_ns).max() else {
-                return;
-            };
-            let mut dropped = false;
-            for c in 0..self.heads.len() {
-                if self.heads[c]
-                    .as_ref()
-                    .is_some_and(|f| f.capture_ns + tolerance_ns < newest)
-                {
-                    self.heads[c] = None;
-                    let counters = &self.stats.cameras[c];
-                    counters
-                        .taken
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    counters.drop_at(DropStage::Unaligned);
-                    self.fill_head(c);
-                    dropped = true;
-                }
-            }
-            if !dropped {
-                return;
-            }
-        }
-    }
-
-    /// Cameras not yet closed, by index (no list is built per round).
-    fn open_cameras(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.cameras.len()).filter(|&c| !self.closed[c])
-    }
-
     fn accept(&mut self, c: usize, frame: Frame) {
         let now = self.clock.now_ns();
         self.stats.cameras[c]
@@ -436,12 +230,8 @@ impl NpuStage {
         let g = self.camera_graph[c];
         let lane = &mut self.lanes[g];
         let mut stamps = Stamps::new(frame.capture_ns);
-        stamps.leave(Stage::Capture, now.max(frame.capture_ns));
-        let bindings = match lane.spare.pop() {
-            Some(b) => Ok(b),
-            None => lane.cm.bindings(),
-        };
-        let mut bindings = match bindings {
+        stamps.leave(Leg::Capture, now.max(frame.capture_ns));
+        let mut bindings = match lane.free.take(&lane.cm) {
             Ok(b) => b,
             Err(e) => {
                 log::warn!("graph {}: no buffers for a frame: {e}", lane.cm.name());
@@ -465,11 +255,11 @@ impl NpuStage {
             Err(e) => {
                 log::warn!("camera {c}: frame {} refused: {e}", frame.sequence);
                 self.stats.cameras[c].drop_at(DropStage::Preprocess);
-                lane.spare.push(bindings);
+                lane.free.put(bindings);
                 return;
             }
         };
-        stamps.leave(Stage::Preprocess, self.clock.now_ns());
+        stamps.leave(Leg::Preprocess, self.clock.now_ns());
         let meta = FrameMeta {
             camera: c,
             graph: g,
@@ -483,7 +273,7 @@ impl NpuStage {
         }
         lane.last_frame_ns = now;
         lane.pending.push((meta, bindings));
-        self.admission.held += 1;
+        self.admission.hold();
         if let Some(r) = &self.record {
             // Blocks while the recorder is behind: recording is lossless.
             let _ = r.send(crate::rig::stage::sinks::Item::Frame(frame));
@@ -508,13 +298,13 @@ impl NpuStage {
                 if let Err(e) = done.status {
                     log::warn!("graph {}: job {} failed: {e}", lane.cm.name(), done.job);
                     self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
-                    lane.spare.push(done.bindings);
+                    lane.free.put(done.bindings);
                     self.admission.release();
                     continue;
                 }
-                meta.stamps.leave(Stage::Npu, self.clock.now_ns());
+                meta.stamps.leave(Leg::Npu, self.clock.now_ns());
                 if let Some(bypass) = &self.bypass {
-                    lane.spare.push(done.bindings);
+                    lane.free.put(done.bindings);
                     self.admission.release();
                     let _ = bypass.send(crate::rig::work::ViewResult {
                         meta,
@@ -536,67 +326,12 @@ impl NpuStage {
                 };
                 if let Err(work) = sent {
                     self.stats.cameras[camera].drop_at(DropStage::Decode);
-                    lane.spare.push(work.bindings);
+                    lane.free.put(work.bindings);
                     self.routing.done(worker, camera);
                     self.admission.release();
                 }
             }
         }
-    }
-
-    /// Manual switching: after K frames of the active graph, or when it has had
-    /// no frame for its timeout (or its cameras are closed), hand the device to
-    /// the next graph with frames waiting, once the active one is idle.
-    fn switch(&mut self) -> Result<(), NpuError> {
-        let Switching::Manual { frames_per_switch } = self.switching else {
-            return Ok(());
-        };
-        let now = self.clock.now_ns();
-        let n = self.lanes.len();
-        let Some(a) = self.active else {
-            if let Some(g) = (0..n).find(|&g| !self.lanes[g].pending.is_empty()) {
-                self.activate(None, g)?;
-            }
-            return Ok(());
-        };
-        let Some(next) = (1..n)
-            .map(|i| (a + i) % n)
-            .find(|&g| !self.lanes[g].pending.is_empty())
-        else {
-            if self.lanes[a].since_switch >= frames_per_switch {
-                // Nobody else waits: keep the device, start a new block.
-                self.lanes[a].since_switch = 0;
-            }
-            return Ok(());
-        };
-        let lane = &self.lanes[a];
-        let cameras_closed = (0..self.cameras.len())
-            .filter(|&c| self.camera_graph[c] == a)
-            .all(|c| self.closed[c]);
-        let starved = lane.pending.is_empty()
-            && (cameras_closed || now.saturating_sub(lane.last_frame_ns) >= lane.timeout_ns);
-        if (lane.since_switch >= frames_per_switch || starved) && lane.in_flight.is_empty() {
-            self.activate(Some(a), next)?;
-        }
-        Ok(())
-    }
-
-    fn activate(&mut self, from: Option<usize>, to: usize) -> Result<(), NpuError> {
-        let t0 = Instant::now();
-        if let Some(a) = from {
-            self.lanes[a].cm.deactivate()?;
-        }
-        self.lanes[to].cm.activate()?;
-        self.lanes[to].since_switch = 0;
-        self.active = Some(to);
-        self.stats
-            .app_switches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.stats.app_switch_ns.fetch_add(
-            t0.elapsed().as_nanos() as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        Ok(())
     }
 
     /// Submits full batches, and partial ones past their timeout or when flushing.
@@ -632,7 +367,7 @@ impl NpuStage {
             // Drained in place: the batcher keeps its capacity across batches.
             lane.first_pending_ns = (lane.pending.len() > take).then_some(now);
             for (mut meta, bindings) in lane.pending.drain(..take) {
-                meta.stamps.leave(Stage::Queue, now);
+                meta.stamps.leave(Leg::Queue, now);
                 match lane.cm.submit(bindings) {
                     Ok(job) => {
                         lane.in_flight.insert(job, meta);
@@ -656,9 +391,8 @@ impl NpuStage {
     /// With every camera queue empty and nothing batched, no deadline is
     /// running: only a frame, a completion or a closing queue can move
     /// anything, and each of those wakes the select. The stage then blocks
-    /// up to [`IDLE_WAIT`] instead of polling every 5 ms, which between two
-    /// frame instants (8.3 ms at 120 fps) was one wake-up per instant for
-    /// nothing.
+    /// up to [`IDLE_WAIT`]: polling every 5 ms would wake it once between two
+    /// frame instants (8.3 ms at 120 fps) for nothing.
     fn wait(&mut self, all_closed: bool) {
         let now = self.clock.now_ns();
         let idle = self.lanes.iter().all(|l| l.pending.is_empty())
@@ -694,7 +428,7 @@ impl NpuStage {
                 any = true;
             }
         }
-        if self.admission.held > 0 && self.recycle_open {
+        if self.admission.holds_any() && self.recycle_open {
             // A decoded frame frees a slot (and its buffers). (A closed
             // channel would be always ready: the wait would spin.)
             sel.recv(&self.recycle);
@@ -706,99 +440,5 @@ impl NpuStage {
         }
         // Only wakes; the next round takes what is ready.
         let _ = sel.ready_timeout(timeout);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Admission, Routing};
-
-    #[test]
-    fn a_camera_stays_with_its_thread_while_it_has_frames_there() {
-        let mut r = Routing::new(2, 3);
-        let first = r.pick(0);
-        // Camera 0 again: same thread, although the other one is idle.
-        assert_eq!(r.pick(0), first);
-        // Camera 1 has nothing queued: the least loaded thread.
-        let other = r.pick(1);
-        assert_ne!(other, first);
-        assert_eq!(r.queued, {
-            let mut q = vec![0, 0];
-            q[first] = 2;
-            q[other] = 1;
-            q
-        });
-        r.done(first, 0);
-        assert_eq!(r.pick(0), first, "one frame of camera 0 is still there");
-        r.done(first, 0);
-        r.done(first, 0);
-        // Camera 0 has left its thread: it may move to the idle one.
-        r.done(other, 1);
-        r.pick(2);
-        let next = r.pick(0);
-        assert_ne!(next, r.camera[2].unwrap().0, "{:?}", r.queued);
-    }
-
-    /// Feeds 4 cameras an instant every 4 time units to 2 decoder threads;
-    /// frames of cameras 1 and 3 cost 3 units, of 0 and 2 one unit, so the
-    /// load is exactly two threads' worth. Returns the largest backlog (units
-    /// of work queued on one thread) seen.
-    fn largest_backlog(mut pick: impl FnMut(&mut Routing, usize) -> usize) -> u32 {
-        let cost = [1u32, 3, 1, 3];
-        let mut r = Routing::new(2, 4);
-        // Per thread: (camera, units left) in FIFO order.
-        let mut queues: [std::collections::VecDeque<(usize, u32)>; 2] = Default::default();
-        let mut worst = 0;
-        for _instant in 0..200 {
-            for (c, &units) in cost.iter().enumerate() {
-                let w = pick(&mut r, c);
-                queues[w].push_back((c, units));
-            }
-            for q in &queues {
-                worst = worst.max(q.iter().map(|&(_, u)| u).sum::<u32>());
-            }
-            // Four units of time pass.
-            for (w, q) in queues.iter_mut().enumerate() {
-                let mut time = 4;
-                while time > 0 {
-                    let Some(front) = q.front_mut() else { break };
-                    let step = front.1.min(time);
-                    front.1 -= step;
-                    time -= step;
-                    if front.1 == 0 {
-                        let (c, _) = q.pop_front().unwrap();
-                        r.done(w, c);
-                    }
-                }
-            }
-        }
-        worst
-    }
-
-    #[test]
-    fn routing_balances_where_cameras_fixed_to_threads_fall_behind() {
-        let balanced = largest_backlog(Routing::pick);
-        // Negative control: camera % threads, as a fixed split would route.
-        let fixed = largest_backlog(|r, c| {
-            let w = c % 2;
-            r.queued[w] += 1;
-            w
-        });
-        assert!(balanced <= 8, "balanced routing backlog grew to {balanced}");
-        assert!(fixed > 100, "the fixed split kept up ({fixed})");
-    }
-
-    #[test]
-    fn admission_stops_at_its_limit() {
-        let mut a = Admission { limit: 4, held: 0 };
-        assert!(a.has_room_for(4));
-        a.held = 3;
-        assert!(a.has_room_for(1));
-        assert!(!a.has_room_for(2));
-        a.release();
-        assert!(a.has_room_for(2));
-        a.held = 0;
-        a.release();
-        assert_eq!(a.held, 0);
     }
 }

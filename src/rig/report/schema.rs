@@ -1,0 +1,129 @@
+//! The report's JSON sections (the run report's schema,
+//! `hailo-edge.run-report/1`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::metrics::figure::{Assumption, Figure};
+use crate::metrics::stats::FrameCounts;
+use crate::npu::BackendKind;
+
+/// What ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatRan {
+    pub rig: String,
+    pub backend: BackendKind,
+    pub device: String,
+    pub simulator_clock: Option<String>,
+    /// Where the NPU outputs came from (device, reference ONNX, synthetic).
+    pub npu_outputs: String,
+    pub decoder: String,
+    pub decoder_threads: usize,
+    /// Where the fit's 2D keypoints came from.
+    pub fit_keypoints: String,
+    pub body_model: String,
+    pub switching: String,
+    pub notes: Vec<String>,
+    /// Figures the simulator assumes (empty on a real device).
+    pub assumed: Vec<Assumption>,
+}
+
+/// One camera's frames.
+#[derive(Debug, Clone, Serialize)]
+pub struct CameraReport {
+    pub name: String,
+    pub graph: String,
+    pub nominal_fps: f64,
+    pub captured_fps: f64,
+    pub processed_fps: f64,
+    /// captured = processed + dropped (by stage) + in flight.
+    pub frames: FrameCounts,
+    pub accounting_ok: bool,
+}
+
+/// One graph on the device.
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphReport {
+    pub name: String,
+    pub batch: u16,
+    pub priority: u8,
+    pub threshold: u32,
+    pub timeout_ms: f64,
+    pub frames: u64,
+    pub jobs: u64,
+    pub device_fps: Figure,
+}
+
+/// Graph switching.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwitchReport {
+    pub mode: String,
+    pub switches: Option<u64>,
+    pub switches_per_s: Option<Figure>,
+    pub ms_per_switch: Option<Figure>,
+    /// Manual mode: switches made by the application and host time per switch.
+    pub app_switches: u64,
+    pub app_ms_per_switch: Option<f64>,
+    pub npu_busy: Option<Figure>,
+}
+
+/// CPU per stage, measured with thread CPU clocks.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub cores: usize,
+    /// The pipeline itself (NPU stage, decoder threads outside the decoder,
+    /// sync and sinks), per frame taken from a camera queue.
+    pub pipeline_us_per_frame: Option<f64>,
+    /// `pipeline_us_per_frame` by thread, per frame taken.
+    pub pipeline_breakdown_us: Option<PipelineBreakdown>,
+    pub decode_ms_per_frame: Option<f64>,
+    pub fit_ms_per_group: Option<f64>,
+    /// Everything else in the process (capture threads with synthetic rendering,
+    /// the simulator, the status line), per captured frame.
+    pub other_us_per_frame: Option<f64>,
+    pub process_cpu_share: f64,
+    pub rss_first_10s_mb: Option<f64>,
+    pub rss_last_mb: Option<f64>,
+}
+
+/// Where the pipeline's own CPU goes, us per frame taken from a camera queue.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PipelineBreakdown {
+    /// NPU stage: preprocessing frames into the HEF inputs.
+    pub preprocess: f64,
+    /// NPU stage: waiting for work (the CPU its wake-ups cost).
+    pub npu_stage_wait: f64,
+    /// NPU stage: everything else (queues, batching, submission, routing).
+    pub npu_stage_rest: f64,
+    /// Decoder threads outside the decoder.
+    pub decode_overhead: f64,
+    /// The fit thread outside the fit: sync and sinks.
+    pub sync_sinks: f64,
+}
+
+/// Can the machine keep up, and if not, where it falls short.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub sustained: bool,
+    pub frames_offered_per_s: f64,
+    /// CPU seconds per second each stage needs at the nominal rate.
+    pub cores_needed: BTreeMap<String, f64>,
+    pub bottleneck: Option<String>,
+    /// Share of the device the offered rate needs (1 = all of it): mean device
+    /// time per frame x frames per second. Modelled on the simulator.
+    pub device_share_needed: Option<f64>,
+    /// Capture to fitted body with no queueing at all: device time of one
+    /// instant's frames, decoding them on the decoder threads, and the fit.
+    pub latency_floor_ms: Option<f64>,
+    pub text: String,
+}
+
+/// Fit quality.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitReport {
+    pub fits: u64,
+    pub cold_starts: u64,
+    pub mpjpe_mm: Option<f64>,
+    pub residual_px: Option<f64>,
+}

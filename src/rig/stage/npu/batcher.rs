@@ -1,0 +1,85 @@
+//! Batching per graph: a [`Lane`] holds one graph's preprocessed frames until
+//! a batch is full or its timeout passes, its jobs on the device, and the job
+//! buffers it reuses.
+
+use std::collections::HashMap;
+
+use crate::npu::{Bindings, ConfiguredModel, NpuError};
+use crate::rig::work::FrameMeta;
+
+/// One graph on the device and its batcher.
+pub struct Lane {
+    pub cm: ConfiguredModel,
+    /// The HEF input the preprocessed frame is written into.
+    pub input: String,
+    /// Frames per submission.
+    pub batch: usize,
+    /// Longest a partial batch waits, ns.
+    pub timeout_ns: u64,
+    /// Most frames on the device at once.
+    pub max_in_flight: usize,
+    /// Frames preprocessed into their job buffers, waiting for a batch.
+    pub(super) pending: Vec<(FrameMeta, Bindings)>,
+    /// When the oldest pending frame arrived, ns.
+    pub(super) first_pending_ns: Option<u64>,
+    /// When the last frame arrived, ns (manual switching's starvation test).
+    pub(super) last_frame_ns: u64,
+    /// Submitted jobs by id.
+    pub(super) in_flight: HashMap<u64, FrameMeta>,
+    /// Job buffers back from the device or the decoders, for the next frames.
+    pub(super) free: FreeBindings,
+    /// Frames submitted since this graph got the device (manual switching).
+    pub(super) since_switch: u64,
+}
+
+impl Lane {
+    pub fn new(
+        cm: ConfiguredModel,
+        input: String,
+        batch: usize,
+        timeout_ns: u64,
+        max_in_flight: usize,
+    ) -> Self {
+        Self {
+            cm,
+            input,
+            batch: batch.max(1),
+            timeout_ns,
+            max_in_flight: max_in_flight.max(batch.max(1)),
+            pending: Vec::new(),
+            first_pending_ns: None,
+            last_frame_ns: 0,
+            in_flight: HashMap::new(),
+            free: FreeBindings::default(),
+            since_switch: 0,
+        }
+    }
+
+    pub(super) fn has_room_for(&self, frames: usize) -> bool {
+        self.pending.len() + frames <= self.batch
+            && self.pending.len() + self.in_flight.len() + frames <= self.max_in_flight
+    }
+}
+
+/// A lane's free list of job buffers (input and output bindings of its
+/// graph): what came back from a decoder, a failed job or a refused frame is
+/// taken again before the graph allocates new ones, so a steady run allocates
+/// none. It is not a pool of camera frames (`camera::BufferPool`) nor
+/// of device-visible buffers (`npu::BufferPool`).
+#[derive(Default)]
+pub(super) struct FreeBindings(Vec<Bindings>);
+
+impl FreeBindings {
+    /// A free set of buffers, or new ones from `cm`.
+    pub(super) fn take(&mut self, cm: &ConfiguredModel) -> Result<Bindings, NpuError> {
+        match self.0.pop() {
+            Some(b) => Ok(b),
+            None => cm.bindings(),
+        }
+    }
+
+    /// Buffers to reuse.
+    pub(super) fn put(&mut self, bindings: Bindings) {
+        self.0.push(bindings);
+    }
+}
