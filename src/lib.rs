@@ -1,14 +1,32 @@
 //! hailo-edge: a multi-camera whole-body capture runtime for the Hailo-10H NPU.
 //!
+//! # A frame's path
+//!
+//! Each stage of the path is a module under [`rig::stage`], in the order a frame meets it;
+//! the work each stage does lives in the room named after it.
+//!
+//! | # | stage | thread | does | with |
+//! |---|---|---|---|---|
+//! | 1 | [`rig::stage::capture`] | one per camera | reads a [`camera`] source into a drop-oldest camera queue | [`camera`] |
+//! | 2 | [`rig::stage::npu`] | one | admits frames, preprocesses them into job buffers, batches per graph, submits, switches graphs, routes completions | [`preprocess`], [`npu`] |
+//! | 3 | [`rig::stage::decode`] | a pool | turns the backbone's feature maps into keypoints | [`decode`] |
+//! | 4 | [`rig::stage::sync`] | (fit thread) | groups the views of one instant across cameras | |
+//! | 5 | [`rig::stage::fit`] | one | triangulates and fits the body pose | [`body`], [`geom`] |
+//! | 6 | [`rig::stage::sinks`] | one | writes JSON lines and the MCAP recording | [`camera::record`] |
+//!
+//! [`rig`] builds a rig from its file ([`rig::config`]), runs the stages and writes the
+//! report; [`scene`] is the synthetic subject the demo rig films.
+//!
+//! # Around the path
+//!
 //! | module | what it does |
 //! |---|---|
-//! | [`npu`] | safe API over one C table of HailoRT functions, real or simulated |
-//! | [`camera`] | camera sources, frames, preprocessing into HEF inputs, sync, recording |
-//! | [`pipeline`] | the rig: cameras to graphs to NPU to decoder to fit to sinks |
-//! | [`decode`] | the CPU decoder of the backbone features into keypoints |
-//! | [`body`] | the ANNY body model, joint limits, triangulation and the pose fit |
+//! | [`npu`] | one safe API over one C table of HailoRT functions, real (C++ shim) or simulated |
+//! | [`bench`](mod@bench) | drives the NPU to measure it: fps, latency, busy and compute share, switches |
+//! | [`metrics`] | figures with provenance, statistics, utilisation, op counts, the planner |
+//! | [`geom`] | the one camera model and the clocks every stamp is taken on |
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
-//! | [`metrics`] | op counts, latency statistics, utilisation, reports, the planner |
+//! | [`hef`] | the HEF container: reader and writer |
 
 pub mod bench;
 pub mod body;

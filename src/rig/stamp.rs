@@ -1,6 +1,6 @@
 //! The per-stage stamps every frame carries.
 //!
-//! All stamps are CLOCK_MONOTONIC nanoseconds from a [`Clock`], the clock V4L2 drivers stamp
+//! All stamps are CLOCK_MONOTONIC nanoseconds from a [`Clock`](crate::geom::time::Clock), the clock V4L2 drivers stamp
 //! frames with, so a driver's capture time and the rig's own stamps can be subtracted
 //! directly. Tests inject a [`MockClock`](crate::geom::time::MockClock) instead.
 

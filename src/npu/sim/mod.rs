@@ -8,7 +8,7 @@
 //!   switch cost, utilisation), each marked published or assumed;
 //! - [`scheduler`]: HailoRT's model scheduler rules as a pure function;
 //! - `core`: the device thread: queues, bursts, timing, statistics;
-//! - [`clock`]: real-time, virtual and manual (deterministic) time;
+//! - [`time_base`]: real-time, virtual and manual (deterministic) time;
 //! - [`model_spec`] and [`mod@reference`]: the streams and how outputs are made;
 //! - [`faults`]: timeouts, closed communication, unavailable device, at
 //!   chosen jobs.

@@ -6,11 +6,11 @@
 //!
 //! | concern | module |
 //! |---|---|
-//! | which frames may leave the camera queues | [`admission`] |
-//! | cameras of one rate taken instant by instant | [`sets`] |
-//! | per-graph batches, jobs in flight, free job buffers | [`batcher`] |
-//! | which graph has the device | [`switching`] |
-//! | which decoder thread gets a completion | [`routing`] |
+//! | which frames may leave the camera queues | `admission` |
+//! | cameras of one rate taken instant by instant | `sets` |
+//! | per-graph batches, jobs in flight, free job buffers | `batcher` |
+//! | which graph has the device | `switching` |
+//! | which decoder thread gets a completion | `routing` |
 
 mod admission;
 mod batcher;
@@ -49,7 +49,7 @@ pub struct NpuStage {
     pub preprocessors: Vec<Preprocessor>,
     pub camera_graph: Vec<usize>,
     pub cameras: Vec<Receiver<Frame>>,
-    /// One queue per decoder thread; which one gets a frame is [`Routing`]'s choice.
+    /// One queue per decoder thread; which one gets a frame is the routing's choice.
     pub decode: Vec<Sender<DecodeWork>>,
     /// Buffers coming back from the decoders.
     pub recycle: Receiver<Returned>,
