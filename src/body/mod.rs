@@ -14,7 +14,7 @@
 //! let rest = model.rest(&Phenotype::default()); // once per subject (a few ms)
 //! let mut pose = Pose::identity(model.bone_count());
 //! pose.rotations[model.bone_index("lowerarm01.L").unwrap()] =
-//!     nalgebra::Rotation3::new(nalgebra::Vector3::new(0.0, 0.0, 0.5));
+//!     nalgebra::UnitQuaternion::from_scaled_axis(nalgebra::Vector3::new(0.0, 0.0, 0.5));
 //! let keypoints = model.keypoints(&rest, &pose)?; // [Point3<f64>; 23], microseconds
 //! let vertices = model.vertices(&rest, &pose)?; // 13718 posed vertices
 //! # Ok::<(), hailo_edge::body::BodyError>(())
