@@ -30,7 +30,7 @@ use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
 use super::stats::LiveStats;
 use super::status::StatusLine;
-use super::{CameraError, RunError};
+use super::{CameraSetupError, RunError};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::scene::BodyScene;
 
@@ -185,7 +185,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
             CaptureThread::spawn(source, tx, rx.clone(), Backoff::default()).map_err(|e| {
                 RunError::Camera {
                     camera: rig.cameras[i].name.clone(),
-                    source: CameraError::CaptureThread(e),
+                    source: CameraSetupError::CaptureThread(e),
                 }
             })?;
         captures.push(thread);
