@@ -263,49 +263,15 @@ mod tests {
         ));
     }
 
-    fn stream(name: &str, dir: hef::Direction, h: u32, w: u32, f: u32) -> hef::StreamInfo {
-        hef::StreamInfo {
-            name: name.into(),
-            network: "g/g".into(),
-            direction: dir,
-            shape: hef::StreamShape::Image {
-                height: h,
-                width: w,
-                features: f,
-            },
-            device_order: hef::FormatOrder::Nhcw,
-            host_order: hef::FormatOrder::Nhwc,
-            data_type: hef::DataType::Uint8,
-            transposed: false,
-            quant: hef::Quantization::Uniform(hef::QuantInfo {
-                zp: 0.0,
-                scale: 1.0,
-                limvals_min: 0.0,
-                limvals_max: 255.0,
-            }),
-        }
-    }
-
-    fn group(inputs: Vec<hef::StreamInfo>, side: u32) -> hef::NetworkGroup {
-        let g = side / 12;
-        hef::NetworkGroup {
-            name: format!("backbone_{side}"),
-            networks: vec!["g/g".into()],
-            contexts: 1,
-            bottleneck_fps: None,
-            ops_per_frame: None,
-            inputs,
-            outputs: (0..4)
-                .map(|i| stream(&format!("out{i}"), hef::Direction::Output, g, g, 384))
-                .collect(),
-        }
+    /// The sample backbone's one network group at `side`.
+    fn backbone_group(side: u32) -> hef::NetworkGroup {
+        hef::samples::backbone(side).network_groups.remove(0)
     }
 
     #[test]
     fn hef_streams_give_the_same_bytes_as_the_formula() {
         for side in [288, 432] {
-            let input = stream("in", hef::Direction::Input, side, side, 3);
-            let io = GraphIo::from_network_group(&group(vec![input], side)).unwrap();
+            let io = GraphIo::from_network_group(&backbone_group(side)).unwrap();
             let formula = GraphIo::backbone(side);
             assert_eq!(
                 (io.input_side, io.in_bytes, io.out_bytes),
@@ -313,8 +279,15 @@ mod tests {
             );
         }
         // Not one square input: no graph.
-        let wide = stream("in", hef::Direction::Input, 288, 432, 3);
-        assert!(GraphIo::from_network_group(&group(vec![wide], 288)).is_none());
-        assert!(GraphIo::from_network_group(&group(vec![], 288)).is_none());
+        let mut wide = backbone_group(288);
+        wide.inputs[0].shape = hef::StreamShape::Image {
+            height: 288,
+            width: 432,
+            features: 3,
+        };
+        assert!(GraphIo::from_network_group(&wide).is_none());
+        let mut none = backbone_group(288);
+        none.inputs.clear();
+        assert!(GraphIo::from_network_group(&none).is_none());
     }
 }
