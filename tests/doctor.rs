@@ -8,8 +8,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt;
 
 use doctor_fake::*;
-use hailo_edge::doctor::budget::{CameraMode, Rig};
+use hailo_edge::doctor::budget::Rig;
 use hailo_edge::doctor::{diagnose, Report, SysfsUsb, UsbBus, UsbSpeed, Verdict};
+use hailo_edge::metrics::plan::CameraMode;
 
 const HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 168, 10, 11));
 

@@ -3,7 +3,7 @@
 
 use hailo_edge::metrics::ops::builder::{encode, Dim, GraphBuilder};
 use hailo_edge::metrics::ops::{count_bytes, InputShape};
-use hailo_edge::metrics::plan::{max_fps, plan, Camera, CostModel, Utilisation};
+use hailo_edge::metrics::plan::{max_fps, plan, CameraMode, CostModel, Utilisation};
 use hailo_edge::metrics::utilisation::Precision;
 use proptest::prelude::*;
 
@@ -21,8 +21,8 @@ proptest! {
 
     #[test]
     fn camera_round_trips(side in 1u32..4000, fps in 1u32..1000, graph in proptest::option::of("[a-z]{1,8}")) {
-        let cam = Camera { side, fps: f64::from(fps), graph };
-        prop_assert_eq!(cam.to_string().parse::<Camera>().unwrap(), cam);
+        let cam = CameraMode { side, fps: f64::from(fps), graph };
+        prop_assert_eq!(cam.to_string().parse::<CameraMode>().unwrap(), cam);
     }
 
     #[test]
@@ -45,9 +45,9 @@ proptest! {
                      b in proptest::collection::vec((1u32..=24, 1u32..240), 1..5)) {
         let costs = CostModel::rfdetr_backbone();
         let u = Utilisation::assumed(0.3).unwrap();
-        let cams = |v: &[(u32, u32)]| v.iter().map(|&(s, f)| Camera { side: 24 * s, fps: f64::from(f), graph: None }).collect::<Vec<_>>();
+        let cams = |v: &[(u32, u32)]| v.iter().map(|&(s, f)| CameraMode { side: 24 * s, fps: f64::from(f), graph: None }).collect::<Vec<_>>();
         let (ca, cb) = (cams(&a), cams(&b));
-        let both: Vec<Camera> = ca.iter().chain(&cb).cloned().collect();
+        let both: Vec<CameraMode> = ca.iter().chain(&cb).cloned().collect();
         let (pa, pb, pab) = (plan(&ca, &costs, &u).unwrap(), plan(&cb, &costs, &u).unwrap(), plan(&both, &costs, &u).unwrap());
         for i in 0..2 {
             let sum = pa.precisions[i].share + pb.precisions[i].share;
@@ -55,7 +55,7 @@ proptest! {
         }
         // One camera at its own max fps fills exactly one part.
         let c = &pa.cameras[0];
-        let full = Camera { fps: max_fps(c.cost.gmac, 0.3, Precision::Int8), ..c.camera.clone() };
+        let full = CameraMode { fps: max_fps(c.cost.gmac, 0.3, Precision::Int8), ..c.camera.clone() };
         prop_assert!((plan(&[full], &costs, &u).unwrap().precisions[0].share - 1.0).abs() < 1e-9);
     }
 

@@ -9,20 +9,22 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::doctor::budget::{graphs_from_hefs, CameraMode, Rig, ShapeSource};
+use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, Rig, ShapeSource};
 use hailo_edge::doctor::{
     diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
     SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
 };
+use hailo_edge::metrics::plan::CameraMode;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
-    /// A camera of the rig for the link budget, SIDE@FPS (repeat the flag for
-    /// each camera). Default: the demo rig, 3x288@120 + 1x432@120.
-    #[arg(long = "camera", value_name = "SIDE@FPS")]
+    /// A camera of the rig for the link budget, SIDE@FPS or SIDE@FPS:GRAPH
+    /// (repeat the flag for each camera). Default: the demo rig,
+    /// 3x288@120 + 1x432@120.
+    #[arg(long = "camera", value_name = "SIDE@FPS[:GRAPH]", value_parser = backbone_camera)]
     cameras: Vec<CameraMode>,
     /// A HEF of the rig's graphs (repeat for each); each camera feeds the
     /// graph whose input side equals its own. Without --hef the budget uses
@@ -132,7 +134,8 @@ fn rig_from_config(path: &Path) -> anyhow::Result<Rig> {
                 .expect("the rig file's validation ties every camera to a graph");
             CameraMode {
                 side,
-                fps: c.fps.round() as u32,
+                fps: c.fps,
+                graph: Some(c.graph.clone()),
             }
         })
         .collect();

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
-    self, Camera, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
+    self, CameraMode, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
 use hailo_edge::metrics::utilisation_report::UtilisationReport;
 
@@ -50,7 +50,7 @@ pub struct PlanArgs {
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CamerasFile {
-    camera: Vec<Camera>,
+    camera: Vec<CameraMode>,
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
@@ -120,7 +120,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let mut cameras = args
         .cameras
         .iter()
-        .map(|s| s.parse::<Camera>())
+        .map(|s| s.parse::<CameraMode>())
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = &args.cameras_file {
         let text = std::fs::read_to_string(path)

@@ -39,14 +39,16 @@ pub use usb::RusbBus;
 
 use budget::{LinkBudget, Rig};
 
+use crate::metrics::plan::CameraModeError;
+
 /// Errors of the doctor's own inputs. Problems of the machine are not errors:
 /// they are [`Verdict::Fail`] checks.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DoctorError {
-    /// A `--camera` value that is not `SIDE@FPS`.
-    #[error("camera '{spec}': {reason} (expected SIDE@FPS, e.g. 288@120)")]
-    BadCamera { spec: String, reason: String },
+    /// A `--camera` value that is not a camera mode the backbone takes.
+    #[error(transparent)]
+    BadCamera(#[from] CameraModeError),
     /// A rig with no cameras.
     #[error("the rig has no cameras")]
     EmptyRig,

@@ -20,7 +20,7 @@ use super::config::{
     BackendChoice, CameraConfig, CameraSource, KeypointsFrom, RigConfig, SwitchingConfig,
 };
 use super::stage::decode::{GraphDecode, Tap};
-use super::{CameraError, GraphError, GraphStep, RunError};
+use super::{CameraSetupError, GraphError, GraphStep, RunError};
 use crate::scene::{demo_rig, BodyRig, BodyScene};
 
 /// One configured graph with what the other stages need from its HEF.
@@ -219,13 +219,13 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let bad = |source: CameraError| RunError::Camera {
+            let bad = |source: CameraSetupError| RunError::Camera {
                 camera: c.name.clone(),
                 source,
             };
             if let CameraSource::V4l2(dev) = &c.source {
                 if !dev.exists() {
-                    return Err(bad(CameraError::NoDevice {
+                    return Err(bad(CameraSetupError::NoDevice {
                         key: format!("camera[{i}].source"),
                         path: dev.clone(),
                     }));
@@ -238,7 +238,7 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                 return Ok(calib);
             }
             if !c.source.is_synthetic() {
-                return Err(bad(CameraError::NeedsCalibration {
+                return Err(bad(CameraSetupError::NeedsCalibration {
                     key: format!("camera[{i}].calibration_file"),
                 }));
             }
@@ -394,7 +394,7 @@ pub fn sources(
                 None => {
                     return Err(RunError::Camera {
                         camera: c.name.clone(),
-                        source: CameraError::NoSyntheticSource,
+                        source: CameraSetupError::NoSyntheticSource,
                     })
                 }
             },
@@ -413,7 +413,7 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
     if !path.exists() {
         return Err(RunError::Camera {
             camera: c.name.clone(),
-            source: CameraError::NoDevice {
+            source: CameraSetupError::NoDevice {
                 key: format!("camera[{i}].source"),
                 path: path.to_owned(),
             },
@@ -431,7 +431,7 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
     })
     .map_err(|source| RunError::Camera {
         camera: c.name.clone(),
-        source: CameraError::Open {
+        source: CameraSetupError::Open {
             path: path.to_owned(),
             source,
         },
@@ -443,7 +443,7 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
 fn v4l2(_i: usize, c: &CameraConfig, _path: &Path) -> Result<Box<dyn Source>, RunError> {
     Err(RunError::Camera {
         camera: c.name.clone(),
-        source: CameraError::V4l2Unsupported,
+        source: CameraSetupError::V4l2Unsupported,
     })
 }
 
@@ -460,7 +460,7 @@ fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, Ru
         .map(|s| Box::new(s) as Box<dyn Source>)
         .ok_or_else(|| RunError::Camera {
             camera: c.name.clone(),
-            source: CameraError::NotRecorded {
+            source: CameraSetupError::NotRecorded {
                 path: path.to_owned(),
                 camera: i,
             },

@@ -32,7 +32,10 @@ pub enum RunError {
         source: Box<GraphError>,
     },
     #[error("camera `{camera}`: {source}")]
-    Camera { camera: String, source: CameraError },
+    Camera {
+        camera: String,
+        source: CameraSetupError,
+    },
     #[error("NPU: opening device (backend `{backend}`): {source}")]
     OpenDevice {
         backend: BackendChoice,
@@ -111,10 +114,11 @@ pub enum GraphError {
     Decoder(#[from] DecodeError),
 }
 
-/// What a camera cannot do.
+/// Why a rig camera cannot be set up: its device, calibration, placement, source or
+/// capture thread.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CameraError {
+pub enum CameraSetupError {
     #[error("device {path} does not exist (`{key}`)")]
     NoDevice { key: String, path: PathBuf },
     #[error("`{key}` is needed: the fit needs every real camera calibrated")]

@@ -30,6 +30,6 @@ pub mod status;
 pub mod work;
 
 pub use config::{ConfigError, RigConfig};
-pub use error::{CameraError, GraphError, GraphStep, RunError};
+pub use error::{CameraSetupError, GraphError, GraphStep, RunError};
 pub use report::Report;
 pub use run::{run, RunOptions};

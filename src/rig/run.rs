@@ -43,7 +43,7 @@ use super::stage::{start, Running};
 use super::stats::LiveStats;
 use super::status::StatusLine;
 use super::work::{DecodeWork, Returned, ViewResult};
-use super::{CameraError, RunError};
+use super::{CameraSetupError, RunError};
 
 /// How long no view of a camera may reach the sync, while others do, before
 /// its groups go ahead without it. Views arrive skewed by their place in the
@@ -318,7 +318,7 @@ fn start_stages(
             CaptureThread::spawn(source, tx, rx.clone(), Backoff::default()).map_err(|e| {
                 RunError::Camera {
                     camera: rig.cameras[i].name.clone(),
-                    source: CameraError::CaptureThread(e),
+                    source: CameraSetupError::CaptureThread(e),
                 }
             })?;
         captures.push(thread);

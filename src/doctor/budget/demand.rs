@@ -1,42 +1,19 @@
 //! A rig's cameras and the bytes of the graphs they feed.
 
 use std::path::Path;
-use std::str::FromStr;
 
 use serde::Serialize;
 
 use crate::doctor::DoctorError;
+use crate::metrics::plan::CameraMode;
 
-/// One camera mode: a square frame of `side` pixels at `fps`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct CameraMode {
-    pub side: u32,
-    pub fps: u32,
-}
-
-impl FromStr for CameraMode {
-    type Err = DoctorError;
-
-    /// `SIDE@FPS`, e.g. `288@120`.
-    fn from_str(spec: &str) -> Result<Self, DoctorError> {
-        let bad = |reason: &str| DoctorError::BadCamera {
-            spec: spec.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let (side, fps) = spec.split_once('@').ok_or_else(|| bad("no '@'"))?;
-        let side: u32 = side
-            .trim()
-            .parse()
-            .map_err(|_| bad("side is not a number"))?;
-        let fps: u32 = fps.trim().parse().map_err(|_| bad("fps is not a number"))?;
-        if side == 0 || fps == 0 {
-            return Err(bad("side and fps must be positive"));
-        }
-        if !side.is_multiple_of(12) {
-            return Err(bad("the backbone needs a side divisible by 12"));
-        }
-        Ok(Self { side, fps })
-    }
+/// A `--camera` value for the budget: [`CameraMode`] text whose side the backbone takes
+/// (divisible by [`BACKBONE_STRIDE`]), e.g. `288@120` or `432@120:face`.
+///
+/// # Errors
+/// [`DoctorError::BadCamera`] naming `spec` and what is wrong with it.
+pub fn backbone_camera(spec: &str) -> Result<CameraMode, DoctorError> {
+    Ok(CameraMode::parse_with_stride(spec, BACKBONE_STRIDE)?)
 }
 
 /// Bytes in and out of one inference of a graph.
@@ -142,7 +119,7 @@ impl Rig {
     /// The demo rig's cameras: 3x288@120 + 1x432@120.
     pub fn demo_cameras() -> Vec<CameraMode> {
         [288, 288, 288, 432]
-            .map(|side| CameraMode { side, fps: 120 })
+            .map(|side| CameraMode::new(side, 120.0))
             .to_vec()
     }
 
@@ -192,8 +169,7 @@ impl Rig {
     /// `None` when no graph of the rig takes it.
     pub fn camera_load(&self, c: &CameraMode) -> Option<(f64, f64)> {
         let g = self.graphs.iter().find(|g| g.input_side == c.side)?;
-        let fps = f64::from(c.fps);
-        Some((g.in_bytes as f64 * fps, g.out_bytes as f64 * fps))
+        Some((g.in_bytes as f64 * c.fps, g.out_bytes as f64 * c.fps))
     }
 
     /// (bytes/s in, bytes/s out) of the whole rig.
@@ -204,18 +180,19 @@ impl Rig {
             .fold((0.0, 0.0), |(i, o), (ci, co)| (i + ci, o + co))
     }
 
-    /// `3x288@120 + 1x432@120`.
+    /// `3x288@120 + 1x432@120`: cameras counted by side and fps, whatever graph they name.
     pub fn summary(&self) -> String {
-        let mut groups: Vec<(CameraMode, usize)> = Vec::new();
+        let mut groups: Vec<((u32, f64), usize)> = Vec::new();
         for c in &self.cameras {
-            match groups.iter_mut().find(|(g, _)| g == c) {
+            let key = (c.side, c.fps);
+            match groups.iter_mut().find(|(g, _)| *g == key) {
                 Some((_, n)) => *n += 1,
-                None => groups.push((*c, 1)),
+                None => groups.push((key, 1)),
             }
         }
         groups
             .iter()
-            .map(|(c, n)| format!("{n}x{}@{}", c.side, c.fps))
+            .map(|((side, fps), n)| format!("{n}x{side}@{fps}"))
             .collect::<Vec<_>>()
             .join(" + ")
     }
@@ -228,16 +205,36 @@ mod tests {
     #[test]
     fn cameras_parse_and_reject() {
         assert_eq!(
-            "288@120".parse::<CameraMode>().unwrap(),
-            CameraMode {
-                side: 288,
-                fps: 120
-            }
+            backbone_camera("288@120").unwrap(),
+            CameraMode::new(288, 120.0)
         );
         for bad in ["288", "x@120", "288@", "0@120", "290@30"] {
-            let e = bad.parse::<CameraMode>().unwrap_err().to_string();
+            let e = backbone_camera(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn cameras_take_the_graph_suffix_planning_takes() {
+        let face = backbone_camera("432@120:face").unwrap();
+        assert_eq!((face.side, face.fps), (432, 120.0));
+        assert_eq!(face.graph.as_deref(), Some("face"));
+        assert_eq!(face, "432@120:face".parse::<CameraMode>().unwrap());
+        // The stride check is the budget's own: planning parses any side.
+        assert!("290@30".parse::<CameraMode>().is_ok());
+        let e = backbone_camera("290@30:face").unwrap_err().to_string();
+        assert!(e.contains("divisible by 12"), "{e}");
+    }
+
+    #[test]
+    fn summary_counts_modes_whatever_graph_they_name() {
+        let cams = ["288@120:body", "288@120", "432@120:face"]
+            .map(|s| backbone_camera(s).unwrap())
+            .to_vec();
+        assert_eq!(
+            Rig::with_backbone(cams).unwrap().summary(),
+            "2x288@120 + 1x432@120"
+        );
     }
 
     #[test]
@@ -254,7 +251,7 @@ mod tests {
     #[test]
     fn graphs_must_cover_cameras() {
         let err = Rig::with_graphs(
-            vec![CameraMode { side: 432, fps: 30 }],
+            vec![CameraMode::new(432, 30.0)],
             vec![GraphIo::backbone(288)],
             ShapeSource::BackboneFormula,
         )
@@ -266,49 +263,15 @@ mod tests {
         ));
     }
 
-    fn stream(name: &str, dir: hef::Direction, h: u32, w: u32, f: u32) -> hef::StreamInfo {
-        hef::StreamInfo {
-            name: name.into(),
-            network: "g/g".into(),
-            direction: dir,
-            shape: hef::StreamShape::Image {
-                height: h,
-                width: w,
-                features: f,
-            },
-            device_order: hef::FormatOrder::Nhcw,
-            host_order: hef::FormatOrder::Nhwc,
-            data_type: hef::DataType::Uint8,
-            transposed: false,
-            quant: hef::Quantization::Uniform(hef::QuantInfo {
-                zp: 0.0,
-                scale: 1.0,
-                limvals_min: 0.0,
-                limvals_max: 255.0,
-            }),
-        }
-    }
-
-    fn group(inputs: Vec<hef::StreamInfo>, side: u32) -> hef::NetworkGroup {
-        let g = side / 12;
-        hef::NetworkGroup {
-            name: format!("backbone_{side}"),
-            networks: vec!["g/g".into()],
-            contexts: 1,
-            bottleneck_fps: None,
-            ops_per_frame: None,
-            inputs,
-            outputs: (0..4)
-                .map(|i| stream(&format!("out{i}"), hef::Direction::Output, g, g, 384))
-                .collect(),
-        }
+    /// The sample backbone's one network group at `side`.
+    fn backbone_group(side: u32) -> hef::NetworkGroup {
+        hef::samples::backbone(side).network_groups.remove(0)
     }
 
     #[test]
     fn hef_streams_give_the_same_bytes_as_the_formula() {
         for side in [288, 432] {
-            let input = stream("in", hef::Direction::Input, side, side, 3);
-            let io = GraphIo::from_network_group(&group(vec![input], side)).unwrap();
+            let io = GraphIo::from_network_group(&backbone_group(side)).unwrap();
             let formula = GraphIo::backbone(side);
             assert_eq!(
                 (io.input_side, io.in_bytes, io.out_bytes),
@@ -316,8 +279,15 @@ mod tests {
             );
         }
         // Not one square input: no graph.
-        let wide = stream("in", hef::Direction::Input, 288, 432, 3);
-        assert!(GraphIo::from_network_group(&group(vec![wide], 288)).is_none());
-        assert!(GraphIo::from_network_group(&group(vec![], 288)).is_none());
+        let mut wide = backbone_group(288);
+        wide.inputs[0].shape = hef::StreamShape::Image {
+            height: 288,
+            width: 432,
+            features: 3,
+        };
+        assert!(GraphIo::from_network_group(&wide).is_none());
+        let mut none = backbone_group(288);
+        none.inputs.clear();
+        assert!(GraphIo::from_network_group(&none).is_none());
     }
 }

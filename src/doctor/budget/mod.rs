@@ -15,10 +15,11 @@ use std::fmt;
 use serde::Serialize;
 
 use super::Check;
+use crate::metrics::plan::CameraMode;
 
 pub use demand::{
-    graphs_from_hefs, CameraMode, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS, BACKBONE_OUTPUTS,
-    BACKBONE_STRIDE,
+    backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS,
+    BACKBONE_OUTPUTS, BACKBONE_STRIDE,
 };
 pub use link::{
     pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
@@ -70,7 +71,7 @@ impl LinkBudget {
                 .filter_map(|c| {
                     let (i, o) = rig.camera_load(c)?;
                     Some(CameraLoad {
-                        camera: *c,
+                        camera: c.clone(),
                         in_bytes_per_s: i,
                         out_bytes_per_s: o,
                     })
@@ -130,19 +131,19 @@ impl fmt::Display for LinkBudget {
             ShapeSource::Hef => "shapes: HEF streams",
         };
         writeln!(f, "link budget of {} ({shapes})", self.rig)?;
-        writeln!(f, "  {:<10} {:>14} {:>14}", "camera", "in", "out")?;
+        writeln!(f, "  {:<14} {:>14} {:>14}", "camera", "in", "out")?;
         for c in &self.cameras {
             writeln!(
                 f,
-                "  {:<10} {:>14} {:>14}",
-                format!("{}@{}", c.camera.side, c.camera.fps),
+                "  {:<14} {:>14} {:>14}",
+                c.camera.to_string(),
                 mbs(c.in_bytes_per_s),
                 mbs(c.out_bytes_per_s)
             )?;
         }
         writeln!(
             f,
-            "  {:<10} {:>14} {:>14}",
+            "  {:<14} {:>14} {:>14}",
             "total",
             mbs(self.in_bytes_per_s),
             mbs(self.out_bytes_per_s)
@@ -197,17 +198,17 @@ mod tests {
         // A 432 camera's features on Gen 1's 375 MB/s practical:
         // 120 fps 238.9 MB/s (64%), 170 fps 338.4 MB/s (90%), 240 fps 477.8 MB/s (127%).
         let gen1 = || Some(Link::usb(UsbSpeed::Super, "t"));
-        let rig = |fps| Rig::with_backbone(vec![CameraMode { side: 432, fps }]).unwrap();
+        let rig = |fps| Rig::with_backbone(vec![CameraMode::new(432, fps)]).unwrap();
         assert_eq!(
-            LinkBudget::new(&rig(120), gen1()).check().verdict,
+            LinkBudget::new(&rig(120.0), gen1()).check().verdict,
             super::super::Verdict::Ok
         );
         assert_eq!(
-            LinkBudget::new(&rig(170), gen1()).check().verdict,
+            LinkBudget::new(&rig(170.0), gen1()).check().verdict,
             super::super::Verdict::Warn
         );
         assert_eq!(
-            LinkBudget::new(&rig(240), gen1()).check().verdict,
+            LinkBudget::new(&rig(240.0), gen1()).check().verdict,
             super::super::Verdict::Fail
         );
     }

@@ -8,14 +8,13 @@
 
 mod check;
 mod cost;
-
-use std::fmt;
-use std::str::FromStr;
+mod mode;
 
 use serde::Serialize;
 
 pub use check::{check_rows, CheckFile, CheckOutcome, CheckRow};
 pub use cost::{CostModel, CostSource, GraphCost, RFDETR_BACKBONE_GMAC};
+pub use mode::{CameraMode, CameraModeError, ModeFault};
 
 use super::figure::{Assumption, Figure, Provenance, Unit};
 use super::utilisation::Precision;
@@ -29,13 +28,8 @@ pub const DEFAULT_UTILISATION: f64 = 0.30;
 #[non_exhaustive]
 pub enum PlanError {
     /// A `--camera` value is not `SIDE@FPS[:GRAPH]`.
-    #[error("--camera `{spec}`: {reason} (expected SIDE@FPS or SIDE@FPS:GRAPH, e.g. 288@120)")]
-    BadCamera {
-        /// The text given.
-        spec: String,
-        /// What is wrong.
-        reason: String,
-    },
+    #[error(transparent)]
+    BadCamera(#[from] CameraModeError),
     /// No cost is known for a side and none can be interpolated.
     #[error("no GMAC figure for side {side}: {reason}")]
     NoCost {
@@ -61,54 +55,6 @@ pub enum PlanError {
     /// No camera was given.
     #[error("no cameras: give --camera SIDE@FPS (repeatable) or --cameras FILE")]
     NoCameras,
-}
-
-/// One camera of the rig.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Camera {
-    /// Square input side of its graph, in pixels.
-    pub side: u32,
-    /// Frames per second.
-    pub fps: f64,
-    /// Name of the graph it feeds (informational; the cost follows the side).
-    pub graph: Option<String>,
-}
-
-impl FromStr for Camera {
-    type Err = PlanError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = |reason: &str| PlanError::BadCamera {
-            spec: s.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let (rest, graph) = match s.split_once(':') {
-            Some((r, g)) if !g.is_empty() => (r, Some(g.to_owned())),
-            Some(_) => return Err(bad("empty graph name")),
-            None => (s, None),
-        };
-        let (side, fps) = rest.split_once('@').ok_or_else(|| bad("no `@`"))?;
-        let side: u32 = side
-            .trim()
-            .parse()
-            .map_err(|_| bad("side is not a whole number of pixels"))?;
-        let fps: f64 = fps.trim().parse().map_err(|_| bad("fps is not a number"))?;
-        if side == 0 || !(fps.is_finite() && fps > 0.0) {
-            return Err(bad("side and fps must be positive"));
-        }
-        Ok(Self { side, fps, graph })
-    }
-}
-
-impl fmt::Display for Camera {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.side, self.fps)?;
-        if let Some(g) = &self.graph {
-            write!(f, ":{g}")?;
-        }
-        Ok(())
-    }
 }
 
 /// Utilisation per graph side: an assumed default, or measured figures from a report.
@@ -193,7 +139,7 @@ pub fn max_fps(gmac: f64, utilisation: f64, precision: Precision) -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CameraPlan {
     /// The camera.
-    pub camera: Camera,
+    pub camera: CameraMode,
     /// Its graph's cost.
     pub cost: GraphCost,
     /// The utilisation used for it.
@@ -236,7 +182,7 @@ pub struct RigPlan {
 
 /// Plans `cameras` with `costs` and `utilisation`.
 pub fn plan(
-    cameras: &[Camera],
+    cameras: &[CameraMode],
     costs: &CostModel,
     utilisation: &Utilisation,
 ) -> Result<RigPlan, PlanError> {
@@ -337,7 +283,7 @@ mod tests {
         let cams = |v: &[&str]| {
             v.iter()
                 .map(|s| s.parse().unwrap())
-                .collect::<Vec<Camera>>()
+                .collect::<Vec<CameraMode>>()
         };
         let four_face = plan(&cams(&["432@120"; 4]), &costs, &u).unwrap();
         assert_eq!(round(100.0 * four_face.precisions[1].share_at_peak), 117);
@@ -362,12 +308,16 @@ mod tests {
     #[test]
     fn camera_parsing_errors_name_the_value() {
         assert_eq!(
-            "288@120:body".parse::<Camera>().unwrap().graph.as_deref(),
+            "288@120:body"
+                .parse::<CameraMode>()
+                .unwrap()
+                .graph
+                .as_deref(),
             Some("body")
         );
-        let err = "288x120".parse::<Camera>().unwrap_err().to_string();
+        let err = "288x120".parse::<CameraMode>().unwrap_err().to_string();
         assert!(err.contains("288x120"), "{err}");
-        assert!("0@120".parse::<Camera>().is_err());
+        assert!("0@120".parse::<CameraMode>().is_err());
         assert!(Utilisation::assumed(1.5).is_err());
     }
 }
