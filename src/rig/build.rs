@@ -65,12 +65,11 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
                     .network_groups
                     .first()
                     .map(|n| n.name.clone());
-                let model =
-                    ReferenceModel::from_onnx_file(path).map_err(|e| RunError::Graph {
-                        key: format!("graph[{i}].reference_onnx"),
-                        path: path.clone(),
-                        source: Box::new(GraphError::Reference(e)),
-                    })?;
+                let model = ReferenceModel::from_onnx_file(path).map_err(|e| RunError::Graph {
+                    key: format!("graph[{i}].reference_onnx"),
+                    path: path.clone(),
+                    source: Box::new(GraphError::Reference(e)),
+                })?;
                 if let Some(group) = group {
                     sim = sim.with_reference(&group, model);
                 }

@@ -11,10 +11,10 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 
-use crate::body::fit::synthetic::mpjpe;
 use crate::body::fit::PoseFitter;
 use crate::body::triangulate::Observation;
 use crate::rig::stage::sync::{Group, SyncConfig, Synchronizer};
+use crate::scene::observe::mpjpe;
 
 use crate::geom::time::{thread_cpu_ns, Clock};
 use crate::rig::stamp::Stage;
