@@ -1,7 +1,7 @@
 //! Rendering: the body lands where the camera model projects it, and visibility follows the
 //! z-buffer.
 
-use hailo_edge::body::render::{demo_rig, render};
+use hailo_edge::body::model::render::{demo_rig, render};
 use hailo_edge::body::{Model, Phenotype, Pose};
 use hailo_edge::geom::{Camera, Distortion};
 use nalgebra::{Point3, Vector3};

@@ -15,7 +15,7 @@ use super::motion::{between, keypoints, random_pose};
 use super::{GroundTruth, Scene, SceneError};
 use crate::body::fit::{anny, FitError, KeypointRig};
 use crate::body::limits::JointLimit;
-use crate::body::render::render;
+use crate::body::model::render::render;
 use crate::body::{Model, Phenotype, Pose, Rest};
 use crate::geom::Camera;
 
@@ -77,7 +77,7 @@ pub enum Look {
     /// A 5x5 splat per projected keypoint on a flat background: cheap enough for the demo's
     /// four cameras at full rate.
     Splat,
-    /// The posed mesh through [`crate::body::render`], with keypoints hidden by the body
+    /// The posed mesh through [`crate::body::model::render`], with keypoints hidden by the body
     /// left out of the 2D truth.
     Mesh {
         model: &'static Model,

@@ -9,9 +9,9 @@ use image::{Rgb, RgbImage};
 use nalgebra::{Point2, Point3, Vector3};
 
 use super::kinematics::Pose;
-use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::Rest;
-use super::BodyError;
+use super::{Model, KEYPOINT_COUNT};
+use crate::body::BodyError;
 use crate::geom::{Camera, Distortion};
 
 /// Depth margin (metres) within which a keypoint counts as visible: keypoints lie inside the
