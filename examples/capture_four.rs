@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use hailo_edge::body::Model;
 use hailo_edge::camera::fault::{Fault, FaultySource};
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
-use hailo_edge::camera::synthetic::{demo_rig, SyntheticSource};
+use hailo_edge::camera::synthetic::{mixed_rig, SyntheticSource};
 use hailo_edge::camera::v4l2::{V4l2Config, V4l2Source};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
 use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
@@ -108,7 +108,7 @@ fn main() -> anyhow::Result<()> {
             "markers" => Arc::new(MarkerScene::default()),
             s => anyhow::bail!("unknown scene {s}; use anny or markers"),
         };
-        let rig = demo_rig()?;
+        let rig = mixed_rig()?;
         for (cam, src) in rig.iter().zip(SyntheticSource::rig(scene, &rig, true)?) {
             recorded.push(RecordedCamera {
                 info: src.info().clone(),

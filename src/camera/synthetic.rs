@@ -208,14 +208,17 @@ fn encode(rgb: &[u8], w: usize, h: usize, format: PixelFormat, out: &mut [u8]) {
     }
 }
 
-/// The demo rig: four cameras at mixed resolutions and rates around a
-/// subject whose root (pelvis) is at the origin, facing -y: three body
-/// cameras 3 m away (in front and 70 degrees to each side) and a face camera
-/// 0.9 m in front of the head, placed as the body module's demo rig.
+/// A capture rig of four cameras at mixed resolutions, rates and pixel
+/// formats around a subject whose root (pelvis) is at the origin, facing -y:
+/// three body cameras 3 m away (in front and 70 degrees to each side) and a
+/// face camera 0.9 m in front of the head. Unlike the demo's
+/// [`crate::scene::demo_rig`] (one tensor size per camera, 120 fps) it
+/// exercises format conversion and resizing, and keeps every marker of
+/// [`crate::scene::MarkerScene`] in every view.
 ///
 /// # Errors
 /// [`SourceError::Unsupported`] if a camera cannot be placed (never for these constants).
-pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
+pub fn mixed_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
     let target = Point3::new(0.0, 0.0, 0.05);
     let head = Point3::new(0.0, 0.0, 0.62);
     let body_eye = |deg: f64| {
@@ -289,7 +292,7 @@ mod tests {
     #[test]
     fn frames_carry_truth_and_repeat_exactly() {
         let scene: Arc<dyn Scene> = Arc::new(MarkerScene::default());
-        let rig = demo_rig().unwrap();
+        let rig = mixed_rig().unwrap();
         let mut a = SyntheticSource::rig(Arc::clone(&scene), &rig, false).unwrap();
         let mut b = SyntheticSource::rig(scene, &rig, false).unwrap();
         for _ in 0..3 {
@@ -318,7 +321,7 @@ mod tests {
         // Through the preprocessing transform: the tensor pixel at a truth
         // keypoint has the marker's colour.
         let scene = MarkerScene::default();
-        let cam = demo_rig().unwrap()[0].clone();
+        let cam = mixed_rig().unwrap()[0].clone();
         let mut src = SyntheticSource::rig(Arc::new(scene), &[cam], false)
             .unwrap()
             .remove(0);
@@ -348,7 +351,7 @@ mod tests {
     fn steady_state_synthesis_does_not_allocate_frame_buffers() {
         let mut src = SyntheticSource::rig(
             Arc::new(MarkerScene::default()),
-            &demo_rig().unwrap()[..1],
+            &mixed_rig().unwrap()[..1],
             false,
         )
         .unwrap()

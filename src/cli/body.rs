@@ -111,11 +111,9 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                         || format!("{}: expected a JSON list of cameras", path.display()),
                     )?
                 }
-                None => body::model::render::demo_rig(Point3::new(
-                    pose_value.translation.x,
-                    pose_value.translation.y,
-                    pose_value.translation.z,
-                ))?,
+                None => {
+                    hailo_edge::scene::demo_rig_at(Point3::from(pose_value.translation))?.to_vec()
+                }
             };
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let mut truth = Vec::new();

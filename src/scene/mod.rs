@@ -7,7 +7,7 @@
 //! fit's accuracy test, example and benchmark draw their poses and detections from it
 //! ([`motion`], [`observe`]). [`MarkerScene`] is a light test pattern that needs no model.
 //!
-//! The demo's cameras are [`demo_rig`].
+//! The demo's cameras are [`demo_rig`] ([`demo_rig_at`] for a subject standing elsewhere).
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ mod rig;
 
 pub use body::{BodyRig, BodyRigError, BodyScene, Look};
 pub use markers::MarkerScene;
-pub use rig::demo_rig;
+pub use rig::{demo_rig, demo_rig_at};
 
 /// Something that can be rendered into a calibrated camera at a time.
 ///

@@ -2,12 +2,22 @@
 
 use nalgebra::{Point3, Vector3};
 
-use crate::geom::{Camera, Distortion};
+use crate::geom::{Camera, CameraError, Distortion};
 
 /// Four cameras placed like the demo rig around a subject standing at the origin (Z up, facing
 /// -Y): three body cameras at 288x288, 2.6 m away and 120 degrees apart at chest height, and
 /// one face camera at 432x432, 1.1 m in front of the head; all with mild barrel distortion.
 pub fn demo_rig() -> [Camera; 4] {
+    // The placements are valid by construction around the origin.
+    demo_rig_at(Point3::origin()).unwrap_or_else(|_| unreachable!())
+}
+
+/// The cameras of [`demo_rig`] moved with a subject whose root stands at `root`.
+///
+/// # Errors
+/// [`CameraError`] when a camera cannot be placed there (a root too far out for the
+/// arithmetic, or not finite).
+pub fn demo_rig_at(root: Point3<f64>) -> Result<[Camera; 4], CameraError> {
     let lens = Distortion {
         k1: -0.08,
         k2: 0.01,
@@ -15,28 +25,21 @@ pub fn demo_rig() -> [Camera; 4] {
         p2: -0.0003,
         k3: 0.0,
     };
+    let at = |x: f64, y: f64, z: f64| root + Vector3::new(x, y, z);
     let body = |deg: f64| {
         let a = deg.to_radians();
-        let eye = Point3::new(2.6 * a.sin(), -2.6 * a.cos(), 0.4);
-        Camera::look_at(
-            eye,
-            Point3::new(0.0, 0.0, 0.0),
-            Vector3::z(),
-            62.0,
-            (288, 288),
-            lens,
-        )
+        let eye = at(2.6 * a.sin(), -2.6 * a.cos(), 0.4);
+        Camera::look_at(eye, at(0.0, 0.0, 0.0), Vector3::z(), 62.0, (288, 288), lens)
     };
     let face = Camera::look_at(
-        Point3::new(0.15, -1.1, 0.75),
-        Point3::new(0.0, 0.0, 0.55),
+        at(0.15, -1.1, 0.75),
+        at(0.0, 0.0, 0.55),
         Vector3::z(),
         55.0,
         (432, 432),
         lens,
     );
-    // The placements above are valid by construction.
-    [body(0.0), body(120.0), body(-120.0), face].map(|c| c.unwrap_or_else(|_| unreachable!()))
+    Ok([body(0.0)?, body(120.0)?, body(-120.0)?, face?])
 }
 
 #[cfg(test)]
