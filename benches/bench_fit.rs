@@ -12,12 +12,13 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hailo_edge::body::fit::{anny, retract, synthetic, FitConfig, KeypointRig, Posed};
+use hailo_edge::body::fit::{anny, retract, FitConfig, KeypointRig, Posed};
 use hailo_edge::body::triangulate::{triangulate, Observation, TriangulationConfig};
 use hailo_edge::body::Model;
 use hailo_edge::body::Pose;
 use hailo_edge::geom::Camera;
 use hailo_edge::scene::demo_rig;
+use hailo_edge::scene::{motion, observe};
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
 use nalgebra::{DMatrix, DVector, Dyn, Matrix3, Owned};
 use rand::SeedableRng;
@@ -39,22 +40,15 @@ fn scene() -> Scene {
     let limits = anny::default_limits(&rig).expect("limits");
     let active = anny::active_bones(&rig).expect("active bones");
     let mut rng = rand::rngs::StdRng::seed_from_u64(9);
-    let a = synthetic::random_pose(&rig, &limits, &active, 0.6, 0.3, &mut rng);
-    let b = synthetic::random_pose(&rig, &limits, &active, 0.6, 0.3, &mut rng);
-    let detections = synthetic::Detections {
+    let a = motion::random_pose(&rig, &limits, &active, 0.6, 0.3, &mut rng);
+    let b = motion::random_pose(&rig, &limits, &active, 0.6, 0.3, &mut rng);
+    let detections = observe::Detections {
         noise_px: 2.0,
         drop_rate: 0.05,
     };
-    let frames = synthetic::sequence(&a, &b, 120)
+    let frames = motion::sequence(&a, &b, 120)
         .iter()
-        .map(|p| {
-            synthetic::observe(
-                &cameras,
-                &synthetic::keypoints(&rig, p),
-                detections,
-                &mut rng,
-            )
-        })
+        .map(|p| observe::observe(&cameras, &motion::keypoints(&rig, p), detections, &mut rng))
         .collect();
     Scene {
         model,

@@ -15,14 +15,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hailo_edge::body::Model;
 use hailo_edge::camera::fault::{Fault, FaultySource};
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
-use hailo_edge::camera::synthetic::{demo_rig, AnnyScene, MarkerScene, Scene, SyntheticSource};
+use hailo_edge::camera::synthetic::{mixed_rig, SyntheticSource};
 use hailo_edge::camera::v4l2::{V4l2Config, V4l2Source};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
 use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use hailo_edge::rig::stage::capture::{Backoff, CaptureThread};
 use hailo_edge::rig::stage::sync::{SyncConfig, Synchronizer};
+use hailo_edge::scene::{BodyRig, BodyScene, MarkerScene, Scene};
 
 struct Options {
     seconds: f64,
@@ -98,11 +100,15 @@ fn main() -> anyhow::Result<()> {
     let mut recorded = Vec::new();
     if o.devices.is_empty() {
         let scene: Arc<dyn Scene> = match o.scene.as_str() {
-            "anny" => Arc::new(AnnyScene::new()?),
+            "anny" => {
+                let model = Model::embedded()?;
+                let body = Arc::new(BodyRig::anny(model, true)?);
+                Arc::new(BodyScene::new(body, 6, 0.8, 7).with_mesh(model))
+            }
             "markers" => Arc::new(MarkerScene::default()),
             s => anyhow::bail!("unknown scene {s}; use anny or markers"),
         };
-        let rig = demo_rig()?;
+        let rig = mixed_rig()?;
         for (cam, src) in rig.iter().zip(SyntheticSource::rig(scene, &rig, true)?) {
             recorded.push(RecordedCamera {
                 info: src.info().clone(),

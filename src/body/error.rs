@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use super::convert::ConvertError;
+use super::model::convert::ConvertError;
 
 /// Errors of loading, converting and evaluating the body model.
 #[derive(Debug, Error)]

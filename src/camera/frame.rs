@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::pool::PooledBuffer;
+use crate::scene::GroundTruth;
 
 /// Which camera of the rig a frame comes from (its index in the rig file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -132,18 +133,6 @@ impl TimestampSource {
         .into_iter()
         .find(|s| s.name() == name)
     }
-}
-
-/// What a synthetic scene knows about a frame: the truth a detector should find.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct GroundTruth {
-    /// Keypoints projected into this camera, in camera pixels (centre of the
-    /// top-left pixel at 0.5, 0.5); `None` when behind the camera.
-    pub keypoints_2d: Vec<Option<[f32; 2]>>,
-    /// The same keypoints in world coordinates (metres).
-    pub keypoints_3d: Vec<[f32; 3]>,
-    /// Pose parameters of the scene at this instant (scene-defined meaning).
-    pub pose: Vec<f32>,
 }
 
 /// One image from one camera.

@@ -20,6 +20,6 @@ pub mod synthetic;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub mod v4l2;
 
-pub use frame::{CameraId, Frame, FrameError, GroundTruth, PixelFormat, TimestampSource};
+pub use frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 pub use pool::{BufferPool, PoolStats, PooledBuffer};
 pub use source::{Source, SourceError, SourceInfo};

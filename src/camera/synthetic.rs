@@ -1,4 +1,4 @@
-//! Synthetic cameras: a scene rendered into calibrated virtual cameras, with
+//! Synthetic cameras: a [`Scene`] rendered into calibrated virtual cameras, with
 //! ground truth attached to every frame.
 //!
 //! Time is a pure function of the frame index (`t = sequence / fps`), so a
@@ -11,162 +11,13 @@ use std::time::{Duration, Instant};
 
 use nalgebra::{Point3, Vector3};
 
-use super::frame::{CameraId, Frame, GroundTruth, PixelFormat, TimestampSource};
+use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::source::{Source, SourceError, SourceInfo};
 use crate::geom::time::monotonic_ns;
 use crate::geom::{Camera, Distortion};
 use crate::preprocess::rgb_to_yuv;
-
-mod anny;
-
-pub use anny::AnnyScene;
-
-/// Something that can be rendered into a calibrated camera at a time.
-///
-/// [`AnnyScene`] renders the ANNY body through the body model's renderer;
-/// [`MarkerScene`] is a light test pattern that needs no model.
-pub trait Scene: Send + Sync {
-    /// Short name for logs and recordings.
-    fn name(&self) -> &str;
-
-    /// Renders the scene at `t` seconds into `rgb` (`width * height * 3`,
-    /// the camera's size) and returns the ground truth for this camera.
-    ///
-    /// # Errors
-    /// A [`SceneError`] when the scene cannot be rendered into this camera.
-    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError>;
-}
-
-/// Why a scene could not be rendered.
-#[derive(Debug, thiserror::Error)]
-#[error("scene {scene}: {what}")]
-pub struct SceneError {
-    pub scene: String,
-    pub what: String,
-}
-
-/// A repeatable test scene: coloured spheres swinging on smooth periodic
-/// paths around the origin (a calibration and sync target, not a body model).
-#[derive(Debug, Clone)]
-pub struct MarkerScene {
-    /// Marker centres at rest (world metres, z up).
-    pub rest: Vec<[f64; 3]>,
-    /// Marker radius, metres.
-    pub radius: f64,
-    /// Period of the motion, seconds.
-    pub period: f64,
-}
-
-impl Default for MarkerScene {
-    fn default() -> Self {
-        // 17 points around a pelvis at the origin: a vertical chain from the
-        // feet to the head and two arms, roughly person-sized.
-        let mut rest = Vec::new();
-        for i in 0..7 {
-            rest.push([0.0, 0.0, -0.8 + 0.25 * f64::from(i)]);
-        }
-        for side in [-1.0, 1.0] {
-            for i in 1..=5 {
-                rest.push([side * 0.13 * f64::from(i), 0.0, 0.45 - 0.05 * f64::from(i)]);
-            }
-        }
-        Self {
-            rest,
-            radius: 0.04,
-            period: 4.0,
-        }
-    }
-}
-
-impl MarkerScene {
-    /// Marker positions at `t` and the pose parameters (sway angle, twist angle).
-    pub fn state(&self, t: f64) -> (Vec<[f64; 3]>, [f64; 2]) {
-        let w = std::f64::consts::TAU / self.period;
-        let sway = 0.3 * (w * t).sin();
-        let twist = 0.8 * (0.5 * w * t).sin();
-        let (ss, cs) = sway.sin_cos();
-        let (st, ct) = twist.sin_cos();
-        let pts = self
-            .rest
-            .iter()
-            .map(|&[x, y, z]| {
-                // Sway about the x axis through the floor point, then twist about z.
-                let (y1, z1) = (y * cs - z * ss, y * ss + z * cs);
-                [x * ct - y1 * st, x * st + y1 * ct, z1]
-            })
-            .collect();
-        (pts, [sway, twist])
-    }
-}
-
-impl Scene for MarkerScene {
-    fn name(&self) -> &str {
-        "markers"
-    }
-
-    fn render(&self, t: f64, camera: &Camera, rgb: &mut [u8]) -> Result<GroundTruth, SceneError> {
-        let (w, h) = (camera.width as usize, camera.height as usize);
-        rgb.fill(96);
-        let (pts, pose) = self.state(t);
-        let mut keypoints_2d = Vec::with_capacity(pts.len());
-        // Far markers first, so near ones cover them.
-        let mut order: Vec<(usize, f64)> = pts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i, camera.to_camera(&Point3::from(*p)).z))
-            .collect();
-        order.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for &(i, z) in &order {
-            let Some(px) = camera.project(&Point3::from(pts[i])) else {
-                continue;
-            };
-            let r = (self.radius * camera.fx / z).max(1.5);
-            let colour = palette(i);
-            let (cx, cy) = (px.x, px.y);
-            let (x0, x1) = (
-                (cx - r).floor().max(0.0) as usize,
-                ((cx + r).ceil().max(0.0) as usize).min(w),
-            );
-            let (y0, y1) = (
-                (cy - r).floor().max(0.0) as usize,
-                ((cy + r).ceil().max(0.0) as usize).min(h),
-            );
-            for y in y0..y1 {
-                for x in x0..x1 {
-                    let (dx, dy) = (x as f64 + 0.5 - cx, y as f64 + 0.5 - cy);
-                    if dx * dx + dy * dy <= r * r {
-                        rgb[(y * w + x) * 3..(y * w + x) * 3 + 3].copy_from_slice(&colour);
-                    }
-                }
-            }
-        }
-        for p in &pts {
-            keypoints_2d.push(
-                camera
-                    .project(&Point3::from(*p))
-                    .map(|q| [q.x as f32, q.y as f32]),
-            );
-        }
-        Ok(GroundTruth {
-            keypoints_2d,
-            keypoints_3d: pts.iter().map(|p| p.map(|v| v as f32)).collect(),
-            pose: pose.iter().map(|&v| v as f32).collect(),
-        })
-    }
-}
-
-fn palette(i: usize) -> [u8; 3] {
-    const P: [[u8; 3]; 6] = [
-        [230, 60, 50],
-        [60, 200, 80],
-        [50, 90, 230],
-        [240, 220, 60],
-        [220, 80, 220],
-        [240, 240, 240],
-    ];
-    P[i % P.len()]
-}
+use crate::scene::Scene;
 
 /// One virtual camera of a synthetic rig.
 #[derive(Debug, Clone)]
@@ -357,14 +208,17 @@ fn encode(rgb: &[u8], w: usize, h: usize, format: PixelFormat, out: &mut [u8]) {
     }
 }
 
-/// The demo rig: four cameras at mixed resolutions and rates around a
-/// subject whose root (pelvis) is at the origin, facing -y: three body
-/// cameras 3 m away (in front and 70 degrees to each side) and a face camera
-/// 0.9 m in front of the head, placed as the body module's demo rig.
+/// A capture rig of four cameras at mixed resolutions, rates and pixel
+/// formats around a subject whose root (pelvis) is at the origin, facing -y:
+/// three body cameras 3 m away (in front and 70 degrees to each side) and a
+/// face camera 0.9 m in front of the head. Unlike the demo's
+/// [`crate::scene::demo_rig`] (one tensor size per camera, 120 fps) it
+/// exercises format conversion and resizing, and keeps every marker of
+/// [`crate::scene::MarkerScene`] in every view.
 ///
 /// # Errors
 /// [`SourceError::Unsupported`] if a camera cannot be placed (never for these constants).
-pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
+pub fn mixed_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
     let target = Point3::new(0.0, 0.0, 0.05);
     let head = Point3::new(0.0, 0.0, 0.62);
     let body_eye = |deg: f64| {
@@ -433,11 +287,12 @@ pub fn demo_rig() -> Result<Vec<SyntheticCamera>, SourceError> {
 mod tests {
     use super::*;
     use crate::preprocess::{Fit, InputSpec, PreprocessConfig, Preprocessor};
+    use crate::scene::MarkerScene;
 
     #[test]
     fn frames_carry_truth_and_repeat_exactly() {
         let scene: Arc<dyn Scene> = Arc::new(MarkerScene::default());
-        let rig = demo_rig().unwrap();
+        let rig = mixed_rig().unwrap();
         let mut a = SyntheticSource::rig(Arc::clone(&scene), &rig, false).unwrap();
         let mut b = SyntheticSource::rig(scene, &rig, false).unwrap();
         for _ in 0..3 {
@@ -466,7 +321,7 @@ mod tests {
         // Through the preprocessing transform: the tensor pixel at a truth
         // keypoint has the marker's colour.
         let scene = MarkerScene::default();
-        let cam = demo_rig().unwrap()[0].clone();
+        let cam = mixed_rig().unwrap()[0].clone();
         let mut src = SyntheticSource::rig(Arc::new(scene), &[cam], false)
             .unwrap()
             .remove(0);
@@ -496,7 +351,7 @@ mod tests {
     fn steady_state_synthesis_does_not_allocate_frame_buffers() {
         let mut src = SyntheticSource::rig(
             Arc::new(MarkerScene::default()),
-            &demo_rig().unwrap()[..1],
+            &mixed_rig().unwrap()[..1],
             false,
         )
         .unwrap()

@@ -55,10 +55,10 @@ pub enum BodyCommand {
 pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         BodyCommand::Convert { wheel, out } => {
-            let data = body::convert::convert_wheel(&wheel)?;
+            let data = body::model::convert::convert_wheel(&wheel)?;
             let bytes = data.to_safetensors()?;
             let bytes = if out.extension().is_some_and(|e| e == "zst") {
-                body::format::compress(&bytes)?
+                body::model::format::compress(&bytes)?
             } else {
                 bytes
             };
@@ -111,16 +111,14 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                         || format!("{}: expected a JSON list of cameras", path.display()),
                     )?
                 }
-                None => body::render::demo_rig(Point3::new(
-                    pose_value.translation.x,
-                    pose_value.translation.y,
-                    pose_value.translation.z,
-                ))?,
+                None => {
+                    hailo_edge::scene::demo_rig_at(Point3::from(pose_value.translation))?.to_vec()
+                }
             };
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let mut truth = Vec::new();
             for (i, camera) in cameras.iter().enumerate() {
-                let view = body::render::render(model, &rest, &pose_value, camera)?;
+                let view = body::model::render::render(model, &rest, &pose_value, camera)?;
                 let file = out.join(format!("view{i}.png"));
                 view.image
                     .save(&file)

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::camera::GroundTruth;
 use crate::decode::Detection;
 use crate::npu::Bindings;
 use crate::preprocess::Transform;
 use crate::rig::stage::sync::Stamped;
+use crate::scene::GroundTruth;
 
 use super::stamp::Stamps;
 

@@ -14,7 +14,6 @@ mod fitter;
 mod keypoint_rig;
 pub mod lm;
 mod problem;
-pub mod synthetic;
 
 pub use calibrate::{Calibration, ShapeModel};
 pub use fitter::{FitOutput, PoseFitter, WARM_START_GAP_S};

@@ -9,11 +9,11 @@ use nalgebra::Point2;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
-use crate::body::fit::synthetic::mpjpe;
 use crate::body::fit::{FitError, FitOutput, PoseFitter};
 use crate::body::triangulate::Observation;
-use crate::camera::GroundTruth;
 use crate::rig::stage::sync::{Group, SyncConfig, Synchronizer};
+use crate::scene::observe::mpjpe;
+use crate::scene::GroundTruth;
 
 use crate::geom::time::{thread_cpu_ns, Clock};
 use crate::rig::stamp::Leg;

@@ -1,9 +1,10 @@
 use super::*;
 use crate::camera::fault::{Fault, FaultySource};
 use crate::camera::frame::PixelFormat;
-use crate::camera::synthetic::{MarkerScene, SyntheticCamera, SyntheticSource};
+use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::geom::{Camera, Distortion};
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
+use crate::scene::MarkerScene;
 use nalgebra::{Point3, Vector3};
 
 fn small_rig(n: u32) -> Vec<SyntheticSource> {

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 
-use super::BodyError;
+use crate::body::BodyError;
 
 /// Value of the `format` metadata key.
 pub const FORMAT: &str = "hailo-edge-anny/1";

@@ -4,7 +4,7 @@ use nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
 use serde::{Deserialize, Serialize};
 
 use super::rest::Rest;
-use super::BodyError;
+use crate::body::BodyError;
 
 /// A rigid transform `x -> rotation * x + translation`.
 #[derive(Debug, Clone, Copy, PartialEq)]

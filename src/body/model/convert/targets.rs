@@ -1,7 +1,7 @@
 //! The phenotype blendshapes: which MakeHuman target each row loads, its label and its
 //! phenotype mask, in the package's order; and the sparse integer coding of the targets.
 
-use crate::body::phenotype::{variation_index, VARIATIONS};
+use crate::body::model::phenotype::{variation_index, VARIATIONS};
 
 use super::ConvertError;
 

