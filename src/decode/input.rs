@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use hef::{DataType, QuantInfo, Quantization};
-use ndarray::{s, ArrayView4, ArrayViewMut2, ArrayViewMut4};
+use ndarray::{ArrayView4, ArrayViewMut2, ArrayViewMut4};
 use tract_onnx::prelude::{IntoTValue, TValue, TVec, Tensor, TractResult};
 use tract_onnx::tract_hir::internal::ensure;
 
@@ -181,6 +181,8 @@ fn affine_of(q: &QuantInfo) -> (f32, f32) {
 
 /// NHWC -> NCHW with dequantisation, in blocks of pixels so that both the reads
 /// (contiguous channels) and the writes (one run per channel) stay in cache.
+/// The maps are contiguous (`FeatureMaps` owns them in standard layout), so the
+/// blocks write plain slices; a strided view falls back to element order.
 fn transpose<T: Into<f32> + Copy>(
     bytes: &[u8],
     affine: &[(f32, f32)],
@@ -189,11 +191,19 @@ fn transpose<T: Into<f32> + Copy>(
 ) {
     const BLOCK: usize = 16;
     let (channels, pixels) = out.dim();
+    let Some(flat) = out.as_slice_mut() else {
+        for ((c, p), o) in out.indexed_iter_mut() {
+            let (a, b) = affine[c];
+            *o = read(bytes, p * channels + c).into() * a + b;
+        }
+        return;
+    };
     let mut p0 = 0;
     while p0 < pixels {
         let p1 = (p0 + BLOCK).min(pixels);
         for (c, &(a, b)) in affine.iter().enumerate() {
-            for (k, o) in out.slice_mut(s![c, p0..p1]).iter_mut().enumerate() {
+            let dst = &mut flat[c * pixels + p0..c * pixels + p1];
+            for (k, o) in dst.iter_mut().enumerate() {
                 let q: f32 = read(bytes, (p0 + k) * channels + c).into();
                 *o = q * a + b;
             }
