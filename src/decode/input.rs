@@ -316,6 +316,41 @@ mod tests {
     }
 
     #[test]
+    fn a_strided_view_gets_the_same_values_as_a_contiguous_one() {
+        let (c, h, w) = (5, 3, 4);
+        let raw = bytes(c * h * w);
+        let q = Quantization::PerFeature((0..c).map(|i| quant(i as f32, 0.5)).collect());
+        let tap = DeviceMap {
+            stream: "t",
+            bytes: &raw,
+            data_type: DataType::Uint8,
+            quant: &q,
+        };
+        let mut flat = vec![0.0; c * h * w];
+        dequantize_nhwc_to_nchw(
+            &tap,
+            ArrayViewMut2::from_shape((c, h * w), &mut flat).unwrap(),
+        )
+        .unwrap();
+        // The same planes stored pixel-major: a (channels, pixels) view with strides (1, c).
+        let mut pixel_major = vec![f32::NAN; c * h * w];
+        let mut view = ArrayViewMut2::from_shape((h * w, c), &mut pixel_major).unwrap();
+        view.swap_axes(0, 1);
+        assert!(view.as_slice_mut().is_none(), "the view must be strided");
+        dequantize_nhwc_to_nchw(&tap, view).unwrap();
+        for ch in 0..c {
+            for p in 0..h * w {
+                assert_eq!(
+                    pixel_major[p * c + ch],
+                    flat[ch * h * w + p],
+                    "channel {ch} pixel {p}"
+                );
+            }
+        }
+        assert_eq!(flat, naive(&raw, c, h, w, &q));
+    }
+
+    #[test]
     fn wrong_length_and_quant_count_name_the_stream() {
         let (short, long) = (bytes(10), bytes(12));
         let uniform = Quantization::Uniform(quant(0.0, 1.0));
