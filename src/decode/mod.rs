@@ -17,6 +17,7 @@ pub mod engine;
 pub mod input;
 pub mod keypoints;
 pub mod ops;
+pub mod split;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use ndarray::{Array2, Array3, ArrayView1};
 
 pub use input::FeatureMaps;
 pub use keypoints::{Detection, Keypoint, KeypointMapping};
+pub use split::{KeypointSlots, Split};
 
 /// Number of backbone maps the decoder reads (ViT taps after layers 3, 6, 9 and 12).
 pub const TAPS: usize = 4;
