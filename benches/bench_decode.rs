@@ -16,11 +16,11 @@ use std::time::Instant;
 mod common;
 
 use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
-use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
+use hailo_edge::decode::{Decoder, FeatureMaps, MapSpec, Split};
 
 fn fill(maps: &mut FeatureMaps) {
     let mut s = 0x2545_f491_4f6c_dd1du64;
-    for i in 0..TAPS {
+    for i in 0..maps.len() {
         for v in maps.map_mut(i) {
             s ^= s << 13;
             s ^= s >> 7;
@@ -70,11 +70,13 @@ fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Time of dequantising four UINT8 NHWC device buffers into the NCHW maps (the host
-/// work per frame before the decoder runs).
+/// Time of dequantising the design split's two UINT8 NHWC device buffers into the NCHW
+/// maps (the host work per frame before the decoder runs).
 fn bench_dequantise(grid: usize, runs: usize) {
     use hailo_edge::hef::{DataType, QuantInfo, Quantization};
-    let bytes: Vec<u8> = (0..grid * grid * 384)
+    let split = Split::Design;
+    let channels = split.channels();
+    let bytes: Vec<u8> = (0..grid * grid * channels)
         .map(|i| (i * 37 % 251) as u8)
         .collect();
     let q = Quantization::Uniform(QuantInfo {
@@ -89,17 +91,23 @@ fn bench_dequantise(grid: usize, runs: usize) {
         data_type: DataType::Uint8,
         quant: &q,
     };
-    let mut maps = FeatureMaps::new(384, grid, grid);
+    let specs: Vec<MapSpec> = split
+        .input_names()
+        .iter()
+        .map(|n| MapSpec::new(*n, channels, grid, grid))
+        .collect();
+    let mut maps = FeatureMaps::new(&specs);
+    let taps = vec![tap; specs.len()];
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let t = Instant::now();
-        maps.fill_from_device(&[tap; TAPS])
-            .expect("matching buffers");
+        maps.fill_from_device(&taps).expect("matching buffers");
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "{{\"model\":\"dequantise 4 x ({grid},{grid},384) u8\",\"engine\":\"input\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.3},\"p90_ms\":{:.3}}}",
+        "{{\"model\":\"dequantise {} x ({grid},{grid},{channels}) u8\",\"engine\":\"input\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.3},\"p90_ms\":{:.3}}}",
+        specs.len(),
         percentile(&times, 0.5),
         percentile(&times, 0.9)
     );

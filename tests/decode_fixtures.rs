@@ -1,11 +1,12 @@
-//! The committed decoder fixtures load and run with every engine this build has, and
-//! the fast GridSample changes no result.
+//! The committed reduced-width decoder fixtures load and run with every engine this
+//! build has, the fast kernels change no result, and the maps reach the decoder by name.
 
 use std::path::PathBuf;
 
 use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::keypoints::{top_detections, AffineMapping};
-use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
+use hailo_edge::decode::{Decoder, FeatureMaps, MapSpec, Split};
+use hailo_edge::metrics::ops::device_half::stand_in_onnx;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -13,9 +14,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The reduced-width design-split decoder fixture at `side`.
+fn decoder(side: usize) -> PathBuf {
+    fixture(&format!("decoder_reduced_{side}.onnx"))
+}
+
 fn fill(maps: &mut FeatureMaps, seed: u64) {
     let mut s = seed | 1;
-    for i in 0..TAPS {
+    for i in 0..maps.len() {
         for v in maps.map_mut(i) {
             s ^= s << 13;
             s ^= s >> 7;
@@ -28,12 +34,15 @@ fn fill(maps: &mut FeatureMaps, seed: u64) {
 #[test]
 fn decoder_fixtures_have_the_real_output_shapes() {
     for (side, grid) in [(288, 24), (432, 36)] {
-        let mut dec = TractDecoder::load(
-            &fixture(&format!("decoder_{side}.onnx")),
-            TractKernels::Fast,
-        )
-        .unwrap();
-        assert_eq!(dec.input_shape(), [1, 384, grid, grid]);
+        let mut dec = TractDecoder::load(&decoder(side), TractKernels::Fast).unwrap();
+        assert_eq!(
+            dec.inputs(),
+            [
+                MapSpec::new("features", 256, grid, grid),
+                MapSpec::new("cross_attn_features", 256, grid, grid)
+            ]
+        );
+        assert_eq!(dec.split(), Some(Split::Design));
         let mut maps = dec.new_maps();
         fill(&mut maps, 3);
         let out = dec.run(&mut maps).unwrap();
@@ -61,7 +70,7 @@ fn decoder_fixtures_have_the_real_output_shapes() {
 
 #[test]
 fn fast_kernels_match_tracts_own_on_the_decoder() {
-    let path = fixture("decoder_288.onnx");
+    let path = decoder(288);
     let mut fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
     let mut stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
     let mut maps = fast.new_maps();
@@ -88,35 +97,52 @@ fn agreement(
 }
 
 #[test]
-fn reference_backbone_fixtures_have_the_hef_shapes() {
-    use tract_onnx::prelude::*;
-    for (side, grid) in [(288usize, 24usize), (432, 36)] {
-        let model = tract_onnx::onnx()
-            .model_for_path(fixture(&format!("backbone_{side}.onnx")))
-            .unwrap()
-            .into_optimized()
-            .unwrap()
-            .into_runnable()
-            .unwrap();
-        let image =
-            Tensor::from_shape(&[1, side, side, 3], &vec![128.0f32; side * side * 3]).unwrap();
-        let out = model.run(tvec!(image.into_tvalue())).unwrap();
-        assert_eq!(out.len(), 4);
-        for t in &out {
-            assert_eq!(t.shape(), &[1, grid, grid, 384]);
-        }
-    }
+fn the_taps_split_fixture_reads_four_named_taps() {
+    let dec = TractDecoder::load(
+        &fixture("decoder_reduced_taps_288.onnx"),
+        TractKernels::Fast,
+    )
+    .unwrap();
+    let names: Vec<&str> = dec.inputs().iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["tap0", "tap1", "tap2", "tap3"]);
+    assert!(dec.inputs().iter().all(|m| m.shape == [1, 384, 24, 24]));
+    assert_eq!(dec.split(), Some(Split::Taps));
+}
+
+#[test]
+fn maps_of_another_split_are_refused_by_name() {
+    let mut dec = TractDecoder::load(&decoder(288), TractKernels::Fast).unwrap();
+    let taps: Vec<MapSpec> = Split::Taps
+        .input_names()
+        .iter()
+        .map(|n| MapSpec::new(*n, 384, 24, 24))
+        .collect();
+    let err = dec
+        .run(&mut FeatureMaps::new(&taps))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("tap0 (1, 384, 24, 24)") && err.contains("features (1, 256, 24, 24)"),
+        "{err}"
+    );
+    // The same names in another order are refused too: maps are the graph's, in its order.
+    let mut swapped = dec.inputs().to_vec();
+    swapped.reverse();
+    assert!(dec.run(&mut FeatureMaps::new(&swapped)).is_err());
 }
 
 #[test]
 fn bad_paths_and_graphs_are_named() {
     let err = TractDecoder::load(&fixture("no_such.onnx"), TractKernels::Fast).unwrap_err();
     assert!(err.to_string().contains("no_such.onnx"), "{err}");
-    // The backbone is a valid ONNX but not a decoder.
-    let err = TractDecoder::load(&fixture("backbone_288.onnx"), TractKernels::Fast).unwrap_err();
+    // The device half's stand-in is a valid ONNX but not a decoder.
+    let dir = tempfile::tempdir().unwrap();
+    let stand_in = dir.path().join("device_half_288.onnx");
+    std::fs::write(&stand_in, stand_in_onnx(288).unwrap()).unwrap();
+    let err = TractDecoder::load(&stand_in, TractKernels::Fast).unwrap_err();
     let msg = err.to_string();
     assert!(
-        msg.contains("backbone_288.onnx") && msg.contains("dets"),
+        msg.contains("device_half_288.onnx") && msg.contains("dets"),
         "{msg}"
     );
 }
@@ -129,7 +155,7 @@ fn ort_engine_agrees_with_tract_when_the_library_is_there() {
         eprintln!("skipping the ONNX Runtime comparison: {why}");
         return;
     }
-    let path = fixture("decoder_288.onnx");
+    let path = decoder(288);
     let mut ort = OrtDecoder::load(&path, 1).unwrap();
     let mut tract = TractDecoder::load(&path, TractKernels::Fast).unwrap();
     let mut maps = tract.new_maps();
@@ -139,38 +165,45 @@ fn ort_engine_agrees_with_tract_when_the_library_is_there() {
     assert!(changed > 1e-5, "negative control");
 }
 
-/// The whole decode path on the fixtures: reference backbone -> quantised NHWC device
-/// buffers -> dequantised NCHW maps -> decoder -> top detection in camera pixels.
+/// The whole decode path: the device half's stand-in -> quantised NHWC device buffers ->
+/// pairing by name -> dequantised NCHW maps -> decoder -> top detection in camera pixels.
 #[test]
-fn backbone_to_keypoints_through_quantised_buffers() {
+fn device_half_to_keypoints_through_quantised_buffers() {
+    use std::collections::BTreeMap;
+
     use hailo_edge::decode::input::DeviceMap;
+    use hailo_edge::decode::pairing::{DeviceOutput, PairingSides};
+    use hailo_edge::decode::Pairing;
     use hailo_edge::hef::{DataType, QuantInfo, Quantization};
     use tract_onnx::prelude::*;
 
-    let side = 288usize;
-    let backbone = tract_onnx::onnx()
-        .model_for_path(fixture("backbone_288.onnx"))
+    let (side, g, c) = (288usize, 24usize, 256usize);
+    let device_half = tract_onnx::onnx()
+        .model_for_read(&mut std::io::Cursor::new(stand_in_onnx(side).unwrap()))
         .unwrap()
         .into_optimized()
         .unwrap()
         .into_runnable()
         .unwrap();
     let pixels: Vec<f32> = (0..side * side * 3)
-        .map(|i| ((i * 31) % 256) as f32)
+        .map(|i| ((i * 31) % 256) as f32 / 255.0)
         .collect();
     let image = Tensor::from_shape(&[1, side, side, 3], &pixels).unwrap();
-    let taps = backbone.run(tvec!(image.into_tvalue())).unwrap();
+    let maps = device_half.run(tvec!(image.into_tvalue())).unwrap();
 
-    // Quantise each tap to UINT8 as the device would, with its own range.
+    // Quantise each map to UINT8 as the device would, with its own range; the device
+    // returns them in the other order than the decoder reads them.
+    let streams = ["backbone_288/features", "backbone_288/cross_attn_features"];
     let mut quants = Vec::new();
     let mut buffers = Vec::new();
-    for t in &taps {
-        let v = t
-            .try_as_plain_ram()
+    let mut floats = Vec::new();
+    for t in &maps {
+        let v: Vec<f32> = t
+            .to_plain_array_view::<f32>()
             .unwrap()
-            .as_slice::<f32>()
-            .unwrap()
-            .to_vec();
+            .iter()
+            .copied()
+            .collect();
         let (lo, hi) = v
             .iter()
             .fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -187,38 +220,65 @@ fn backbone_to_keypoints_through_quantised_buffers() {
                 .collect::<Vec<u8>>(),
         );
         quants.push(Quantization::Uniform(q));
+        floats.push(v);
     }
-    let names = ["tap0", "tap1", "tap2", "tap3"];
-    let device: [DeviceMap<'_>; TAPS] = std::array::from_fn(|i| DeviceMap {
-        stream: names[i],
-        bytes: &buffers[i],
-        data_type: DataType::Uint8,
-        quant: &quants[i],
-    });
+    let order = [1usize, 0];
+    let outputs: Vec<DeviceOutput> = order
+        .iter()
+        .map(|&i| DeviceOutput {
+            stream: streams[i].into(),
+            height: g,
+            width: g,
+            channels: c,
+        })
+        .collect();
 
-    let mut dec = TractDecoder::load(&fixture("decoder_288.onnx"), TractKernels::Fast).unwrap();
+    let path = decoder(side);
+    let mut dec = TractDecoder::load(&path, TractKernels::Fast).unwrap();
+    let sides = PairingSides {
+        hef: "backbone_288.hef".into(),
+        onnx: path.clone(),
+        key: "graph[0].inputs".into(),
+    };
+    let pairing = Pairing::by_name(&sides, &outputs, dec.inputs(), &BTreeMap::new()).unwrap();
+    let device: Vec<DeviceMap<'_>> = pairing
+        .pairs()
+        .iter()
+        .map(|p| {
+            let i = order[p.output];
+            DeviceMap {
+                stream: streams[i],
+                bytes: &buffers[i],
+                data_type: DataType::Uint8,
+                quant: &quants[i],
+            }
+        })
+        .collect();
     let mut maps = dec.new_maps();
     maps.fill_from_device(&device).unwrap();
-    // Dequantised maps are the float taps (NHWC -> NCHW) within half a quantisation step.
-    let float0 = taps[0]
-        .try_as_plain_ram()
-        .unwrap()
-        .as_slice::<f32>()
-        .unwrap()
-        .to_vec();
-    let (g, c) = (24, 384);
-    let step = match &quants[0] {
-        Quantization::Uniform(q) => q.scale,
-        Quantization::PerFeature(_) => unreachable!(),
-    };
-    let map0 = maps.map(0);
-    let worst = (0..g * g * c)
-        .map(|i| (map0[[0, i % c, i / c / g, i / c % g]] - float0[i]).abs())
-        .fold(0.0, f32::max);
-    assert!(
-        worst <= 0.51 * step,
-        "dequantisation error {worst} vs step {step}"
-    );
+    // Each decoder input holds its own map (NHWC -> NCHW) within half a quantisation step,
+    // and not the other one.
+    for (input, source) in [(0usize, 0usize), (1, 1)] {
+        let step = match &quants[source] {
+            Quantization::Uniform(q) => q.scale,
+            Quantization::PerFeature(_) => unreachable!(),
+        };
+        let map = maps.map(input);
+        let error = |f: &[f32]| {
+            (0..g * g * c)
+                .map(|i| (map[[0, i % c, i / c / g, i / c % g]] - f[i]).abs())
+                .fold(0.0, f32::max)
+        };
+        let worst = error(&floats[source]);
+        assert!(
+            worst <= 0.51 * step,
+            "input {input}: error {worst} vs step {step}"
+        );
+        assert!(
+            error(&floats[1 - source]) > 10.0 * step,
+            "input {input} got the other map"
+        );
+    }
 
     let out = dec.run(&mut maps).unwrap();
     // A 1920x1080 camera centre-cropped to 1080x1080 and resized to 288.

@@ -34,14 +34,18 @@ fn tensor_type(dims: &[i64]) -> Option<pb::TypeProto> {
     })
 }
 
-/// y[1,2,2,3] = x[1,2,2,3] @ W[3,3].
+/// output[1,2,2,3] = x[1,2,2,3] @ W[3,3]; the output is named like the HEF's.
 fn matmul_onnx() -> Vec<u8> {
+    matmul_onnx_named("output")
+}
+
+fn matmul_onnx_named(out: &str) -> Vec<u8> {
     let graph = pb::GraphProto {
         name: "ref".into(),
         node: vec![pb::NodeProto {
             op_type: "MatMul".into(),
             input: vec!["x".into(), "w".into()],
-            output: vec!["y".into()],
+            output: vec![out.into()],
             ..Default::default()
         }],
         initializer: vec![pb::TensorProto {
@@ -57,7 +61,7 @@ fn matmul_onnx() -> Vec<u8> {
             ..Default::default()
         }],
         output: vec![pb::ValueInfoProto {
-            name: "y".into(),
+            name: out.into(),
             r#type: tensor_type(&[1, 2, 2, 3]),
             ..Default::default()
         }],
@@ -163,4 +167,20 @@ fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
     let cm = configured(&device, &tiny_hef("ref", 2, 3, Some(100)));
     cm.run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
         .unwrap();
+}
+
+#[test]
+fn reference_outputs_are_paired_by_name() {
+    // The same graph with its output named otherwise than the HEF's `ref/output`.
+    let reference = ReferenceModel::from_onnx_bytes(&matmul_onnx_named("y")).unwrap();
+    let device = open(SimProfile::new(DeviceProfile::hailo10h()).with_reference("ref", reference));
+    let cm = configured(&device, &tiny_hef("ref", 2, 3, Some(100)));
+    let err = cm
+        .run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
+        .unwrap_err();
+    assert_eq!(
+        err.status(),
+        Some(hailo_edge::npu::Status::InternalFailure),
+        "{err}"
+    );
 }

@@ -12,10 +12,14 @@ use crate::model::{
 };
 use crate::write::{HefBuilder, WriteError};
 
-/// Multiply-accumulates per frame of the backbone at 288x288 (17.8 G).
+/// Multiply-accumulates per frame of the device half at 288x288 (17.8 G): the ViT
+/// and both C2f projectors.
 pub const BACKBONE_288_MACS: u64 = 17_800_000_000;
-/// Multiply-accumulates per frame of the backbone at 432x432 (48.7 G).
+/// Multiply-accumulates per frame of the device half at 432x432 (48.7 G).
 pub const BACKBONE_432_MACS: u64 = 48_700_000_000;
+/// Multiply-accumulates of the two C2f projectors at 288x288 (2 x 0.830 G), which the
+/// taps split leaves to the host.
+pub const PROJECTORS_288_MACS: u64 = 1_660_000_000;
 
 /// Planning figure used for the fixtures' bottleneck fps: 45 % of the
 /// Hailo-10H's 20 TOPS INT8 divided by the operations per frame. An assumed
@@ -102,41 +106,76 @@ pub fn group(
     }
 }
 
-/// The RF-DETR keypoint backbone for a `side` x `side` input (288 or 432):
-/// one (side, side, 3) UINT8 NHWC input, four (g, g, 384) UINT8 outputs with
-/// g = side / 12, each with its own quantisation; ops per frame = 2 x MACs.
+/// The device half of the RF-DETR keypoint model at the design split for a
+/// `side` x `side` input (288 or 432): the ViT and both C2f projectors. One
+/// (side, side, 3) UINT8 NHWC input; two (g, g, 256) UINT8 outputs, g = side / 12,
+/// `cross_attn_features` first and `features` second (the decoder reads them the
+/// other way round, so a reader must pair them by name); ops per frame = 2 x MACs.
 pub fn backbone(side: u32) -> Hef {
-    let name = format!("backbone_{side}");
-    let g = side / 12;
     let macs = if side == 432 {
         BACKBONE_432_MACS
     } else {
         // Other sides scale with the token count (side^2) from the 288 figure.
-        (BACKBONE_288_MACS as f64 * f64::from(side * side) / (288.0 * 288.0)) as u64
+        scaled(BACKBONE_288_MACS, side)
     };
+    let outputs = [("cross_attn_features", 0u8), ("features", 1)].map(|(name, k)| {
+        (
+            name.to_owned(),
+            256,
+            118.0 + 5.0 * f32::from(k),
+            0.02 + 0.004 * f32::from(k),
+        )
+    });
+    feature_model(&format!("backbone_{side}"), side, macs, &outputs)
+}
+
+/// The device half at the taps split for a `side` x `side` input: the ViT alone, four
+/// (g, g, 384) UINT8 outputs `tap0` .. `tap3` (the projectors run on the host).
+pub fn backbone_taps(side: u32) -> Hef {
+    let macs = scaled(BACKBONE_288_MACS - PROJECTORS_288_MACS, side);
+    let outputs: Vec<_> = (0..4u8)
+        .map(|k| {
+            (
+                format!("tap{k}"),
+                384,
+                123.0 + 3.0 * f32::from(k),
+                0.02 + 0.005 * f32::from(k),
+            )
+        })
+        .collect();
+    feature_model(&format!("backbone_taps_{side}"), side, macs, &outputs)
+}
+
+/// `macs_288` at another side, scaled with the token count (side^2).
+fn scaled(macs_288: u64, side: u32) -> u64 {
+    (macs_288 as f64 * f64::from(side * side) / (288.0 * 288.0)) as u64
+}
+
+/// One image input and image outputs `(name, channels, zero point, scale)`.
+fn feature_model(name: &str, side: u32, macs: u64, outputs: &[(String, u32, f32, f32)]) -> Hef {
+    let g = side / 12;
     let ops = 2 * macs;
     let fps = (ASSUMED_EFFECTIVE_OPS_PER_S / ops as f64 * 10.0).round() / 10.0;
     let input = stream(
-        &name,
+        name,
         "input_layer1",
         Direction::Input,
         image(side, side, 3),
         uniform(0.0, 1.0 / 255.0),
     );
-    let outputs = (1..=4u8)
-        .map(|k| {
-            let zp = 120.0 + 3.0 * f32::from(k);
-            let scale = 0.015 + 0.005 * f32::from(k);
+    let outputs = outputs
+        .iter()
+        .map(|(out, channels, zp, scale)| {
             stream(
-                &name,
-                &format!("features_{k}"),
+                name,
+                out,
                 Direction::Output,
-                image(g, g, 384),
-                uniform(zp, scale),
+                image(g, g, *channels),
+                uniform(*zp, *scale),
             )
         })
         .collect();
-    let mut ng = group(&name, 1, vec![input], outputs);
+    let mut ng = group(name, 1, vec![input], outputs);
     ng.bottleneck_fps = Some(fps);
     ng.ops_per_frame = Some(ops);
     Hef {
@@ -307,6 +346,7 @@ pub fn fixture_files() -> Result<Vec<(&'static str, Vec<u8>)>, WriteError> {
     let ccws = fake_ccws(256);
     let b288 = backbone(288);
     let b432 = backbone(432);
+    let taps288 = backbone_taps(288);
     let two = two_groups();
     let multi = multi_context();
     let v0 = tiny(HeaderVersion::V0);
@@ -338,6 +378,10 @@ pub fn fixture_files() -> Result<Vec<(&'static str, Vec<u8>)>, WriteError> {
         (
             "backbone_432.hef",
             HefBuilder::new(&b432).ccw_bytes(ccws.clone()).build()?,
+        ),
+        (
+            "backbone_taps_288.hef",
+            HefBuilder::new(&taps288).ccw_bytes(ccws.clone()).build()?,
         ),
         (
             "two_groups.hef",

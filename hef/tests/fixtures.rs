@@ -56,6 +56,7 @@ fn valid_fixtures_list_their_models() {
     let cases = [
         ("backbone_288.hef", samples::backbone(288)),
         ("backbone_432.hef", samples::backbone(432)),
+        ("backbone_taps_288.hef", samples::backbone_taps(288)),
         ("two_groups.hef", samples::two_groups()),
         ("multi_context.hef", samples::multi_context()),
         ("header_v0.hef", samples::tiny(HeaderVersion::V0)),

@@ -76,6 +76,16 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     if rig.decoder.retain_memory {
         hailo_edge::rig::alloc::retain_freed_memory();
     }
+    for (g, pairing) in rig
+        .graphs
+        .iter()
+        .zip(hailo_edge::rig::build::pairings(&rig)?)
+    {
+        println!("graph {}: {}", g.name, pairing.split_text());
+        for line in pairing.lines() {
+            println!("  {line}");
+        }
+    }
     let stop = options.stop.clone();
     ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
         .context("installing the Ctrl-C handler")?;

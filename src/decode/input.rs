@@ -1,17 +1,21 @@
 //! The decoder's inputs: backbone maps dequantised from the NPU's output buffers.
 //!
-//! The device hands each tap back as a quantised NHWC frame `(g, g, 384)` of UINT8 (or
-//! UINT16); the ONNX wants NCHW f32 `(1, 384, g, g)`. [`FeatureMaps::fill_from_device`]
+//! The device hands each map back as a quantised NHWC frame `(g, g, C)` of UINT8 (or
+//! UINT16); the ONNX wants NCHW f32 `(1, C, g, g)`. [`FeatureMaps::fill_from_device`]
 //! does the dequantisation `real = (q - zp) * scale` and the transpose in one pass,
 //! writing straight into the tensors the engine reads. The tensors are kept behind
 //! `Arc` so that tract can take them as inputs without a copy and hand the buffers back
 //! once the run is over; the next frame then overwrites them in place.
+//!
+//! Each map carries the name of the decoder input it feeds ([`MapSpec`]); which device
+//! buffer fills which map is decided once, by name, in [`pairing`](super::pairing).
 //!
 //! The maps are tract `Tensor`s because that is what tract's runner takes without a
 //! copy; everything else sees them as ndarray views of those buffers
 //! ([`FeatureMaps::map`], [`FeatureMaps::map_mut`]), which is also what ONNX Runtime
 //! takes.
 
+use std::fmt;
 use std::sync::Arc;
 
 use hef::{DataType, QuantInfo, Quantization};
@@ -19,16 +23,62 @@ use ndarray::{ArrayView4, ArrayViewMut2, ArrayViewMut4};
 use tract_onnx::prelude::{IntoTValue, TValue, TVec, Tensor, TractResult};
 use tract_onnx::tract_hir::internal::ensure;
 
-use super::{DecodeError, TAPS};
+use super::{shape_text, DecodeError};
 
-/// Four NCHW f32 maps `(1, channels, height, width)`, reused frame after frame.
-#[derive(Debug, Clone)]
-pub struct FeatureMaps {
-    shape: [usize; 4],
-    maps: [Arc<Tensor>; TAPS],
+/// One input of a decoder graph: its name and its NCHW f32 shape `(1, C, H, W)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MapSpec {
+    /// The graph's input name (`features`, `cross_attn_features`, `tap0`, ...).
+    pub name: String,
+    /// `(1, channels, height, width)`.
+    pub shape: [usize; 4],
 }
 
-/// One quantised device buffer (a tap's NHWC frame) with its stream's description.
+impl MapSpec {
+    /// A map named `name` of `channels` x `height` x `width`, batch 1.
+    pub fn new(name: impl Into<String>, channels: usize, height: usize, width: usize) -> Self {
+        Self {
+            name: name.into(),
+            shape: [1, channels, height, width],
+        }
+    }
+
+    /// Channels of the map.
+    pub fn channels(&self) -> usize {
+        self.shape[1]
+    }
+
+    /// Elements of the map.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the map holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for MapSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, shape_text(&self.shape))
+    }
+}
+
+/// A list of maps as `a (1, 256, 24, 24), b (...)`, for messages.
+pub(crate) fn specs_text(specs: &[MapSpec]) -> String {
+    let parts: Vec<String> = specs.iter().map(MapSpec::to_string).collect();
+    parts.join(", ")
+}
+
+/// The decoder's input maps, NCHW f32, reused frame after frame.
+#[derive(Debug, Clone)]
+pub struct FeatureMaps {
+    specs: Vec<MapSpec>,
+    maps: Vec<Arc<Tensor>>,
+}
+
+/// One quantised device buffer (an output's NHWC frame) with its stream's description.
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceMap<'a> {
     /// Stream name, for errors.
@@ -42,30 +92,39 @@ pub struct DeviceMap<'a> {
 }
 
 impl FeatureMaps {
-    /// Zeroed maps of shape (1, channels, height, width).
-    pub fn new(channels: usize, height: usize, width: usize) -> Self {
-        let shape = [1, channels, height, width];
-        let zero = || Arc::new(Tensor::zero::<f32>(&shape).expect("f32 tensor of a plain shape"));
+    /// Zeroed maps of the given names and shapes, in the graph's input order.
+    pub fn new(specs: &[MapSpec]) -> Self {
+        let maps = specs.iter().map(|s| Arc::new(zeroed(&s.shape))).collect();
         Self {
-            shape,
-            maps: std::array::from_fn(|_| zero()),
+            specs: specs.to_vec(),
+            maps,
         }
     }
 
-    /// Shape of each map.
-    pub fn shape(&self) -> [usize; 4] {
-        self.shape
+    /// Names and shapes of the maps, in the graph's input order.
+    pub fn specs(&self) -> &[MapSpec] {
+        &self.specs
+    }
+
+    /// Number of maps.
+    pub fn len(&self) -> usize {
+        self.maps.len()
+    }
+
+    /// Whether there is no map.
+    pub fn is_empty(&self) -> bool {
+        self.maps.is_empty()
     }
 
     /// The maps as tract tensors (shared, not copied).
-    pub fn tensors(&self) -> &[Arc<Tensor>; TAPS] {
+    pub fn tensors(&self) -> &[Arc<Tensor>] {
         &self.maps
     }
 
     /// Map `i`, (1, channels, height, width).
     pub fn map(&self, i: usize) -> ArrayView4<'_, f32> {
         let data = super::ops::f32s(&self.maps[i]).expect("feature maps are dense f32");
-        ArrayView4::from_shape(self.shape, data).expect("maps hold their shape's elements")
+        ArrayView4::from_shape(self.specs[i].shape, data).expect("maps hold their shape's elements")
     }
 
     /// Map `i`, (1, channels, height, width), writable.
@@ -74,7 +133,7 @@ impl FeatureMaps {
     /// allocated instead of waiting (this is logged, it should not happen in steady
     /// state).
     pub fn map_mut(&mut self, i: usize) -> ArrayViewMut4<'_, f32> {
-        let shape = self.shape;
+        let shape = self.specs[i].shape;
         ArrayViewMut4::from_shape(shape, self.elements_mut(i))
             .expect("maps hold their shape's elements")
     }
@@ -82,9 +141,11 @@ impl FeatureMaps {
     /// The elements of map `i`, writable, in a buffer no engine holds.
     fn elements_mut(&mut self, i: usize) -> &mut [f32] {
         if Arc::get_mut(&mut self.maps[i]).is_none() {
-            log::debug!("feature map {i} still shared; allocating a new buffer");
-            self.maps[i] =
-                Arc::new(Tensor::zero::<f32>(&self.shape).expect("f32 tensor of a plain shape"));
+            log::debug!(
+                "feature map {} still shared; allocating a new buffer",
+                self.specs[i].name
+            );
+            self.maps[i] = Arc::new(zeroed(&self.specs[i].shape));
         }
         super::ops::f32s_mut(Arc::get_mut(&mut self.maps[i]).expect("just made unique"))
             .expect("feature maps are dense f32")
@@ -95,15 +156,17 @@ impl FeatureMaps {
     /// other axis lengths: see `ops::input_reshape`).
     ///
     /// # Errors
-    /// When a shape holds another number of elements than the maps.
+    /// When a shape holds another number of elements than its map.
     pub(crate) fn lend(&mut self, shapes: &[Option<TVec<usize>>]) -> TractResult<TVec<TValue>> {
-        let logical = self.shape;
-        let len: usize = logical.iter().product();
-        for (i, shape) in shapes.iter().enumerate().take(TAPS) {
+        for (i, shape) in shapes.iter().enumerate().take(self.maps.len()) {
+            let logical = self.specs[i].shape;
             let want: &[usize] = shape.as_deref().unwrap_or(&logical);
             ensure!(
-                want.iter().product::<usize>() == len,
-                "input {i} fed as {want:?}, maps are {logical:?}"
+                want.iter().product::<usize>() == self.specs[i].len(),
+                "input {} fed as {}, the map is {}",
+                self.specs[i].name,
+                shape_text(want),
+                shape_text(&logical)
             );
             if self.maps[i].shape() != want {
                 self.elements_mut(i);
@@ -115,20 +178,38 @@ impl FeatureMaps {
         Ok(self.maps.iter().map(|t| t.clone().into_tvalue()).collect())
     }
 
-    /// Dequantises four device buffers (NHWC) into these maps (NCHW f32).
+    /// Dequantises one device buffer (NHWC) per map, in the maps' order, into these
+    /// maps (NCHW f32).
     ///
     /// # Errors
     /// [`DecodeError::Buffer`] naming the stream when a buffer's length, data type or
-    /// per-feature quantisation count does not match the maps.
-    pub fn fill_from_device(&mut self, taps: &[DeviceMap<'_>; TAPS]) -> Result<(), DecodeError> {
-        let [_, c, h, w] = self.shape;
-        for (i, tap) in taps.iter().enumerate() {
+    /// per-feature quantisation count does not match its map, or when the number of
+    /// buffers is not the number of maps.
+    pub fn fill_from_device(&mut self, buffers: &[DeviceMap<'_>]) -> Result<(), DecodeError> {
+        if buffers.len() != self.maps.len() {
+            let streams: Vec<&str> = buffers.iter().map(|b| b.stream).collect();
+            return Err(DecodeError::Buffer {
+                stream: streams.join(", "),
+                message: format!(
+                    "{} buffers for {} maps ({})",
+                    buffers.len(),
+                    self.maps.len(),
+                    specs_text(&self.specs)
+                ),
+            });
+        }
+        for (i, buffer) in buffers.iter().enumerate() {
+            let [_, c, h, w] = self.specs[i].shape;
             let planes = ArrayViewMut2::from_shape((c, h * w), self.elements_mut(i))
                 .expect("maps hold their shape's elements");
-            dequantize_nhwc_to_nchw(tap, planes)?;
+            dequantize_nhwc_to_nchw(buffer, planes)?;
         }
         Ok(())
     }
+}
+
+fn zeroed(shape: &[usize]) -> Tensor {
+    Tensor::zero::<f32>(shape).expect("f32 tensor of a plain shape")
 }
 
 /// Dequantises one NHWC buffer of `pixels × channels` into planes `(channels, pixels)`.
@@ -257,16 +338,17 @@ mod tests {
                 .collect(),
         );
         for q in [Quantization::Uniform(quant(128.0, 0.05)), per_feature] {
-            let mut maps = FeatureMaps::new(c, h, w);
+            let specs = [MapSpec::new("a", c, h, w), MapSpec::new("b", c, h, w)];
+            let mut maps = FeatureMaps::new(&specs);
             let tap = DeviceMap {
                 stream: "tap",
                 bytes: &raw,
                 data_type: DataType::Uint8,
                 quant: &q,
             };
-            maps.fill_from_device(&[tap; TAPS]).unwrap();
+            maps.fill_from_device(&[tap; 2]).unwrap();
             let want = naive(&raw, c, h, w, &q);
-            for i in 0..TAPS {
+            for i in 0..maps.len() {
                 let err = maps
                     .map(i)
                     .iter()
@@ -377,7 +459,7 @@ mod tests {
 
     #[test]
     fn buffers_are_reused_when_no_one_else_holds_them() {
-        let mut maps = FeatureMaps::new(2, 2, 2);
+        let mut maps = FeatureMaps::new(&[MapSpec::new("m", 2, 2, 2)]);
         let before = maps.map(0).as_ptr();
         maps.map_mut(0)[[0, 0, 0, 0]] = 1.0;
         assert_eq!(maps.map(0).as_ptr(), before);

@@ -9,7 +9,9 @@
 //! - `labels` (1, Q, C): raw class logits; the score is `sigmoid(logit)`. The keypoint
 //!   schema is per class; the preview model has one keypoint class (index 0, the person)
 //!   with 17 COCO keypoints.
-//! - `keypoints` (1, Q, K, 8), per keypoint:
+//! - `keypoints` (1, S, K, 8) for the first S ≤ Q query slots (the keypoint slots:
+//!   S = Q upstream, S = 1 by default here, see [`KeypointSlots`](super::KeypointSlots)),
+//!   per keypoint:
 //!
 //! | field | meaning | how it is read here |
 //! |---|---|---|
@@ -145,8 +147,9 @@ fn sigmoid(x: f32) -> f32 {
 /// The `count` best detections of `class` (by class score, best first), their boxes
 /// and keypoints mapped to camera pixels.
 ///
-/// `input_size` is the model input (width, height) in pixels. A class index beyond the
-/// logits gives no detections.
+/// Only the keypoint slots ([`RawOutput::keypoint_slots`]) are ranked: a detection
+/// without keypoints has nothing to give the body fit. `input_size` is the model input
+/// (width, height) in pixels. A class index beyond the logits gives no detections.
 pub fn top_detections(
     out: &RawOutput,
     class: usize,
@@ -157,7 +160,7 @@ pub fn top_detections(
     if class >= out.classes() {
         return Vec::new();
     }
-    let mut order: Vec<(usize, f32)> = (0..out.queries())
+    let mut order: Vec<(usize, f32)> = (0..out.keypoint_slots())
         .map(|q| (q, sigmoid(out.logits(q)[class])))
         .collect();
     order.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -258,5 +261,19 @@ mod tests {
         assert!((d[0].keypoints[5].x - 144.0).abs() < 1e-4);
         assert!(top_detections(&out, 7, 3, (288.0, 288.0), &flip).is_empty());
         assert_eq!(top_detections(&out, 0, 10, (288.0, 288.0), &flip).len(), 3);
+    }
+
+    #[test]
+    fn only_keypoint_slots_are_ranked() {
+        let mut out = output();
+        // Two keypoint slots: query 1 (the best of class 0) still wins.
+        out.keypoints = out.keypoints.slice(ndarray::s![..2, .., ..]).to_owned();
+        let d = top_detections(&out, 0, 5, (288.0, 288.0), &AffineMapping::IDENTITY);
+        assert_eq!(d.iter().map(|d| d.query).collect::<Vec<_>>(), vec![1, 0]);
+        // One keypoint slot: query 0 is the only candidate, although query 1 scores more.
+        out.keypoints = out.keypoints.slice(ndarray::s![..1, .., ..]).to_owned();
+        let d = top_detections(&out, 0, 5, (288.0, 288.0), &AffineMapping::IDENTITY);
+        assert_eq!(d.iter().map(|d| d.query).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(d[0].keypoints.len(), 17);
     }
 }

@@ -1,12 +1,15 @@
 //! The CPU decoder: the host part of the RF-DETR keypoint model, from backbone features to keypoints.
 //!
-//! The NPU runs the ViT backbone; its four tapped maps come back as quantised NHWC
-//! buffers. This module turns them into keypoints in camera pixels:
+//! The NPU runs the device half of the model; its feature maps come back as quantised
+//! NHWC buffers. Where the device half ends is a [`Split`]: by default the ViT and both
+//! projectors, two 256-channel maps `features` and `cross_attn_features`. This module
+//! turns the maps into keypoints in camera pixels:
 //!
 //! | step | module | what it does |
 //! |---|---|---|
+//! | 0 | [`pairing`] | match each HEF output to the decoder input of the same name, once, when a rig is built |
 //! | 1 | [`input`] | dequantise the device buffers into the NCHW f32 maps the ONNX expects, in one pass, into reused buffers |
-//! | 2 | [`Decoder`] ([`engine::tract`], `engine::ort`) | run the projectors, decoder and heads from an ONNX file |
+//! | 2 | [`Decoder`] ([`engine::tract`], `engine::ort`) | run the decoder and heads (and the projectors in the taps split) from an ONNX file |
 //! | 3 | [`keypoints`] | pick the top detections and map their keypoints back to camera pixels |
 //!
 //! Engines are chosen by a config key ([`Engine`]): `tract` (pure Rust, the default, with
@@ -17,6 +20,7 @@ pub mod engine;
 pub mod input;
 pub mod keypoints;
 pub mod ops;
+pub mod pairing;
 pub mod split;
 
 use std::path::{Path, PathBuf};
@@ -24,12 +28,10 @@ use std::str::FromStr;
 
 use ndarray::{Array2, Array3, ArrayView1};
 
-pub use input::FeatureMaps;
+pub use input::{FeatureMaps, MapSpec};
 pub use keypoints::{Detection, Keypoint, KeypointMapping};
+pub use pairing::{Pairing, PairingError};
 pub use split::{KeypointSlots, Split};
-
-/// Number of backbone maps the decoder reads (ViT taps after layers 3, 6, 9 and 12).
-pub const TAPS: usize = 4;
 
 /// Errors of the decoder.
 #[derive(Debug, thiserror::Error)]
@@ -50,15 +52,15 @@ pub enum DecodeError {
     /// Running the graph failed.
     #[error("decoder run failed: {0}")]
     Run(String),
-    /// Feature maps that do not match the graph's input shape.
+    /// Feature maps that do not match the graph's inputs.
     #[error(
-        "feature maps are {}, the decoder expects {}",
-        shape_text(found),
-        shape_text(expected)
+        "feature maps are {}; the decoder reads {}",
+        input::specs_text(found),
+        input::specs_text(expected)
     )]
-    InputShape {
-        expected: [usize; 4],
-        found: [usize; 4],
+    InputMaps {
+        expected: Vec<MapSpec>,
+        found: Vec<MapSpec>,
     },
     /// A device buffer that does not match its stream description.
     #[error("backbone output {stream}: {message}")]
@@ -136,7 +138,8 @@ pub struct RawOutput {
     pub dets: Array2<f32>,
     /// Class logits (Q, classes); `sigmoid` gives the score.
     pub labels: Array2<f32>,
-    /// Keypoint fields (Q, K, 8), K = 17 for COCO; see [`keypoints`] for the 8 fields.
+    /// Keypoint fields (S, K, 8) of the first S ≤ Q query slots (the keypoint slots,
+    /// [`KeypointSlots`]), K = 17 for COCO; see [`keypoints`] for the 8 fields.
     pub keypoints: Array3<f32>,
 }
 
@@ -156,12 +159,17 @@ impl RawOutput {
         self.keypoints.dim().1
     }
 
+    /// Query slots that carry keypoints: the first this many.
+    pub fn keypoint_slots(&self) -> usize {
+        self.keypoints.dim().0
+    }
+
     /// Class logits of query `q`.
     pub fn logits(&self, q: usize) -> ArrayView1<'_, f32> {
         self.labels.row(q)
     }
 
-    /// The 8 fields of keypoint `k` of query `q`.
+    /// The 8 fields of keypoint `k` of query `q` (`q` below [`RawOutput::keypoint_slots`]).
     pub fn keypoint(&self, q: usize, k: usize) -> ArrayView1<'_, f32> {
         self.keypoints.slice(ndarray::s![q, k, ..])
     }
@@ -185,23 +193,111 @@ impl RawOutput {
     }
 }
 
-/// A loaded decoder graph that turns four backbone maps into raw detections.
+/// A loaded decoder graph that turns backbone maps into raw detections.
 pub trait Decoder: Send {
     /// The engine behind this decoder.
     fn engine(&self) -> Engine;
-    /// Shape of each input map: (1, channels, grid, grid).
-    fn input_shape(&self) -> [usize; 4];
+    /// The graph's input maps, names and shapes, in the graph's order.
+    fn inputs(&self) -> &[MapSpec];
     /// Runs the graph on one frame's maps.
     ///
     /// # Errors
-    /// [`DecodeError::InputShape`] when the maps do not match [`Decoder::input_shape`],
+    /// [`DecodeError::InputMaps`] when the maps do not match [`Decoder::inputs`],
     /// [`DecodeError::Run`] when the engine fails.
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError>;
 
-    /// Fresh feature-map buffers of the right shape for this decoder.
+    /// The split this graph is built for, recognised from its input names; `None` for
+    /// a graph with other names (paired through `[graph.inputs]`).
+    fn split(&self) -> Option<Split> {
+        let names: Vec<&str> = self.inputs().iter().map(|m| m.name.as_str()).collect();
+        Split::recognise(&names)
+    }
+
+    /// Fresh feature-map buffers of the right names and shapes for this decoder.
     fn new_maps(&self) -> FeatureMaps {
-        let [_, c, h, w] = self.input_shape();
-        FeatureMaps::new(c, h, w)
+        FeatureMaps::new(self.inputs())
+    }
+}
+
+/// What a decoder ONNX declares, read from the file without preparing a graph: its
+/// input maps and, when its outputs have static shapes, the query and keypoint-slot
+/// counts. A rig pairs the inputs with a HEF's outputs before any engine loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecoderSignature {
+    /// Input maps, names and shapes, in the graph's order.
+    pub inputs: Vec<MapSpec>,
+    /// Query slots (dim 1 of `dets`).
+    pub queries: Option<usize>,
+    /// Query slots with keypoints (dim 1 of `keypoints`).
+    pub keypoint_slots: Option<usize>,
+}
+
+impl DecoderSignature {
+    /// Reads the signature of the ONNX at `path`.
+    ///
+    /// # Errors
+    /// [`DecodeError::Load`] when the file cannot be read or parsed,
+    /// [`DecodeError::Graph`] for an input that is not a static f32 (1, C, H, W) map.
+    pub fn read(path: &Path) -> Result<Self, DecodeError> {
+        use std::collections::BTreeSet;
+        use tract_onnx::pb::tensor_shape_proto::dimension::Value;
+        use tract_onnx::pb::{type_proto, ValueInfoProto};
+
+        let load = |message: String| DecodeError::Load {
+            path: path.to_path_buf(),
+            message,
+        };
+        let bytes = std::fs::read(path).map_err(|e| load(e.to_string()))?;
+        let proto = <tract_onnx::pb::ModelProto as prost::Message>::decode(bytes.as_slice())
+            .map_err(|e| load(format!("not an ONNX model: {e}")))?;
+        let graph = proto
+            .graph
+            .ok_or_else(|| load("an ONNX model without a graph".into()))?;
+        let tensor = |v: &ValueInfoProto| match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(type_proto::Value::TensorType(t)) => Some(t.clone()),
+            _ => None,
+        };
+        let dims = |t: &type_proto::Tensor| {
+            t.shape.as_ref().map(|s| {
+                s.dim
+                    .iter()
+                    .map(|d| match d.value {
+                        Some(Value::DimValue(n)) if n > 0 => n as usize,
+                        _ => 0,
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        let weights: BTreeSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        let inputs = graph
+            .input
+            .iter()
+            .filter(|v| !weights.contains(v.name.as_str()))
+            .map(|v| {
+                let t = tensor(v);
+                let shape = t.as_ref().and_then(dims);
+                let is_f32 = t.as_ref().is_some_and(|t| t.elem_type == 1);
+                let found = shape
+                    .as_deref()
+                    .map_or("without a shape".into(), shape_text);
+                engine::map_spec(path, &v.name, shape, is_f32, &found)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let dim1 = |name: &str| {
+            graph
+                .output
+                .iter()
+                .find(|v| v.name == name)
+                .and_then(tensor)
+                .and_then(|t| dims(&t))
+                .and_then(|d| d.get(1).copied())
+                .filter(|&n| n > 0)
+        };
+        Ok(Self {
+            inputs,
+            queries: dim1("dets"),
+            keypoint_slots: dim1("keypoints"),
+        })
     }
 }
 

@@ -105,8 +105,19 @@ pub enum GraphError {
     NoInput,
     #[error(transparent)]
     Input(#[from] PreprocessError),
-    #[error("{found} outputs; the decoder reads {expected} backbone maps")]
-    Outputs { found: usize, expected: usize },
+    #[error("output {stream} is not an image map (g, g, C): {shape}")]
+    OutputShape { stream: String, shape: String },
+    #[error(transparent)]
+    Pairing(#[from] crate::decode::PairingError),
+    #[error(
+        "the decoder runs the keypoint branch on {found} of its {queries} query slots; \
+         decoder.keypoint_slots asks for {configured}: use a decoder built for it, or drop the key"
+    )]
+    KeypointSlots {
+        configured: crate::decode::KeypointSlots,
+        found: usize,
+        queries: usize,
+    },
     /// The simulator's reference model.
     #[error(transparent)]
     Reference(#[from] crate::npu::sim::ReferenceError),

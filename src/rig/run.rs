@@ -21,7 +21,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use crate::body::fit::PoseFitter;
 use crate::camera::record::{RecordError, RecordedCamera, Recorder};
 use crate::camera::{Source, SourceInfo};
-use crate::decode::Decoder;
+use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
 use crate::npu::sim::{DeviceProfile, TimeBase};
@@ -98,6 +98,11 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let device = build::open_device(rig, options.profile.clone())?;
     let parts = build_parts(rig, options, &device)?;
     let infos = parts.infos.clone();
+    let pairings: Vec<Pairing> = parts
+        .decode_info
+        .iter()
+        .map(|d| d.pairing.clone())
+        .collect();
     let model = parts.model_name;
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
@@ -113,6 +118,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         rig,
         device: &device,
         infos: &infos,
+        pairings: &pairings,
         camera_status: &drained.camera_status,
         stats: &stats,
         run_time: waited.elapsed,

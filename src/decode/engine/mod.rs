@@ -11,34 +11,62 @@ use std::path::PathBuf;
 
 use ndarray::{Array, ArrayViewD, Axis, Dimension};
 
-use super::{keypoints, shape_text, DecodeError, FeatureMaps, RawOutput};
+use super::{keypoints, shape_text, DecodeError, FeatureMaps, MapSpec, RawOutput};
 
 /// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
 pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
 
-/// What every engine knows of its graph: the file and the shape of each input map.
+/// What every engine knows of its graph: the file and its input maps, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct GraphInputs {
     pub(crate) path: PathBuf,
-    pub(crate) shape: [usize; 4],
+    pub(crate) maps: Vec<MapSpec>,
 }
 
 impl GraphInputs {
-    /// [`DecodeError::InputShape`] unless `maps` have the graph's input shape.
+    /// [`DecodeError::InputMaps`] unless `maps` are the graph's inputs (names and
+    /// shapes, in order).
     pub(crate) fn check(&self, maps: &FeatureMaps) -> Result<(), DecodeError> {
-        if maps.shape() == self.shape {
+        if maps.specs() == self.maps.as_slice() {
             Ok(())
         } else {
-            Err(DecodeError::InputShape {
-                expected: self.shape,
-                found: maps.shape(),
+            Err(DecodeError::InputMaps {
+                expected: self.maps.clone(),
+                found: maps.specs().to_vec(),
             })
         }
     }
 }
 
-/// Checks the three output tensors' shapes (1, Q, 4), (1, Q, C), (1, Q, K, 8) and
-/// copies them, batch axis dropped, into a [`RawOutput`].
+/// Checks one graph input, `name` with `shape` and element type `is_f32`: an f32 map
+/// `(1, C, H, W)`; `found` says what it is, for the error.
+///
+/// # Errors
+/// [`DecodeError::Graph`] naming the input and what it is.
+pub(crate) fn map_spec(
+    path: &std::path::Path,
+    name: &str,
+    shape: Option<Vec<usize>>,
+    is_f32: bool,
+    found: &str,
+) -> Result<MapSpec, DecodeError> {
+    shape
+        .and_then(|s| <[usize; 4]>::try_from(s).ok())
+        .filter(|s| s[0] == 1 && s[1..].iter().all(|&d| d > 0) && is_f32)
+        .map(|shape| MapSpec {
+            name: name.to_owned(),
+            shape,
+        })
+        .ok_or_else(|| DecodeError::Graph {
+            path: path.to_path_buf(),
+            message: format!("input {name} is {found}, expected f32 (1, channels, height, width)"),
+        })
+}
+
+/// Checks the three output tensors' shapes (1, Q, 4), (1, Q, C), (1, S, K, 8) and
+/// copies them, batch axis dropped, into a [`RawOutput`]. S ≤ Q is the number of
+/// keypoint slots: the first S query slots carry keypoints
+/// ([`KeypointSlots`](super::KeypointSlots)).
 ///
 /// # Errors
 /// [`DecodeError::Run`] naming the shapes found and expected.
@@ -53,11 +81,13 @@ pub(crate) fn raw_output(
         || ls.len() != 3
         || ls[..2] != [1, q]
         || ks.len() != 4
-        || ks[..2] != [1, q]
+        || ks[0] != 1
+        || ks[1] == 0
+        || ks[1] > q
         || ks[3] != keypoints::FIELDS
     {
         return Err(DecodeError::Run(format!(
-            "outputs dets {}, labels {}, keypoints {}; expected (1,Q,4), (1,Q,C), (1,Q,K,{})",
+            "outputs dets {}, labels {}, keypoints {}; expected (1,Q,4), (1,Q,C), (1,S,K,{}) with S ≤ Q",
             shape_text(ds),
             shape_text(ls),
             shape_text(ks),

@@ -12,8 +12,9 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use super::{raw_output, GraphInputs, OUTPUT_NAMES};
-use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use super::{map_spec, raw_output, GraphInputs, OUTPUT_NAMES};
+use crate::decode::input::specs_text;
+use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, MapSpec, RawOutput};
 
 /// Environment variable naming the ONNX Runtime shared library.
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -69,7 +70,6 @@ pub fn available() -> Result<(), OrtLoadError> {
 pub struct OrtDecoder {
     graph: GraphInputs,
     session: Session,
-    input_names: Vec<String>,
 }
 
 impl std::fmt::Debug for OrtDecoder {
@@ -104,24 +104,22 @@ impl OrtDecoder {
             path: path.to_path_buf(),
             message,
         };
-        let input_names: Vec<String> = session
-            .inputs()
-            .iter()
-            .map(|o| o.name().to_string())
-            .collect();
-        if input_names.len() != TAPS {
-            return Err(graph_err(format!(
-                "inputs {}, expected {TAPS} feature maps",
-                input_names.join(", ")
-            )));
+        let mut maps = Vec::new();
+        for input in session.inputs() {
+            let shape = input
+                .dtype()
+                .tensor_shape()
+                .map(|s| s.iter().map(|&d| d.max(0) as usize).collect::<Vec<_>>());
+            let is_f32 = matches!(
+                input.dtype().tensor_type(),
+                Some(ort::tensor::TensorElementType::Float32)
+            );
+            let found = format!("{}", input.dtype());
+            maps.push(map_spec(path, input.name(), shape, is_f32, &found)?);
         }
-        let shape = session.inputs()[0]
-            .dtype()
-            .tensor_shape()
-            .map(|s| s.iter().map(|&d| d.max(0) as usize).collect::<Vec<_>>())
-            .and_then(|s| <[usize; 4]>::try_from(s).ok())
-            .filter(|s| s[0] == 1 && s[1] > 0 && s[2] > 0 && s[3] > 0)
-            .ok_or_else(|| graph_err("input 0 is not a static (1, C, H, W) tensor".into()))?;
+        if maps.is_empty() {
+            return Err(graph_err("no inputs, expected feature maps".into()));
+        }
         let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
         for want in OUTPUT_NAMES {
             if !outputs.contains(&want) {
@@ -132,17 +130,16 @@ impl OrtDecoder {
             }
         }
         log::info!(
-            "decoder {}: ONNX Runtime, {threads} thread(s), input {}",
+            "decoder {}: ONNX Runtime, {threads} thread(s), inputs {}",
             path.display(),
-            shape_text(&shape)
+            specs_text(&maps)
         );
         Ok(Self {
             graph: GraphInputs {
                 path: path.to_path_buf(),
-                shape,
+                maps,
             },
             session,
-            input_names,
         })
     }
 }
@@ -152,17 +149,17 @@ impl Decoder for OrtDecoder {
         Engine::Ort
     }
 
-    fn input_shape(&self) -> [usize; 4] {
-        self.graph.shape
+    fn inputs(&self) -> &[MapSpec] {
+        &self.graph.maps
     }
 
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
         self.graph.check(maps)?;
         let run_err = |e: ort::Error| DecodeError::Run(e.to_string());
-        let mut inputs = Vec::with_capacity(TAPS);
-        for (i, name) in self.input_names.iter().enumerate() {
+        let mut inputs = Vec::with_capacity(maps.len());
+        for (i, spec) in self.graph.maps.iter().enumerate() {
             let view = TensorRef::from_array_view(maps.map(i)).map_err(run_err)?;
-            inputs.push((name.as_str(), view));
+            inputs.push((spec.name.as_str(), view));
         }
         let outputs = self.session.run(inputs).map_err(run_err)?;
         let [d, l, k] = OUTPUT_NAMES.map(|name| outputs[name].try_extract_array::<f32>());

@@ -10,14 +10,15 @@ use std::path::Path;
 
 use tract_onnx::prelude::*;
 
-use super::{raw_output, GraphInputs, OUTPUT_NAMES};
+use super::{map_spec, raw_output, GraphInputs, OUTPUT_NAMES};
+use crate::decode::input::specs_text;
 use crate::decode::ops::attention::fuse_attention;
 use crate::decode::ops::deform_sample::fuse_deformable_sampling;
 use crate::decode::ops::fast_ops::speed_up;
 use crate::decode::ops::grid_sample::onnx_fast;
 use crate::decode::ops::input_reshape::fold_input_reshapes;
 use crate::decode::ops::layer_norm::fuse_layer_norm;
-use crate::decode::{shape_text, DecodeError, Decoder, Engine, FeatureMaps, RawOutput, TAPS};
+use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, MapSpec, RawOutput};
 
 /// Which kernels tract runs the decoder with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,35 +101,20 @@ impl TractDecoder {
                 ))
             })?;
         }
-        let inputs = model.input_outlets().map_err(load_err)?.len();
-        if inputs != TAPS {
-            return Err(graph_err(format!(
-                "{inputs} inputs, expected {TAPS} feature maps"
-            )));
-        }
-        let mut input_shape = None;
-        for i in 0..TAPS {
+        let mut maps = Vec::new();
+        for (i, outlet) in model.input_outlets().map_err(load_err)?.iter().enumerate() {
             let fact = model.input_fact(i).map_err(load_err)?;
-            let shape = fact
-                .shape
-                .as_concrete()
-                .and_then(|s| <[usize; 4]>::try_from(s).ok())
-                .filter(|s| s[0] == 1 && fact.datum_type == f32::datum_type())
-                .ok_or_else(|| {
-                    graph_err(format!(
-                        "input {i} is {}, expected f32 (1, channels, grid, grid)",
-                        fact.format_dt_shape()
-                    ))
-                })?;
-            if input_shape.is_some_and(|s| s != shape) {
-                return Err(graph_err(format!(
-                    "input {i} is {}, unlike input 0",
-                    shape_text(&shape)
-                )));
-            }
-            input_shape = Some(shape);
+            maps.push(map_spec(
+                path,
+                &model.node(outlet.node).name,
+                fact.shape.as_concrete().map(<[usize]>::to_vec),
+                fact.datum_type == f32::datum_type(),
+                &fact.format_dt_shape(),
+            )?);
         }
-        let input_shape = input_shape.expect("TAPS > 0");
+        if maps.is_empty() {
+            return Err(graph_err("no inputs, expected feature maps".into()));
+        }
         let mut model = model.into_decluttered().map_err(load_err)?;
         if kernel == TractKernels::Fast {
             let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
@@ -140,7 +126,7 @@ impl TractDecoder {
             );
         }
         let mut model = model.into_optimized().map_err(load_err)?;
-        let mut feed_shapes = vec![None; TAPS];
+        let mut feed_shapes = vec![None; maps.len()];
         if kernel == TractKernels::Fast {
             let swapped = speed_up(&mut model).map_err(load_err)?;
             feed_shapes = fold_input_reshapes(&mut model).map_err(load_err)?;
@@ -152,15 +138,15 @@ impl TractDecoder {
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
-            "decoder {}: tract, {} kernels, input {}",
+            "decoder {}: tract, {} kernels, inputs {}",
             path.display(),
             kernel.name(),
-            shape_text(&input_shape)
+            specs_text(&maps)
         );
         Ok(Self {
             graph: GraphInputs {
                 path: path.to_path_buf(),
-                shape: input_shape,
+                maps,
             },
             state,
             feed_shapes,
@@ -174,8 +160,8 @@ impl Decoder for TractDecoder {
         Engine::Tract
     }
 
-    fn input_shape(&self) -> [usize; 4] {
-        self.graph.shape
+    fn inputs(&self) -> &[MapSpec] {
+        &self.graph.maps
     }
 
     fn run(&mut self, maps: &mut FeatureMaps) -> Result<RawOutput, DecodeError> {
@@ -208,10 +194,10 @@ mod tests {
                 .join(format!("decoder_{side}.onnx"));
             let fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
             let flat: TVec<usize> = tvec![1, 384, grid * grid];
-            assert_eq!(fast.feed_shapes, vec![Some(flat); TAPS], "{side}");
+            assert_eq!(fast.feed_shapes, vec![Some(flat); 4], "{side}");
             // Stock tract keeps the ONNX's shapes (and its copies).
             let stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
-            assert_eq!(stock.feed_shapes, vec![None; TAPS]);
+            assert_eq!(stock.feed_shapes, vec![None; 4]);
         }
     }
 }

@@ -4,6 +4,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::decode::Split;
+
 use crate::doctor::DoctorError;
 use crate::metrics::plan::CameraMode;
 
@@ -26,24 +28,27 @@ pub struct GraphIo {
     pub out_bytes: u64,
 }
 
-/// Output channels of each of the backbone's four feature maps.
-pub const BACKBONE_CHANNELS: u64 = 384;
-/// Feature maps of the backbone.
-pub const BACKBONE_OUTPUTS: u64 = 4;
 /// Stride of the backbone's feature maps.
 pub const BACKBONE_STRIDE: u32 = 12;
 
 impl GraphIo {
-    /// The RF-DETR keypoint backbone at `side`: input side*side*3 UINT8,
-    /// outputs four (g, g, 384) UINT8 with g = side/12.
+    /// The device half of the RF-DETR keypoint model at `side`, at the design split:
+    /// input side*side*3 UINT8, outputs two (g, g, 256) UINT8 with g = side/12.
     pub fn backbone(side: u32) -> Self {
+        Self::backbone_at(side, Split::Design)
+    }
+
+    /// The device half at `side` for either split: two (g, g, 256) maps (design)
+    /// or four (g, g, 384) taps, UINT8.
+    pub fn backbone_at(side: u32, split: Split) -> Self {
         let s = u64::from(side);
         let g = u64::from(side / BACKBONE_STRIDE);
+        let maps = split.input_names().len() as u64;
         Self {
-            name: format!("rf-detr backbone {side}"),
+            name: format!("rf-detr device half {side} ({} split)", split.key()),
             input_side: side,
             in_bytes: s * s * 3,
-            out_bytes: BACKBONE_OUTPUTS * g * g * BACKBONE_CHANNELS,
+            out_bytes: maps * g * g * split.channels() as u64,
         }
     }
 
@@ -243,9 +248,20 @@ mod tests {
         let (i, o) = rig.load();
         // in: 3 * 288*288*3 * 120 + 432*432*3 * 120
         assert_eq!(i, (3.0 * 248_832.0 + 559_872.0) * 120.0);
-        // out: 4 maps of (g, g, 384), g = 24 and 36
-        assert_eq!(o, (3.0 * 884_736.0 + 1_990_656.0) * 120.0);
+        // out: 2 maps of (g, g, 256), g = 24 and 36
+        assert_eq!(o, (3.0 * 294_912.0 + 663_552.0) * 120.0);
         assert_eq!(rig.summary(), "3x288@120 + 1x432@120");
+        // The taps split sends four (g, g, 384) maps: three times the bytes.
+        let taps = Rig::with_graphs(
+            rig.cameras.clone(),
+            vec![
+                GraphIo::backbone_at(288, Split::Taps),
+                GraphIo::backbone_at(432, Split::Taps),
+            ],
+            ShapeSource::BackboneFormula,
+        )
+        .unwrap();
+        assert_eq!(taps.load().1, (3.0 * 884_736.0 + 1_990_656.0) * 120.0);
     }
 
     #[test]
@@ -278,6 +294,13 @@ mod tests {
                 (side, formula.in_bytes, formula.out_bytes)
             );
         }
+        let taps = hef::samples::backbone_taps(288).network_groups.remove(0);
+        let io = GraphIo::from_network_group(&taps).unwrap();
+        assert_eq!(
+            io.out_bytes,
+            GraphIo::backbone_at(288, Split::Taps).out_bytes
+        );
+        assert_ne!(io.out_bytes, GraphIo::backbone(288).out_bytes);
         // Not one square input: no graph.
         let mut wide = backbone_group(288);
         wide.inputs[0].shape = hef::StreamShape::Image {

@@ -1,8 +1,9 @@
 //! The link budget of a rig: bytes per second of frames in and features out,
 //! against what the link to the part carries.
 //!
-//! Shapes come from the RF-DETR backbone's formula (input side x side x 3
-//! UINT8, four outputs of (side/12, side/12, 384) UINT8) or from the streams
+//! Shapes come from the formula of the model's device half (input side x side x 3
+//! UINT8; at the design split two outputs of (side/12, side/12, 256) UINT8, at the
+//! taps split four of (side/12, side/12, 384)) or from the streams
 //! of HEF files ([`graphs_from_hefs`]). Link capacities: raw and
 //! line-coded rates are the standards'; the practical share of a link is an
 //! assumption, stated in every report.
@@ -17,10 +18,7 @@ use serde::Serialize;
 use super::Check;
 use crate::metrics::plan::CameraMode;
 
-pub use demand::{
-    backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource, BACKBONE_CHANNELS,
-    BACKBONE_OUTPUTS, BACKBONE_STRIDE,
-};
+pub use demand::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource, BACKBONE_STRIDE};
 pub use link::{
     pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
 };
@@ -171,12 +169,27 @@ mod tests {
     use crate::doctor::UsbSpeed;
 
     #[test]
-    fn demo_rig_fits_gen2_not_gen1_nor_usb2() {
+    fn demo_rig_fits_gen1_at_the_design_split_not_at_the_taps_nor_usb2() {
         let rig = Rig::demo();
         let gen2 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::SuperPlus, "t")));
         assert_eq!(gen2.check().verdict, super::super::Verdict::Ok);
+        // Two (g, g, 256) maps a frame: 185.8 MB/s out, 50 % of Gen 1's 375 MB/s.
         let gen1 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::Super, "t")));
+        assert_eq!(gen1.check().verdict, super::super::Verdict::Ok);
+        assert!((gen1.out_bytes_per_s - 185_794_560.0).abs() < 1.0);
+        // Four (g, g, 384) taps a frame: 557.4 MB/s, more than Gen 1 carries.
+        let taps = Rig::with_graphs(
+            rig.cameras.clone(),
+            vec![
+                GraphIo::backbone_at(288, crate::decode::Split::Taps),
+                GraphIo::backbone_at(432, crate::decode::Split::Taps),
+            ],
+            ShapeSource::BackboneFormula,
+        )
+        .unwrap();
+        let gen1 = LinkBudget::new(&taps, Some(Link::usb(UsbSpeed::Super, "t")));
         assert_eq!(gen1.check().verdict, super::super::Verdict::Fail);
+        assert!((gen1.out_bytes_per_s - 557_383_680.0).abs() < 1.0);
         let hs = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::High, "t")));
         assert_eq!(hs.check().verdict, super::super::Verdict::Fail);
         // Half duplex: in and out add up.
@@ -195,8 +208,8 @@ mod tests {
 
     #[test]
     fn budget_warns_near_capacity() {
-        // A 432 camera's features on Gen 1's 375 MB/s practical:
-        // 120 fps 238.9 MB/s (64%), 170 fps 338.4 MB/s (90%), 240 fps 477.8 MB/s (127%).
+        // A 432 camera's features (663,552 B a frame) on Gen 1's 375 MB/s practical:
+        // 120 fps 79.6 MB/s (21%), 510 fps 338.4 MB/s (90%), 600 fps 398.1 MB/s (106%).
         let gen1 = || Some(Link::usb(UsbSpeed::Super, "t"));
         let rig = |fps| Rig::with_backbone(vec![CameraMode::new(432, fps)]).unwrap();
         assert_eq!(
@@ -204,11 +217,11 @@ mod tests {
             super::super::Verdict::Ok
         );
         assert_eq!(
-            LinkBudget::new(&rig(170.0), gen1()).check().verdict,
+            LinkBudget::new(&rig(510.0), gen1()).check().verdict,
             super::super::Verdict::Warn
         );
         assert_eq!(
-            LinkBudget::new(&rig(240.0), gen1()).check().verdict,
+            LinkBudget::new(&rig(600.0), gen1()).check().verdict,
             super::super::Verdict::Fail
         );
     }

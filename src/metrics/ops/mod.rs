@@ -7,6 +7,7 @@
 //! a measurement.
 
 pub mod builder;
+pub mod device_half;
 pub mod hef;
 mod infer;
 pub mod rules;

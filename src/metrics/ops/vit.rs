@@ -475,7 +475,7 @@ fn regroup(
 fn c2f(b: &mut GraphBuilder, name: &str, x: &str, in_ch: usize) -> String {
     let c = C2F_HIDDEN;
     let cv1 = conv_silu(b, &format!("{name}.cv1"), x, in_ch, 2 * c, 1);
-    let split = b.ints(&format!("{name}.split"), &[c as i64, c as i64]);
+    let split = b.ints(&format!("{name}.split_sizes"), &[c as i64, c as i64]);
     let halves = b.node_n(
         "Split",
         &format!("{name}.split"),

@@ -52,6 +52,15 @@ pub enum ReferenceError {
     },
     #[error("reference ONNX run failed: {0}")]
     Run(String),
+    #[error(
+        "the reference ONNX has no output named \"{name}\" for HEF output {stream} \
+         (its outputs: {outputs}); outputs are paired by name"
+    )]
+    MissingOutput {
+        stream: String,
+        name: String,
+        outputs: String,
+    },
     #[error("reference ONNX gives {got} outputs, the HEF has {expected}")]
     OutputCount { got: usize, expected: usize },
     #[error("reference output for '{stream}' is not f32: {detail}")]
@@ -68,6 +77,10 @@ pub enum ReferenceError {
 pub struct ReferenceModel {
     #[cfg(feature = "sim-onnx")]
     plan: Arc<TypedSimplePlan>,
+    /// The graph's output names, in its order: each HEF output takes the output named
+    /// like the last component of its stream name.
+    #[cfg(feature = "sim-onnx")]
+    output_names: Vec<String>,
     ops_per_frame: Option<u64>,
 }
 
@@ -91,12 +104,24 @@ impl ReferenceModel {
             .and_then(|m| m.into_decluttered())
             .map_err(|e| ReferenceError::UnknownShapes(e.to_string()))?;
         let ops_per_frame = count_ops(&typed);
+        let output_names = typed
+            .output_outlets()
+            .map_err(|e| ReferenceError::UnknownShapes(e.to_string()))?
+            .iter()
+            .map(|o| {
+                typed
+                    .outlet_label(*o)
+                    .unwrap_or(&typed.node(o.node).name)
+                    .to_owned()
+            })
+            .collect();
         let plan = typed
             .into_optimized()
             .and_then(|m| m.into_runnable())
             .map_err(|e| ReferenceError::Unplannable(e.to_string()))?;
         Ok(ReferenceModel {
             plan,
+            output_names,
             ops_per_frame,
         })
     }
@@ -166,10 +191,20 @@ impl ReferenceModel {
                 expected: spec.outputs.len(),
             });
         }
-        outputs
+        spec.outputs
             .iter()
-            .zip(&spec.outputs)
-            .map(|(t, stream)| {
+            .map(|stream| {
+                let name = stream.name.rsplit('/').next().unwrap_or(&stream.name);
+                let index = self
+                    .output_names
+                    .iter()
+                    .position(|n| n == name)
+                    .ok_or_else(|| ReferenceError::MissingOutput {
+                        stream: stream.name.clone(),
+                        name: name.to_owned(),
+                        outputs: self.output_names.join(", "),
+                    })?;
+                let t = &outputs[index];
                 let view =
                     t.to_plain_array_view::<f32>()
                         .map_err(|e| ReferenceError::OutputType {

@@ -21,6 +21,7 @@ impl RigConfig {
             hef: fixtures_dir.join(format!("backbone_{side}.hef")),
             reference_onnx: None,
             decoder_onnx: fixtures_dir.join(format!("decoder_{side}.onnx")),
+            inputs: Default::default(),
             batch: None,
             priority: default_priority(),
             threshold: None,
@@ -57,6 +58,7 @@ impl RigConfig {
                 in_flight: None,
                 nice: default_nice(),
                 retain_memory: true,
+                keypoint_slots: None,
             },
             body: BodyConfig {
                 keypoints: KeypointsFrom::GroundTruth,

@@ -66,6 +66,11 @@ pub struct GraphConfig {
     pub reference_onnx: Option<PathBuf>,
     /// The host part of the model for this graph's features.
     pub decoder_onnx: PathBuf,
+    /// HEF outputs whose last name component is not the decoder input they feed:
+    /// `"<HEF output>" = "<decoder input>"` (`[graph.inputs]`). Outputs and inputs of
+    /// the same name pair without an entry.
+    #[serde(default)]
+    pub inputs: std::collections::BTreeMap<String, String>,
     /// Frames per NPU job; default: the number of cameras on this graph.
     #[serde(default)]
     pub batch: Option<u16>,
@@ -144,6 +149,11 @@ pub struct DecoderConfig {
     /// faults per frame; see [`crate::rig::alloc`].
     #[serde(default = "yes")]
     pub retain_memory: bool,
+    /// Query slots that run the keypoint branch: a number (default 1, a one-subject
+    /// rig) or `"all"`. A decoder file has its own count; when this key is set and
+    /// the file's differs, the rig is refused.
+    #[serde(default)]
+    pub keypoint_slots: Option<crate::decode::KeypointSlots>,
 }
 
 fn default_threads() -> usize {
@@ -167,6 +177,7 @@ impl Default for DecoderConfig {
             in_flight: None,
             nice: default_nice(),
             retain_memory: true,
+            keypoint_slots: None,
         }
     }
 }

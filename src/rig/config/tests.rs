@@ -260,3 +260,31 @@ fn a_camera_source_keeps_its_spelling() {
         Err(CameraSourceError::NoPath("replay".into()))
     );
 }
+
+#[test]
+fn graph_inputs_and_keypoint_slots_parse() {
+    let text = RIG.replace(
+        "decoder_onnx = \"decoder_288.onnx\"\n",
+        "decoder_onnx = \"decoder_288.onnx\"\n\n[graph.inputs]\n\"backbone_288/conv41\" = \"features\"\n",
+    ) + "\n[decoder]\nkeypoint_slots = \"all\"\n";
+    let rig = parse(&text).unwrap();
+    assert_eq!(
+        rig.graphs[0]
+            .inputs
+            .get("backbone_288/conv41")
+            .map(String::as_str),
+        Some("features")
+    );
+    assert!(rig.graphs[1].inputs.is_empty());
+    assert_eq!(
+        rig.decoder.keypoint_slots,
+        Some(crate::decode::KeypointSlots::All)
+    );
+    assert_eq!(parse(RIG).unwrap().decoder.keypoint_slots, None);
+    // Negative controls: a slot count of 0 and a word other than "all" are refused, by key.
+    for bad in ["0", "\"some\""] {
+        let text = format!("{RIG}\n[decoder]\nkeypoint_slots = {bad}\n");
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("keypoint_slots"), "{err}");
+    }
+}

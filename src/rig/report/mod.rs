@@ -41,6 +41,8 @@ pub struct RunFacts<'a> {
     pub rig: &'a RigConfig,
     pub device: &'a Device,
     pub infos: &'a [SourceInfo],
+    /// Per graph: which HEF output fed which decoder input.
+    pub pairings: &'a [crate::decode::Pairing],
     pub camera_status: &'a [Arc<CameraStatus>],
     pub stats: &'a LiveStats,
     pub run_time: Duration,

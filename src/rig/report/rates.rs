@@ -79,8 +79,11 @@ pub(super) fn graphs(f: &RunFacts<'_>, secs: f64, device: &DeviceFigures) -> Vec
         .enumerate()
         .map(|(i, g)| {
             let frames = f.stats.graphs[i].completed.load(Ordering::Relaxed);
+            let pairing = f.pairings.get(i);
             GraphReport {
                 name: g.name.clone(),
+                split: pairing.map_or("not paired".into(), |p| p.split_text().to_owned()),
+                pairing: pairing.map(|p| p.lines()).unwrap_or_default(),
                 batch: rig.batch(g),
                 priority: g.priority,
                 threshold: rig.threshold(g),

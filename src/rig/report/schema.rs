@@ -46,6 +46,10 @@ pub struct CameraReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphReport {
     pub name: String,
+    /// The device/host split the decoder is built for, in words.
+    pub split: String,
+    /// Which HEF output fed which decoder input: `output (g, g, C) -> input (1, C, g, g)`.
+    pub pairing: Vec<String>,
     pub batch: u16,
     pub priority: u8,
     pub threshold: u32,

@@ -8,7 +8,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::decode::input::DeviceMap;
 use crate::decode::keypoints::top_detections;
-use crate::decode::{DecodeError, Decoder, FeatureMaps, TAPS};
+use crate::decode::{DecodeError, Decoder, FeatureMaps, Pairing};
 use crate::hef::{DataType, Quantization};
 use crate::npu::Bindings;
 
@@ -19,9 +19,9 @@ use crate::rig::work::{DecodeWork, Returned, ViewResult};
 
 use super::Stage;
 
-/// One backbone output the decoder reads, as the HEF describes it.
+/// One device output the decoder reads, as the HEF describes it.
 #[derive(Debug, Clone)]
-pub struct Tap {
+pub struct FeatureStream {
     pub stream: String,
     pub data_type: DataType,
     pub quant: Quantization,
@@ -30,8 +30,10 @@ pub struct Tap {
 /// What a decoder thread needs to know about one graph.
 #[derive(Debug, Clone)]
 pub struct GraphDecode {
-    /// The four backbone outputs, in the decoder's input order.
-    pub taps: Vec<Tap>,
+    /// The device outputs, in the decoder's input order (paired by name).
+    pub streams: Vec<FeatureStream>,
+    /// Which output feeds which decoder input, for reports.
+    pub pairing: Pairing,
     /// Graph input (width, height) in pixels.
     pub input_size: (u32, u32),
 }
@@ -59,27 +61,22 @@ fn decode_one(
     graph: &GraphDecode,
     bindings: &Bindings,
 ) -> Result<crate::decode::RawOutput, DecodeError> {
-    let mut views = Vec::with_capacity(TAPS);
-    for tap in &graph.taps {
+    let mut views = Vec::with_capacity(graph.streams.len());
+    for s in &graph.streams {
         let bytes = bindings
-            .output(&tap.stream)
+            .output(&s.stream)
             .map_err(|e| DecodeError::Buffer {
-                stream: tap.stream.clone(),
+                stream: s.stream.clone(),
                 message: e.to_string(),
             })?;
         views.push(DeviceMap {
-            stream: &tap.stream,
+            stream: &s.stream,
             bytes,
-            data_type: tap.data_type,
-            quant: &tap.quant,
+            data_type: s.data_type,
+            quant: &s.quant,
         });
     }
-    let taps: [DeviceMap<'_>; TAPS] =
-        views.try_into().map_err(|v: Vec<_>| DecodeError::Buffer {
-            stream: "backbone outputs".into(),
-            message: format!("{} outputs, the decoder reads {TAPS}", v.len()),
-        })?;
-    maps.fill_from_device(&taps)?;
+    maps.fill_from_device(&views)?;
     decoder.run(maps)
 }
 
