@@ -114,3 +114,95 @@ fn missing_hef_and_missing_camera_are_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_hef_and_a_decoder_that_do_not_pair_are_refused_by_name() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let reduced = |name: &str| Some(fixtures.join(name));
+    let demo = reduced_demo;
+    // A four-tap HEF with a two-map decoder: both lists, both files and the key.
+    let mut rig = demo();
+    rig.graphs[0].hef = fixtures.join("backbone_taps_288.hef");
+    rig.graphs[0].decoder_onnx = reduced("decoder_reduced_288.onnx");
+    let err = run(&rig, "test", &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    for want in [
+        "graph[0].inputs",
+        "backbone_taps_288.hef",
+        "decoder_reduced_288.onnx",
+        "backbone_taps_288/tap0 (24, 24, 384)",
+        "features (1, 256, 24, 24)",
+        "taps split",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in: {err}");
+    }
+    // A decoder for another grid: the 432 graph's HEF with the 288 decoder.
+    let mut rig = demo();
+    rig.graphs[1].decoder_onnx = reduced("decoder_reduced_288.onnx");
+    let err = run(&rig, "test", &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("backbone_432/features (36, 36, 256)")
+            && err.contains("features (1, 256, 24, 24)"),
+        "{err}"
+    );
+    // Mapping the taps by hand does not make them fit a design-split decoder either:
+    // the shapes differ, and that is an error too, never a silent pairing.
+    let mut rig = demo();
+    rig.graphs[0].hef = fixtures.join("backbone_taps_288.hef");
+    rig.graphs[0].decoder_onnx = reduced("decoder_reduced_288.onnx");
+    rig.graphs[0].inputs = [("tap0", "features"), ("tap1", "cross_attn_features")]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let err = run(&rig, "test", &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("tap2") && err.contains("graph[0].inputs"),
+        "{err}"
+    );
+    // Negative control: the taps HEF with the taps decoder pairs.
+    let mut rig = demo();
+    rig.graphs[0].hef = fixtures.join("backbone_taps_288.hef");
+    rig.graphs[0].decoder_onnx = reduced("decoder_reduced_taps_288.onnx");
+    let pairings = hailo_edge::rig::decoders::pairings(
+        &rig,
+        &hailo_edge::rig::decoders::choose(&rig).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pairings[0].split(), Some(hailo_edge::decode::Split::Taps));
+    assert_eq!(pairings[0].pairs().len(), 4);
+}
+
+#[test]
+fn keypoint_slots_that_the_decoder_lacks_are_refused() {
+    let mut rig = reduced_demo();
+    // The reduced fixtures run the keypoint branch on every slot.
+    rig.decoder.keypoint_slots = Some("1".parse().unwrap());
+    let choices = hailo_edge::rig::decoders::choose(&rig).unwrap();
+    let err = hailo_edge::rig::decoders::pairings(&rig, &choices)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("graph[0].decoder_onnx")
+            && err.contains("keypoint_slots")
+            && err.contains("100"),
+        "{err}"
+    );
+    rig.decoder.keypoint_slots = Some("all".parse().unwrap());
+    hailo_edge::rig::decoders::pairings(&rig, &choices).unwrap();
+}
+
+/// The demo rig with the reduced-width decoder fixtures (design split, every slot with
+/// keypoints), so that nothing is generated.
+fn reduced_demo() -> RigConfig {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut rig = RigConfig::demo(&fixtures);
+    for (g, side) in rig.graphs.iter_mut().zip([288, 432]) {
+        g.decoder_onnx = Some(fixtures.join(format!("decoder_reduced_{side}.onnx")));
+    }
+    rig
+}

@@ -24,12 +24,17 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
-/// The demo rig with RGB synthetic frames: encoding YUYV per pixel is slow in
-/// unoptimised test builds, and the camera format is not what these tests test.
+/// The demo rig with RGB synthetic frames (encoding YUYV per pixel is slow in
+/// unoptimised test builds, and the camera format is not what these tests test) and
+/// the reduced-width decoder fixtures (the real-width ones cost seconds a view in such
+/// builds; `the_demo_runs_the_generated_real_width_decoders` runs those).
 fn demo() -> RigConfig {
     let mut rig = RigConfig::demo(&fixtures());
     for c in &mut rig.cameras {
         c.format = Some(PixelFormat::Rgb24);
+    }
+    for (g, side) in rig.graphs.iter_mut().zip([288, 432]) {
+        g.decoder_onnx = Some(fixtures().join(format!("decoder_reduced_{side}.onnx")));
     }
     rig
 }
@@ -96,6 +101,43 @@ fn demo_rig_runs_end_to_end_and_frames_add_up() {
             .unwrap();
     assert_eq!(json["accounting_ok"], true);
     assert!(json["latency_ms"]["end_to_end"]["p99_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn the_demo_runs_the_generated_real_width_decoders() {
+    let _one = serial();
+    let mut rig = RigConfig::demo(&fixtures());
+    assert!(rig.graphs.iter().all(|g| g.decoder_onnx.is_none()));
+    rig.decoder.threads = 1;
+    for c in &mut rig.cameras {
+        c.format = Some(PixelFormat::Rgb24);
+        c.fps = 10.0;
+    }
+    let options = RunOptions {
+        duration: Some(Duration::from_millis(2500)),
+        ..RunOptions::default()
+    };
+    let report = run(&rig, "demo", &options).unwrap();
+    assert_accounting(&report);
+    for (g, (side, grid)) in report.graphs.iter().zip([(288, 24), (432, 36)]) {
+        assert!(
+            g.decoder
+                .contains(&format!("generated real RF-DETR host graph at {side}"))
+                && g.decoder.contains("keypoint slots 1"),
+            "{}",
+            g.decoder
+        );
+        assert!(g.split.starts_with("design split"), "{}", g.split);
+        assert_eq!(
+            g.pairing,
+            [
+                format!("backbone_{side}/features ({grid}, {grid}, 256) -> features (1, 256, {grid}, {grid})"),
+                format!("backbone_{side}/cross_attn_features ({grid}, {grid}, 256) -> cross_attn_features (1, 256, {grid}, {grid})"),
+            ]
+        );
+    }
+    let decoded: u64 = report.cameras.iter().map(|c| c.frames.processed).sum();
+    assert!(decoded > 0, "no view went through the real-width decoder");
 }
 
 fn pipeline_only(rig: &mut RigConfig, seconds: f64, fit_delay: Option<Duration>) -> Report {

@@ -40,7 +40,7 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
             let dir = RigConfig::demo_fixtures_dir();
             eprintln!(
                 "demo rig: 3 synthetic body cameras at 288x288 and a face camera at 432x432, 120 fps, \
-                 on the simulated Hailo-10H (real-time clock), fixture HEFs and decoders from {}",
+                 on the simulated Hailo-10H (real-time clock), fixture HEFs from {}, generated real-width decoders",
                 dir.display()
             );
             eprintln!(
@@ -76,12 +76,12 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     if rig.decoder.retain_memory {
         hailo_edge::rig::alloc::retain_freed_memory();
     }
-    for (g, pairing) in rig
-        .graphs
-        .iter()
-        .zip(hailo_edge::rig::build::pairings(&rig)?)
-    {
-        println!("graph {}: {}", g.name, pairing.split_text());
+    // What will run, before it runs: each graph's decoder and how the HEF feeds it.
+    let choices = hailo_edge::rig::decoders::choose(&rig)?;
+    let pairings = hailo_edge::rig::decoders::pairings(&rig, &choices)?;
+    for ((g, pairing), choice) in rig.graphs.iter().zip(pairings).zip(&choices) {
+        println!("graph {}: decoder {}", g.name, choice.describe());
+        println!("  {}", pairing.split_text());
         for line in pairing.lines() {
             println!("  {line}");
         }

@@ -10,17 +10,15 @@ use crate::body::Model;
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
-use crate::decode::pairing::{DeviceOutput, PairingSides};
-use crate::decode::{Decoder, DecoderSignature, KeypointSlots, Pairing};
 use crate::geom::{Camera, Distortion};
 use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
 use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 
 use super::config::{
-    BackendChoice, CameraConfig, CameraSource, GraphConfig, KeypointsFrom, RigConfig,
-    SwitchingConfig,
+    BackendChoice, CameraConfig, CameraSource, KeypointsFrom, RigConfig, SwitchingConfig,
 };
+use super::decoders::DecoderChoice;
 use super::stage::decode::{FeatureStream, GraphDecode};
 use super::{CameraSetupError, GraphError, GraphStep, RunError};
 use crate::scene::{demo_rig, BodyRig, BodyScene};
@@ -33,7 +31,7 @@ pub struct BuiltGraph {
     pub decode: GraphDecode,
 }
 
-fn need_file(key: String, path: &Path) -> Result<(), RunError> {
+pub(super) fn need_file(key: String, path: &Path) -> Result<(), RunError> {
     if path.is_file() {
         Ok(())
     } else {
@@ -99,7 +97,7 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
     })
 }
 
-fn read_hef(i: usize, path: &Path) -> Result<hef::Hef, RunError> {
+pub(super) fn read_hef(i: usize, path: &Path) -> Result<hef::Hef, RunError> {
     need_file(format!("graph[{i}].hef"), path)?;
     let bad = |source: GraphError| RunError::Graph {
         key: format!("graph[{i}].hef"),
@@ -115,7 +113,11 @@ fn read_hef(i: usize, path: &Path) -> Result<hef::Hef, RunError> {
 /// # Errors
 /// [`RunError::MissingFile`] / [`RunError::Graph`] naming the HEF,
 /// [`RunError::GraphSetup`] naming the graph and the step.
-pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunError> {
+pub fn graphs(
+    rig: &RigConfig,
+    device: &Device,
+    choices: &[DecoderChoice],
+) -> Result<Vec<BuiltGraph>, RunError> {
     let mut out = Vec::new();
     for (i, g) in rig.graphs.iter().enumerate() {
         let hef = read_hef(i, &g.hef)?;
@@ -133,7 +135,7 @@ pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunEr
             .first()
             .ok_or_else(|| bad(GraphError::NoInput))?;
         let input_spec = InputSpec::from_stream(input).map_err(|e| bad(e.into()))?;
-        let pairing = pair_outputs(i, g, group, rig.decoder.keypoint_slots)?;
+        let pairing = super::decoders::pair(i, g, group, rig, &choices[i])?;
         let streams = pairing
             .pairs()
             .iter()
@@ -186,115 +188,6 @@ pub fn graphs(rig: &RigConfig, device: &Device) -> Result<Vec<BuiltGraph>, RunEr
         });
     }
     Ok(out)
-}
-
-/// Every graph's pairing of HEF outputs with decoder inputs, read from the files
-/// without opening a device, so a program can show it before a run starts.
-///
-/// # Errors
-/// As [`graphs`] for the HEF and the decoder ONNX.
-pub fn pairings(rig: &RigConfig) -> Result<Vec<Pairing>, RunError> {
-    rig.graphs
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let hef = read_hef(i, &g.hef)?;
-            let group = hef.network_groups.first().ok_or_else(|| RunError::Graph {
-                key: format!("graph[{i}].hef"),
-                path: g.hef.clone(),
-                source: Box::new(GraphError::NoNetworkGroup),
-            })?;
-            pair_outputs(i, g, group, rig.decoder.keypoint_slots)
-        })
-        .collect()
-}
-
-/// Pairs the HEF's outputs with the decoder's inputs by name (and `[graph.inputs]`).
-///
-/// # Errors
-/// [`RunError::Graph`] naming the decoder ONNX when its inputs cannot be read, or the
-/// `graph[i].inputs` key with both lists when they do not pair.
-fn pair_outputs(
-    i: usize,
-    g: &GraphConfig,
-    group: &hef::NetworkGroup,
-    rig_slots: Option<KeypointSlots>,
-) -> Result<Pairing, RunError> {
-    need_file(format!("graph[{i}].decoder_onnx"), &g.decoder_onnx)?;
-    let decoder_key = format!("graph[{i}].decoder_onnx");
-    let signature = DecoderSignature::read(&g.decoder_onnx).map_err(|e| RunError::Graph {
-        key: decoder_key.clone(),
-        path: g.decoder_onnx.clone(),
-        source: Box::new(e.into()),
-    })?;
-    if let (Some(want), Some(queries), Some(has)) =
-        (rig_slots, signature.queries, signature.keypoint_slots)
-    {
-        if want.count(queries) != has {
-            return Err(RunError::Graph {
-                key: decoder_key,
-                path: g.decoder_onnx.clone(),
-                source: Box::new(GraphError::KeypointSlots {
-                    configured: want,
-                    found: has,
-                    queries,
-                }),
-            });
-        }
-    }
-    let inputs = signature.inputs;
-    let key = format!("graph[{i}].inputs");
-    let bad = |source: GraphError| RunError::Graph {
-        key: key.clone(),
-        path: g.hef.clone(),
-        source: Box::new(source),
-    };
-    let mut outputs = Vec::with_capacity(group.outputs.len());
-    for s in &group.outputs {
-        let hef::StreamShape::Image {
-            height,
-            width,
-            features,
-        } = s.shape
-        else {
-            return Err(bad(GraphError::OutputShape {
-                stream: s.name.clone(),
-                shape: "an NMS output".into(),
-            }));
-        };
-        outputs.push(DeviceOutput {
-            stream: s.name.clone(),
-            height: height as usize,
-            width: width as usize,
-            channels: features as usize,
-        });
-    }
-    let sides = PairingSides {
-        hef: g.hef.clone(),
-        onnx: g.decoder_onnx.clone(),
-        key: key.clone(),
-    };
-    Pairing::by_name(&sides, &outputs, &inputs, &g.inputs).map_err(|e| bad(e.into()))
-}
-
-/// The decoder of every graph, loaded once per decoder thread.
-///
-/// # Errors
-/// [`RunError::MissingFile`] / [`RunError::Graph`] naming the decoder ONNX.
-pub fn decoders(rig: &RigConfig) -> Result<Vec<Box<dyn Decoder>>, RunError> {
-    let engine = rig.decoder.engine;
-    rig.graphs
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            need_file(format!("graph[{i}].decoder_onnx"), &g.decoder_onnx)?;
-            crate::decode::load(engine, &g.decoder_onnx).map_err(|e| RunError::Graph {
-                key: format!("graph[{i}].decoder_onnx"),
-                path: g.decoder_onnx.clone(),
-                source: Box::new(e.into()),
-            })
-        })
-        .collect()
 }
 
 /// The calibration of every camera: its file, else (synthetic cameras) a demo

@@ -110,6 +110,14 @@ pub enum GraphError {
     #[error(transparent)]
     Pairing(#[from] crate::decode::PairingError),
     #[error(
+        "no decoder_onnx, and no decoder can be generated for this HEF: its outputs ({outputs}) \
+         are neither the design split (features, cross_attn_features) nor the taps split \
+         (tap0..tap3), or its input is not square; set decoder_onnx"
+    )]
+    NoGeneratedDecoder { outputs: String },
+    #[error(transparent)]
+    Generate(crate::decode::graph::GraphError),
+    #[error(
         "the decoder runs the keypoint branch on {found} of its {queries} query slots; \
          decoder.keypoint_slots asks for {configured}: use a decoder built for it, or drop the key"
     )]

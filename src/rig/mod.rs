@@ -20,6 +20,7 @@
 pub mod alloc;
 pub mod build;
 pub mod config;
+pub mod decoders;
 pub mod error;
 pub mod report;
 pub mod run;

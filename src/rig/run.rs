@@ -31,6 +31,7 @@ use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
 use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
+use super::decoders::{self, DecoderChoice};
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CameraStatus, CaptureThread};
@@ -103,6 +104,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         .iter()
         .map(|d| d.pairing.clone())
         .collect();
+    let choices = parts.choices.clone();
     let model = parts.model_name;
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
@@ -119,6 +121,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         device: &device,
         infos: &infos,
         pairings: &pairings,
+        decoders: &choices,
         camera_status: &drained.camera_status,
         stats: &stats,
         run_time: waited.elapsed,
@@ -145,6 +148,8 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
 /// What a rig builds before anything runs.
 struct Parts {
     lanes: Vec<Lane>,
+    /// Per graph: the decoder ONNX that runs.
+    choices: Vec<DecoderChoice>,
     decode_info: Vec<GraphDecode>,
     preprocessors: Vec<Preprocessor>,
     /// Per camera: the index of its graph.
@@ -162,7 +167,8 @@ struct Parts {
 
 /// Builds the graphs, cameras, decoders, fitter and outputs `rig` names.
 fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result<Parts, RunError> {
-    let graphs = build::graphs(rig, device)?;
+    let choices = decoders::choose(rig)?;
+    let graphs = build::graphs(rig, device, &choices)?;
     let graph_of: Vec<usize> = rig
         .cameras
         .iter()
@@ -179,7 +185,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     let mut decoders = Vec::new();
     if !options.pipeline_only {
         for _ in 0..rig.decoder.threads.max(1) {
-            decoders.push(build::decoders(rig)?);
+            decoders.push(decoders::load(rig, &choices)?);
         }
     }
     let fitter = if options.pipeline_only {
@@ -213,6 +219,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .collect();
     Ok(Parts {
         lanes,
+        choices,
         decode_info,
         preprocessors,
         graph_of,

@@ -12,15 +12,16 @@ use crate::decode::Engine;
 impl RigConfig {
     /// The built-in demo rig: three synthetic body cameras at 288x288 and one
     /// face camera at 432x432, all at 120 fps, on the simulated Hailo-10H with
-    /// its real-time clock, the fixture HEFs and decoders in `fixtures_dir`, and
-    /// the embedded body model; the fit takes the scene's ground-truth 2D
-    /// keypoints with 2 px noise (the fixture decoders' weights are random).
+    /// its real-time clock, the fixture HEFs in `fixtures_dir`, the generated
+    /// real-width decoders (design split, keypoints for the top slot) and the
+    /// embedded body model; the fit takes the scene's ground-truth 2D keypoints
+    /// with 2 px noise (the decoders' weights are random).
     pub fn demo(fixtures_dir: &Path) -> RigConfig {
         let graph = |name: &str, side: u32| GraphConfig {
             name: name.into(),
             hef: fixtures_dir.join(format!("backbone_{side}.hef")),
             reference_onnx: None,
-            decoder_onnx: fixtures_dir.join(format!("decoder_{side}.onnx")),
+            decoder_onnx: None,
             inputs: Default::default(),
             batch: None,
             priority: default_priority(),

@@ -145,7 +145,9 @@ impl RigConfig {
         };
         for g in &mut self.graphs {
             fix(&mut g.hef);
-            fix(&mut g.decoder_onnx);
+            if let Some(p) = &mut g.decoder_onnx {
+                fix(p);
+            }
             if let Some(p) = &mut g.reference_onnx {
                 fix(p);
             }

@@ -64,8 +64,11 @@ pub struct GraphConfig {
     /// An ONNX of the same graph, run on the CPU by the simulator for real outputs.
     #[serde(default)]
     pub reference_onnx: Option<PathBuf>,
-    /// The host part of the model for this graph's features.
-    pub decoder_onnx: PathBuf,
+    /// The host part of the model for this graph's features. Without it the rig runs the
+    /// generated real-width RF-DETR host graph for the HEF's side and split (random
+    /// weights: real cost, meaningless keypoints).
+    #[serde(default)]
+    pub decoder_onnx: Option<PathBuf>,
     /// HEF outputs whose last name component is not the decoder input they feed:
     /// `"<HEF output>" = "<decoder input>"` (`[graph.inputs]`). Outputs and inputs of
     /// the same name pair without an entry.

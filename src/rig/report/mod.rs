@@ -43,6 +43,8 @@ pub struct RunFacts<'a> {
     pub infos: &'a [SourceInfo],
     /// Per graph: which HEF output fed which decoder input.
     pub pairings: &'a [crate::decode::Pairing],
+    /// Per graph: the decoder ONNX that ran.
+    pub decoders: &'a [crate::rig::decoders::DecoderChoice],
     pub camera_status: &'a [Arc<CameraStatus>],
     pub stats: &'a LiveStats,
     pub run_time: Duration,

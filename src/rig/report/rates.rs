@@ -82,6 +82,7 @@ pub(super) fn graphs(f: &RunFacts<'_>, secs: f64, device: &DeviceFigures) -> Vec
             let pairing = f.pairings.get(i);
             GraphReport {
                 name: g.name.clone(),
+                decoder: f.decoders.get(i).map_or("none".into(), |d| d.describe()),
                 split: pairing.map_or("not paired".into(), |p| p.split_text().to_owned()),
                 pairing: pairing.map(|p| p.lines()).unwrap_or_default(),
                 batch: rig.batch(g),

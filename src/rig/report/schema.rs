@@ -46,6 +46,8 @@ pub struct CameraReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphReport {
     pub name: String,
+    /// The decoder ONNX that ran: the rig's file, or the generated graph.
+    pub decoder: String,
     /// The device/host split the decoder is built for, in words.
     pub split: String,
     /// Which HEF output fed which decoder input: `output (g, g, C) -> input (1, C, g, g)`.
