@@ -464,3 +464,52 @@ mod on_onnx_runtime {
         assert!(engines <= 1e-3, "{engines}");
     }
 }
+
+#[test]
+#[ignore = "real width: generates and times the real graphs; run with --ignored --nocapture"]
+fn real_graphs_generation_and_tract_time() {
+    // Generation time, size and single-thread tract CPU time per run of the real design-split
+    // top-1 graphs (the build profile decides the time: quote release figures only).
+    let dir = tempfile::tempdir().unwrap();
+    for side in [288, 432] {
+        let g = HostGraph::real(side);
+        let t0 = std::time::Instant::now();
+        let path = cache::cached_in(dir.path(), &g).unwrap();
+        let generated = t0.elapsed();
+        let bytes = std::fs::read(&path).unwrap();
+        let model = tract_onnx::onnx()
+            .model_for_read(&mut &bytes[..])
+            .unwrap()
+            .into_optimized()
+            .unwrap()
+            .into_runnable()
+            .unwrap();
+        let feed: TVec<TValue> = inputs(&g, 5)
+            .into_iter()
+            .map(|(_, a)| a.into_tvalue())
+            .collect();
+        model.run(feed.clone()).unwrap();
+        let runs = 5;
+        let cpu0 = crate::geom::time::thread_cpu_ns();
+        for _ in 0..runs {
+            model.run(feed.clone()).unwrap();
+        }
+        let per_run = (crate::geom::time::thread_cpu_ns() - cpu0) as f64 / runs as f64 / 1e6;
+        eprintln!(
+            "real {side}: generated and cached in {:.2} s, {:.1} MB, tract 1 thread {per_run:.1} ms CPU per run ({})",
+            generated.as_secs_f64(),
+            bytes.len() as f64 / 1e6,
+            path.display()
+        );
+        if let Some(out) = std::env::var_os("HAILO_EDGE_GRAPH_OUT") {
+            std::fs::copy(&path, Path::new(&out).join(g.file_name())).unwrap();
+        }
+    }
+    // The reduced slot graphs as files, for a comparison in another engine.
+    if let Some(out) = std::env::var_os("HAILO_EDGE_GRAPH_OUT") {
+        for slots in [KeypointSlots::All, top(1), top(3)] {
+            let g = reduced(288, Split::Design, slots);
+            std::fs::write(Path::new(&out).join(g.file_name()), g.encode().unwrap()).unwrap();
+        }
+    }
+}
