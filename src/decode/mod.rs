@@ -17,6 +17,7 @@
 //! feature `ort`).
 
 pub mod engine;
+pub mod graph;
 pub mod input;
 pub mod keypoints;
 pub mod ops;

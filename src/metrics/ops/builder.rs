@@ -108,6 +108,19 @@ impl GraphBuilder {
         });
     }
 
+    /// Declares `tensor` as a float graph output of a known shape.
+    pub fn output_typed(&mut self, tensor: &str, shape: &[usize]) {
+        let dims: Vec<Dim> = shape.iter().map(|&d| Dim::Fixed(d)).collect();
+        self.graph.output.push(value_info(tensor, &dims));
+    }
+
+    /// Adds a float initializer holding `values` (row-major, `shape.iter().product()` long).
+    pub fn floats(&mut self, name: &str, shape: &[usize], values: &[f32]) -> String {
+        debug_assert_eq!(shape.iter().product::<usize>(), values.len());
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push_initializer(name, shape, DataType::Float, raw)
+    }
+
     /// Adds a float initializer filled with deterministic random values in `[-scale, scale)`.
     pub fn random(&mut self, name: &str, shape: &[usize], scale: f32) -> String {
         let len: usize = shape.iter().product();
@@ -167,6 +180,19 @@ impl GraphBuilder {
         attrs: &[(&str, Attr)],
     ) -> String {
         self.node_n(op, name, inputs, attrs, 1).remove(0)
+    }
+
+    /// Adds a node with one output named `output` (a graph output keeps its own name).
+    pub fn node_to(&mut self, op: &str, inputs: &[&str], attrs: &[(&str, Attr)], output: &str) {
+        self.counter += 1;
+        self.graph.node.push(pb::NodeProto {
+            name: output.to_owned(),
+            op_type: op.to_owned(),
+            input: inputs.iter().map(|s| (*s).to_owned()).collect(),
+            output: vec![output.to_owned()],
+            attribute: attrs.iter().map(|(n, a)| attribute(n, a)).collect(),
+            ..Default::default()
+        });
     }
 
     /// Adds a node with `outputs` outputs and returns their tensor names.
