@@ -55,8 +55,8 @@ def random_feeds(model, seed=0):
     return feeds
 
 
-def session(model, optimize=True, threads=1):
-    """A single-threaded, sequential CPU session on an in-memory model."""
+def session_options(threads=1, optimize=True):
+    """`threads` intra-op threads, one inter-op thread, sequential execution; all optimisations or none."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
@@ -65,6 +65,12 @@ def session(model, optimize=True, threads=1):
         ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     )
     opts.log_severity_level = 3
+    return opts
+
+
+def session(model, optimize=True, threads=1):
+    """A CPU session on an in-memory model (see `session_options`)."""
+    opts = session_options(threads, optimize)
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
