@@ -11,7 +11,8 @@ then ONNX Runtime (the `onnxruntime` package: CPU provider, `--threads` intra-op
 (1 by default), 1 inter-op thread, sequential, all optimisations) on the same file with
 the same kind of random inputs, and prints a table with the tract / ORT ratio of the
 medians. `--ort-only` skips the Rust bench. ORT figures are medians over `--runs` runs after
-`--warmup` runs: wall time and process CPU time (all threads of the process).
+`--warmup` runs, interleaved across the files: wall time and process CPU time (all threads of
+the process).
 
 Needs `pip install onnxruntime numpy` (tools/.venv).
 """
@@ -32,23 +33,33 @@ import onnx_graph  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
-def ort_time(path, runs, threads, warmup=5):
-    """(wall median, wall p90, process CPU median) in ms of one ORT session on `path`."""
+def ort_times(paths, runs, threads, warmup=5):
+    """{path: (wall median, wall p90, process CPU median)} in ms, one ORT session per file.
+
+    The runs are interleaved across the files (one run of each in turn), so that on a shared,
+    loaded machine every file sees the same load and the ratios between them stay fair.
+    """
     opts = onnx_graph.session_options(threads)
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    feeds = {i.name: rng.uniform(-1, 1, i.shape).astype(np.float32) for i in sess.get_inputs()}
-    for _ in range(warmup):
-        sess.run(None, feeds)
-    times, cpu = [], []
+    jobs = []
+    for path in paths:
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        feeds = {i.name: rng.uniform(-1, 1, i.shape).astype(np.float32) for i in sess.get_inputs()}
+        for _ in range(warmup):
+            sess.run(None, feeds)
+        jobs.append((path, sess, feeds, [], []))
     for _ in range(runs):
-        t, c = time.perf_counter(), time.process_time()
-        sess.run(None, feeds)
-        cpu.append((time.process_time() - c) * 1e3)
-        times.append((time.perf_counter() - t) * 1e3)
-    times.sort()
-    cpu.sort()
-    return times[len(times) // 2], times[round((len(times) - 1) * 0.9)], cpu[len(cpu) // 2]
+        for _, sess, feeds, times, cpu in jobs:
+            t, c = time.perf_counter(), time.process_time()
+            sess.run(None, feeds)
+            cpu.append((time.process_time() - c) * 1e3)
+            times.append((time.perf_counter() - t) * 1e3)
+    out = {}
+    for path, _, _, times, cpu in jobs:
+        times.sort()
+        cpu.sort()
+        out[path] = (times[len(times) // 2], times[round((len(times) - 1) * 0.9)], cpu[len(cpu) // 2])
+    return out
 
 
 def rust_rows(models, args):
@@ -82,8 +93,9 @@ def main():
     print(f"onnxruntime {ort.__version__}, {args.threads} thread(s){tract}; medians of {args.runs} runs")
     print(f"load average {load:.1f} on {os.cpu_count()} cores: wall time counts waiting for a core, CPU time does not")
     print(f"{'model':<36} {'engine':<22} {'wall ms':>8} {'p90 ms':>8} {'/ ORT':>6} {'CPU ms':>8} {'/ ORT':>6}")
+    figures = ort_times(models, args.runs, args.threads, args.warmup)
     for m in models:
-        med, p90, cpu = ort_time(m, args.runs, args.threads, args.warmup)
+        med, p90, cpu = figures[m]
         name = os.path.relpath(m, ROOT) if m.startswith(ROOT) else os.path.basename(m)
         print(f"{name:<36} {'onnxruntime':<22} {med:>8.1f} {p90:>8.1f} {1.0:>6.2f} {cpu:>8.1f} {1.0:>6.2f}")
         for r in rows:
