@@ -4,7 +4,8 @@
     tools/.venv/bin/python tools/compare_decoder_graphs.py A.onnx B.onnx [--tolerance 0.01]
 
 Validates a generated host graph (B) against the upstream cut (A, from cut_host_graph.py):
-- input and output names and shapes must be equal;
+- input and output names and shapes must be equal (as name -> shape maps: the runtime pairs
+  them by name, so the declaration order is only noted);
 - counts of the compute ops (MatMul, Gemm, Conv, GridSample, TopK, GatherElements, Softmax,
   LayerNormalization) are listed side by side;
 - MACs per op type, from shapes read off one ONNX Runtime run of each graph with every
@@ -100,10 +101,13 @@ class Profile:
 
 
 def interface_differences(a, b):
-    """Lines describing where the two graphs' inputs or outputs differ (empty when equal)."""
+    """Lines describing where the two graphs' inputs or outputs differ by name or shape.
+
+    The runtime pairs inputs and outputs by name, so their order is not a difference.
+    """
     lines = []
     for what, x, y in (("inputs", a.inputs, b.inputs), ("outputs", a.outputs, b.outputs)):
-        if x != y:
+        if {n: list(s) for n, s in x} != {n: list(s) for n, s in y}:
             lines.append(f"{what} differ: A {fmt_values(x)}; B {fmt_values(y)}")
     return lines
 
@@ -136,6 +140,9 @@ def report(a, b, tolerance, out):
     print(f"parameters: initializers A {a.params:,} B {b.params:,}; Constant nodes A {a.constants:,} B {b.constants:,}",
           file=out)
     problems = interface_differences(a, b)
+    for what, x, y in (("inputs", a.inputs, b.inputs), ("outputs", a.outputs, b.outputs)):
+        if not problems and x != y:
+            print(f"note: the {what} are declared in another order (they are paired by name)", file=out)
     if delta > tolerance:
         problems.append(f"per-frame MACs differ by {delta:.2%}, over the {tolerance:.2%} tolerance")
     for p in problems:

@@ -142,6 +142,23 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("MISMATCH: inputs differ", out)
 
+    def test_outputs_in_another_order_match_by_name(self):
+        a, b = layer_stack(2), layer_stack(2)
+        b.graph.node.append(helper.make_node("Identity", ["features"], ["echo"]))
+        a.graph.node.append(helper.make_node("Identity", ["features"], ["echo"]))
+        a.graph.output.append(helper.make_tensor_value_info("echo", F32, [T, D]))
+        b.graph.output.insert(0, helper.make_tensor_value_info("echo", F32, [T, D]))
+        code, out = compare_files(a, b)
+        self.assertEqual(code, 0, out)
+        self.assertIn("note: the outputs are declared in another order", out)
+
+    def test_an_output_of_another_shape_fails(self):
+        a, b = layer_stack(2), layer_stack(2)
+        b.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 1
+        code, out = compare_files(a, b)
+        self.assertEqual(code, 1, out)
+        self.assertIn("MISMATCH: outputs differ", out)
+
     def test_an_unreadable_file_is_named(self):
         with tempfile.TemporaryDirectory() as d:
             bad = os.path.join(d, "bad.onnx")
