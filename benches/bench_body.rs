@@ -3,7 +3,7 @@
 //! and the package's torch forward in one go and prints the ratios.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hailo_edge::body::{Model, Phenotype, Pose, Skeleton};
+use hailo_edge::body::{Model, Phenotype, Pose, Posed, Rest, Skeleton};
 use nalgebra::{Point3, Vector3};
 use std::hint::black_box;
 
@@ -22,6 +22,23 @@ fn test_pose(model: &Model) -> Pose {
     Pose::from_rotation_vectors(&vectors, Vector3::new(0.1, -0.2, 1.0))
 }
 
+/// Poses the bones and skins the whole mesh into `vertices`.
+fn mesh_forward(
+    model: &Model,
+    rest: &Rest,
+    pose: &Pose,
+    skeleton: &mut Skeleton,
+    vertices: &mut [Point3<f64>],
+) {
+    model
+        .skeleton_into(rest, black_box(pose), skeleton)
+        .expect("pose fits");
+    model
+        .skin_into(rest, skeleton, vertices)
+        .expect("mesh rest");
+    black_box(vertices);
+}
+
 fn bench(c: &mut Criterion) {
     let model = Model::embedded().expect("embedded model");
     let phenotype = Phenotype {
@@ -37,24 +54,16 @@ fn bench(c: &mut Criterion) {
     let mut skeleton = Skeleton::default();
     let mut vertices = vec![Point3::origin(); model.vertex_count()];
 
+    let mut posed = Posed::default();
     c.bench_function("body/keypoint_forward", |b| {
         b.iter(|| {
             model
-                .skeleton_into(&rest, black_box(&pose), &mut skeleton)
-                .expect("pose fits");
-            black_box(rest.keypoints.evaluate(&skeleton))
+                .keypoints_into(&rest, black_box(&pose), &mut posed)
+                .expect("pose fits")
         })
     });
     c.bench_function("body/mesh_forward", |b| {
-        b.iter(|| {
-            model
-                .skeleton_into(&rest, black_box(&pose), &mut skeleton)
-                .expect("pose fits");
-            model
-                .skin_into(&rest, &skeleton, &mut vertices)
-                .expect("mesh rest");
-            black_box(&vertices);
-        })
+        b.iter(|| mesh_forward(model, &rest, &pose, &mut skeleton, &mut vertices))
     });
     c.bench_function("body/rest_from_phenotype", |b| {
         b.iter(|| black_box(model.rest(black_box(&phenotype))))
@@ -65,13 +74,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("body/full_forward_with_phenotype", |b| {
         b.iter(|| {
             let rest = model.rest(black_box(&phenotype));
-            model
-                .skeleton_into(&rest, black_box(&pose), &mut skeleton)
-                .expect("pose fits");
-            model
-                .skin_into(&rest, &skeleton, &mut vertices)
-                .expect("mesh rest");
-            black_box(&vertices);
+            mesh_forward(model, &rest, &pose, &mut skeleton, &mut vertices)
         })
     });
 }

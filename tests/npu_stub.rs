@@ -24,49 +24,76 @@ use hailort_sys::hes_api;
 
 const T: Duration = Duration::from_secs(10);
 
-/// The table entries, each with how the safe API reports the stub's answer.
-/// The destructuring in [`every_field_is_listed`] fails to compile when the
-/// table gains an entry this list lacks.
-const ENTRIES: &[(&str, Surfaced)] = &[
-    ("get_library_version", Surfaced::Error),
-    ("get_status_message", Surfaced::Text),
-    ("last_error", Surfaced::Text),
-    ("scan_devices", Surfaced::HailoRtOnly),
-    ("vdevice_create", Surfaced::Error),
-    ("vdevice_release", Surfaced::LoggedInDrop),
-    ("vdevice_device_ids", Surfaced::FallsBack),
-    ("vdevice_performance_stats", Surfaced::Error),
-    ("vdevice_power", Surfaced::Error),
-    ("vdevice_chip_temperature", Surfaced::Error),
-    ("infer_model_create_from_file", Surfaced::Error),
-    ("infer_model_create_from_memory", Surfaced::Error),
-    ("infer_model_release", Surfaced::LoggedInDrop),
-    ("infer_model_name", Surfaced::Error),
-    ("infer_model_stream_count", Surfaced::Error),
-    ("infer_model_stream_info", Surfaced::Error),
-    ("infer_model_stream_quant_infos", Surfaced::Error),
-    ("infer_model_set_batch_size", Surfaced::Error),
-    ("infer_model_set_format_type", Surfaced::Error),
-    ("infer_model_set_format_order", Surfaced::Error),
-    ("infer_model_set_power_mode", Surfaced::Error),
-    ("infer_model_computational_ops", Surfaced::Error),
-    ("infer_model_configure", Surfaced::Error),
-    ("configured_model_release", Surfaced::LoggedInDrop),
-    ("configured_model_create_bindings", Surfaced::Error),
-    ("configured_model_run", Surfaced::Error),
-    ("configured_model_run_async", Surfaced::Error),
-    ("configured_model_wait_for_async_ready", Surfaced::Error),
-    ("configured_model_set_scheduler_priority", Surfaced::Error),
-    ("configured_model_set_scheduler_threshold", Surfaced::Error),
-    ("configured_model_set_scheduler_timeout", Surfaced::Error),
-    ("configured_model_activate", Surfaced::Error),
-    ("configured_model_deactivate", Surfaced::Error),
-    ("configured_model_shutdown", Surfaced::Error),
-    ("bindings_set_buffer", Surfaced::Error),
-    ("bindings_release", Surfaced::LoggedInDrop),
-    ("job_wait", Surfaced::FallsBack),
-    ("job_release", Surfaced::LoggedInDrop),
-];
+/// Declares the table entries once, each with how the safe API reports the stub's answer, and
+/// derives from that one list [`ENTRIES`], the exhaustive destructuring of
+/// [`every_field_is_listed`] (which fails to compile when the table gains an entry the list
+/// lacks) and the swap by name of [`sim_with_stub`].
+macro_rules! entries {
+    ($($field:ident => $surfaced:ident,)*) => {
+        const ENTRIES: &[(&str, Surfaced)] = &[$((stringify!($field), Surfaced::$surfaced),)*];
+
+        #[test]
+        fn every_field_is_listed() {
+            let hes_api {
+                abi_version: _,
+                $($field: _,)*
+            } = *hailort_sys::stub_api();
+            assert_eq!(ENTRIES.len(), 38);
+        }
+
+        /// The simulator's table with `entry` taken from the stub.
+        fn sim_with_stub(entry: &str) -> Api {
+            let mut table = *Api::sim().raw();
+            let stub = hailort_sys::stub_api();
+            match entry {
+                $(stringify!($field) => table.$field = stub.$field,)*
+                other => panic!("no table entry {other}"),
+            }
+            Api::from_raw(Box::leak(Box::new(table)), "sim+stub")
+        }
+    };
+}
+
+entries! {
+    get_library_version => Error,
+    get_status_message => Text,
+    last_error => Text,
+    scan_devices => HailoRtOnly,
+    vdevice_create => Error,
+    vdevice_release => LoggedInDrop,
+    vdevice_device_ids => FallsBack,
+    vdevice_performance_stats => Error,
+    vdevice_power => Error,
+    vdevice_chip_temperature => Error,
+    infer_model_create_from_file => Error,
+    infer_model_create_from_memory => Error,
+    infer_model_release => LoggedInDrop,
+    infer_model_name => Error,
+    infer_model_stream_count => Error,
+    infer_model_stream_info => Error,
+    infer_model_stream_quant_infos => Error,
+    infer_model_set_batch_size => Error,
+    infer_model_set_format_type => Error,
+    infer_model_set_format_order => Error,
+    infer_model_set_power_mode => Error,
+    infer_model_computational_ops => Error,
+    infer_model_configure => Error,
+    configured_model_release => LoggedInDrop,
+    configured_model_create_bindings => Error,
+    configured_model_run => Error,
+    configured_model_run_async => Error,
+    configured_model_wait_for_async_ready => Error,
+    configured_model_set_scheduler_priority => Error,
+    configured_model_set_scheduler_threshold => Error,
+    configured_model_set_scheduler_timeout => Error,
+    configured_model_activate => Error,
+    configured_model_deactivate => Error,
+    configured_model_shutdown => Error,
+    bindings_set_buffer => Error,
+    bindings_release => LoggedInDrop,
+    job_wait => FallsBack,
+    job_release => LoggedInDrop,
+}
 
 /// How a refusal of one entry reaches the user.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,107 +109,6 @@ enum Surfaced {
     Text,
     /// Only called on the HailoRT table (`scan_hailort`, `Backend::Auto`).
     HailoRtOnly,
-}
-
-#[test]
-fn every_field_is_listed() {
-    let hes_api {
-        abi_version: _,
-        get_library_version: _,
-        get_status_message: _,
-        last_error: _,
-        scan_devices: _,
-        vdevice_create: _,
-        vdevice_release: _,
-        vdevice_device_ids: _,
-        vdevice_performance_stats: _,
-        vdevice_power: _,
-        vdevice_chip_temperature: _,
-        infer_model_create_from_file: _,
-        infer_model_create_from_memory: _,
-        infer_model_release: _,
-        infer_model_name: _,
-        infer_model_stream_count: _,
-        infer_model_stream_info: _,
-        infer_model_stream_quant_infos: _,
-        infer_model_set_batch_size: _,
-        infer_model_set_format_type: _,
-        infer_model_set_format_order: _,
-        infer_model_set_power_mode: _,
-        infer_model_computational_ops: _,
-        infer_model_configure: _,
-        configured_model_release: _,
-        configured_model_create_bindings: _,
-        configured_model_run: _,
-        configured_model_run_async: _,
-        configured_model_wait_for_async_ready: _,
-        configured_model_set_scheduler_priority: _,
-        configured_model_set_scheduler_threshold: _,
-        configured_model_set_scheduler_timeout: _,
-        configured_model_activate: _,
-        configured_model_deactivate: _,
-        configured_model_shutdown: _,
-        bindings_set_buffer: _,
-        bindings_release: _,
-        job_wait: _,
-        job_release: _,
-    } = *hailort_sys::stub_api();
-    assert_eq!(ENTRIES.len(), 38);
-}
-
-/// The simulator's table with `entry` taken from the stub.
-fn sim_with_stub(entry: &str) -> Api {
-    let mut table = *Api::sim().raw();
-    let stub = hailort_sys::stub_api();
-    macro_rules! swap {
-        ($($field:ident),*) => {
-            match entry {
-                $(stringify!($field) => table.$field = stub.$field,)*
-                other => panic!("no table entry {other}"),
-            }
-        };
-    }
-    swap!(
-        get_library_version,
-        get_status_message,
-        last_error,
-        scan_devices,
-        vdevice_create,
-        vdevice_release,
-        vdevice_device_ids,
-        vdevice_performance_stats,
-        vdevice_power,
-        vdevice_chip_temperature,
-        infer_model_create_from_file,
-        infer_model_create_from_memory,
-        infer_model_release,
-        infer_model_name,
-        infer_model_stream_count,
-        infer_model_stream_info,
-        infer_model_stream_quant_infos,
-        infer_model_set_batch_size,
-        infer_model_set_format_type,
-        infer_model_set_format_order,
-        infer_model_set_power_mode,
-        infer_model_computational_ops,
-        infer_model_configure,
-        configured_model_release,
-        configured_model_create_bindings,
-        configured_model_run,
-        configured_model_run_async,
-        configured_model_wait_for_async_ready,
-        configured_model_set_scheduler_priority,
-        configured_model_set_scheduler_threshold,
-        configured_model_set_scheduler_timeout,
-        configured_model_activate,
-        configured_model_deactivate,
-        configured_model_shutdown,
-        bindings_set_buffer,
-        bindings_release,
-        job_wait,
-        job_release
-    );
-    Api::from_raw(Box::leak(Box::new(table)), "sim+stub")
 }
 
 /// The simulator cannot measure power or temperature: `NotSupported` is its

@@ -45,9 +45,10 @@ fn ident_at(text: &str) -> &str {
     &text[..end]
 }
 
-/// The table entries a wrapper source calls: `call!(api, entry(..))` and
-/// direct reads of the table (`raw().entry`, `self.raw.entry`). Whitespace
-/// is dropped first, so formatting does not matter.
+/// The table entries a wrapper source calls: `call!(api, entry(..))`, the
+/// declarations of `entries!` and direct reads of the table (`raw().entry`,
+/// `self.raw.entry`). Whitespace is dropped first for the calls and reads, so
+/// formatting does not matter there.
 fn called_entries(source: &str) -> BTreeSet<String> {
     let text: String = source.chars().filter(|c| !c.is_whitespace()).collect();
     let mut found = BTreeSet::new();
@@ -58,6 +59,21 @@ fn called_entries(source: &str) -> BTreeSet<String> {
         };
         let entry = ident_at(&rest[comma + 1..]);
         if rest[comma + 1 + entry.len()..].starts_with('(') && !entry.is_empty() {
+            found.insert(entry.to_string());
+        }
+    }
+    // Wrappers declared through `entries!`: `fn name = entry(..)`, one to a line.
+    for line in source.lines() {
+        let line = line.trim_start();
+        let line = ["release ", "stream "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p))
+            .unwrap_or(line);
+        let Some((_, after)) = line.strip_prefix("fn ").and_then(|d| d.split_once(" = ")) else {
+            continue;
+        };
+        let entry = ident_at(after);
+        if !entry.is_empty() && after[entry.len()..].starts_with('(') {
             found.insert(entry.to_string());
         }
     }

@@ -66,29 +66,28 @@ fn has_library(dir: &Path) -> bool {
 }
 
 fn find_include_dir() -> Option<PathBuf> {
-    if let Some(dir) = vars::get(vars::HAILORT_INCLUDE_DIR) {
-        return Some(PathBuf::from(dir)).filter(|d| has_header(d));
-    }
-    if let Some(root) = vars::get(vars::HAILORT_ROOT) {
-        return Some(Path::new(&root).join("include")).filter(|d| has_header(d));
-    }
-    STANDARD_INCLUDE_DIRS
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| has_header(d))
+    find_dir(
+        vars::HAILORT_INCLUDE_DIR,
+        "include",
+        STANDARD_INCLUDE_DIRS,
+        has_header,
+    )
 }
 
 fn find_lib_dir() -> Option<PathBuf> {
-    if let Some(dir) = vars::get(vars::HAILORT_LIB_DIR) {
-        return Some(PathBuf::from(dir)).filter(|d| has_library(d));
+    find_dir(vars::HAILORT_LIB_DIR, "lib", STANDARD_LIB_DIRS, has_library)
+}
+
+/// The directory that `holds` accepts: the one named by `var` when set, else `sub` under
+/// `HAILORT_ROOT` when that is set, else the first of the `standard` ones.
+fn find_dir(var: &str, sub: &str, standard: &[&str], holds: fn(&Path) -> bool) -> Option<PathBuf> {
+    if let Some(dir) = vars::get(var) {
+        return Some(PathBuf::from(dir)).filter(|d| holds(d));
     }
     if let Some(root) = vars::get(vars::HAILORT_ROOT) {
-        return Some(Path::new(&root).join("lib")).filter(|d| has_library(d));
+        return Some(Path::new(&root).join(sub)).filter(|d| holds(d));
     }
-    STANDARD_LIB_DIRS
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| has_library(d))
+    standard.iter().map(PathBuf::from).find(|d| holds(d))
 }
 
 #[cfg(not(feature = "hailort"))]

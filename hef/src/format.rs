@@ -175,34 +175,29 @@ impl RawHeader {
     /// The header as bytes; its length is the version's header length.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(MAX_HEADER_LEN);
-        out.extend_from_slice(&self.common.magic.to_be_bytes());
-        out.extend_from_slice(&self.common.version.to_be_bytes());
-        out.extend_from_slice(&self.common.proto_size.to_be_bytes());
+        // Appends each value, big-endian, in order.
+        macro_rules! put {
+            ($($v:expr),*) => {{
+                $(out.extend_from_slice(&$v.to_be_bytes());)*
+            }};
+        }
+        let common = &self.common;
+        put!(common.magic, common.version, common.proto_size);
         match self.tail {
             HeaderTail::V0 { reserved, md5 } => {
-                out.extend_from_slice(&reserved.to_be_bytes());
+                put!(reserved);
                 out.extend_from_slice(&md5);
             }
             HeaderTail::V1 {
                 crc,
                 ccws_size,
                 reserved,
-            } => {
-                out.extend_from_slice(&crc.to_be_bytes());
-                out.extend_from_slice(&ccws_size.to_be_bytes());
-                out.extend_from_slice(&reserved.to_be_bytes());
-            }
+            } => put!(crc, ccws_size, reserved),
             HeaderTail::V2 {
                 xxh3,
                 ccws_size,
-                reserved,
-            } => {
-                out.extend_from_slice(&xxh3.to_be_bytes());
-                out.extend_from_slice(&ccws_size.to_be_bytes());
-                for r in reserved {
-                    out.extend_from_slice(&r.to_be_bytes());
-                }
-            }
+                reserved: [r0, r1],
+            } => put!(xxh3, ccws_size, r0, r1),
             HeaderTail::V3 {
                 xxh3,
                 ccws_size_with_padding,
@@ -210,14 +205,14 @@ impl RawHeader {
                 additional_info_size,
                 proto_xxh3,
                 reserved,
-            } => {
-                out.extend_from_slice(&xxh3.to_be_bytes());
-                out.extend_from_slice(&ccws_size_with_padding.to_be_bytes());
-                out.extend_from_slice(&padding_size.to_be_bytes());
-                out.extend_from_slice(&additional_info_size.to_be_bytes());
-                out.extend_from_slice(&proto_xxh3.to_be_bytes());
-                out.extend_from_slice(&reserved.to_be_bytes());
-            }
+            } => put!(
+                xxh3,
+                ccws_size_with_padding,
+                padding_size,
+                additional_info_size,
+                proto_xxh3,
+                reserved
+            ),
         }
         out
     }

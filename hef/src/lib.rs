@@ -24,6 +24,20 @@
 
 #![warn(missing_docs)]
 
+/// Declares by-value builder setters: `name(arg: T) => field;` stores `arg` in `self.field` and
+/// returns the builder, so options chain.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $t:ty) => $field:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $arg: $t) -> Self {
+                self.$field = $arg;
+                self
+            }
+        )*
+    };
+}
+
 mod error;
 pub mod format;
 mod model;

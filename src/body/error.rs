@@ -47,3 +47,16 @@ pub enum BodyError {
     #[error("render: {0}")]
     Render(String),
 }
+
+impl From<super::model::kinematics::RigError> for BodyError {
+    fn from(e: super::model::kinematics::RigError) -> Self {
+        use super::model::kinematics::RigError;
+        match e {
+            RigError::PoseSize { expected, got } => BodyError::PoseSize { got, expected },
+            RigError::Invalid(what) => BodyError::Model {
+                source_name: "rig".into(),
+                what,
+            },
+        }
+    }
+}

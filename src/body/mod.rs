@@ -25,17 +25,23 @@
 //! For a phenotype, [`Model::rest`] gives the rest state [`Rest`]: heads `h_j`, rest
 //! orientations `R_j`, the constant reference orientations `U_j`, the reference offsets
 //! `o_c = q_c − q_p = U_p R_pᵀ (h_c − h_p)` (`o_c = h_c − h_0` under the root), and the folded
-//! keypoint terms. A [`Pose`] holds one rotation `D_j` per bone (world-aligned axes, relative to
-//! the reference orientation) and the root translation `d`. [`Model::skeleton`] computes
+//! keypoint terms, with the rig they make ([`Rest::rig`], a [`KeypointRig`]). A [`Pose`] holds
+//! one rotation `D_j` per bone (world-aligned axes, relative to the reference orientation) and
+//! the root translation `d`. [`KeypointRig::forward`], the one forward kinematics of the model
+//! and of the fit, computes
 //!
 //! - `W_0 = [U_0ᵀ D_0 U_0 | U_0ᵀ d]`, `W_c = W_p · [U_pᵀ D_c U_c | U_pᵀ o_c]` (world pose of bone
-//!   c, its translation being the posed head): [`Skeleton::heads`], [`Skeleton::frames`]
+//!   c, its translation being the posed head): [`Posed::heads`], [`Posed::frames`]
 //!   (`E_c = W_c.rot U_cᵀ = E_p D_c`) and [`Skeleton::world_pose`];
-//! - `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`, in [`Skeleton::skinning`].
+//! - the keypoints from the frames and heads ([`Posed::keypoints`]);
+//!
+//! and [`Model::skeleton`] adds `G_c = W_c.rot R_cᵀ`, `t_c = W_c.pos − G_c h_c`, in
+//! [`Skeleton::skinning`], for the mesh.
 //!
 //! Vertices are `v' = Σ_i w_vi (G_{b_vi} X_v + t_{b_vi})` (9 influences per vertex), and the 23
 //! keypoints are exactly `kp_k = Σ_j (G_j a_kj + b_kj t_j)` over the non-zero pairs in
-//! [`Rest::keypoints`] ([`KeypointTerms`]). Rotating bone i's world frame by `exp([ω])` about its
+//! [`Rest::keypoints`] ([`KeypointTerms`]), which the rig evaluates as
+//! `Σ_j (E_j l_kj + b_kj o_j)` with the shape-fixed `l_kj = U_j R_jᵀ (a_kj − b_kj h_j)`. Rotating bone i's world frame by `exp([ω])` about its
 //! posed head moves every point it drives by `ω × (p − head_i)`; the update in pose terms is
 //! `D_i ← E_pᵀ exp([ω]) E_p D_i` with `E_p = W_p.rot U_pᵀ`.
 //!
@@ -64,7 +70,7 @@ pub mod triangulate;
 
 pub use error::BodyError;
 pub use model::keypoints::{KeypointTerm, KeypointTerms};
-pub use model::kinematics::{Pose, PoseJson, Rigid, Skeleton};
+pub use model::kinematics::{KeypointRig, Pose, PoseJson, Posed, RigError, Rigid, Skeleton};
 pub use model::phenotype::Phenotype;
 pub use model::rest::Rest;
 pub use model::{Model, KEYPOINT_COUNT};

@@ -96,10 +96,10 @@ pub struct RecordedCamera {
     pub calibration: Option<Camera>,
 }
 
-/// Why recording failed.
+/// Why an MCAP file could not be read or written, naming the file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RecordError {
+pub enum McapFileError {
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -112,6 +112,14 @@ pub enum RecordError {
         #[source]
         source: mcap::McapError,
     },
+}
+
+/// Why recording failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    #[error(transparent)]
+    File(#[from] McapFileError),
     #[error("{}: frame from {camera}, which is not one of the recorded cameras", path.display())]
     UnknownCamera {
         path: PathBuf,
@@ -143,11 +151,11 @@ impl Recorder {
     /// # Errors
     /// [`RecordError`] naming the file.
     pub fn create(path: &Path, cameras: &[RecordedCamera]) -> Result<Self, RecordError> {
-        let io = |source| RecordError::Io {
+        let io = |source| McapFileError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let mc = |source| RecordError::Mcap {
+        let mc = |source| McapFileError::Mcap {
             path: path.to_path_buf(),
             source,
         };
@@ -259,9 +267,9 @@ impl Recorder {
     ///
     /// # Errors
     /// [`RecordError::UnknownCamera`] for a camera not declared at creation,
-    /// [`RecordError::Mcap`] when writing fails.
+    /// [`McapFileError::Mcap`] when writing fails.
     pub fn write(&mut self, frame: &Frame) -> Result<(), RecordError> {
-        let mc = |source| RecordError::Mcap {
+        let mc = |source| McapFileError::Mcap {
             path: self.path.clone(),
             source,
         };
@@ -306,7 +314,7 @@ impl Recorder {
             timestamp_source: Cow::Borrowed(frame.timestamp_source.name()),
         };
         self.json.clear();
-        serde_json::to_writer(&mut self.json, &msg).map_err(|e| RecordError::Io {
+        serde_json::to_writer(&mut self.json, &msg).map_err(|e| McapFileError::Io {
             path: self.path.clone(),
             source: e.into(),
         })?;
@@ -328,14 +336,14 @@ impl Recorder {
     /// [`Recorder::write_json`].
     ///
     /// # Errors
-    /// [`RecordError::Mcap`] when the channel cannot be added.
+    /// [`McapFileError::Mcap`] when the channel cannot be added.
     pub fn add_json_channel(
         &mut self,
         topic: &str,
         schema_name: &str,
         schema: &str,
     ) -> Result<u16, RecordError> {
-        let mc = |source| RecordError::Mcap {
+        let mc = |source| McapFileError::Mcap {
             path: self.path.clone(),
             source,
         };
@@ -343,16 +351,17 @@ impl Recorder {
             .writer
             .add_schema(schema_name, "jsonschema", schema.as_bytes())
             .map_err(mc)?;
-        self.writer
+        Ok(self
+            .writer
             .add_channel(id, topic, "json", &BTreeMap::new())
-            .map_err(mc)
+            .map_err(mc)?)
     }
 
     /// Writes one JSON message, logged at `log_time_ns`, on a channel from
     /// [`Recorder::add_json_channel`].
     ///
     /// # Errors
-    /// [`RecordError::Mcap`] when writing fails.
+    /// [`McapFileError::Mcap`] when writing fails.
     pub fn write_json(
         &mut self,
         channel: u16,
@@ -368,10 +377,11 @@ impl Recorder {
         };
         self.writer
             .write_to_known_channel(&header, json)
-            .map_err(|source| RecordError::Mcap {
+            .map_err(|source| McapFileError::Mcap {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        Ok(())
     }
 
     /// Frames written so far.
@@ -382,9 +392,9 @@ impl Recorder {
     /// Writes the summary and closes the file.
     ///
     /// # Errors
-    /// [`RecordError::Mcap`] when the summary cannot be written.
+    /// [`McapFileError::Mcap`] when the summary cannot be written.
     pub fn finish(mut self) -> Result<u64, RecordError> {
-        self.writer.finish().map_err(|source| RecordError::Mcap {
+        self.writer.finish().map_err(|source| McapFileError::Mcap {
             path: self.path.clone(),
             source,
         })?;

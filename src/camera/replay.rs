@@ -15,7 +15,7 @@ use base64::Engine;
 
 use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
-use super::record::ImageMessage;
+use super::record::{ImageMessage, McapFileError};
 use super::source::{Source, SourceError, SourceInfo};
 use crate::geom::Camera;
 
@@ -32,18 +32,8 @@ pub enum Pacing {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{}: MCAP: {source}", path.display())]
-    Mcap {
-        path: PathBuf,
-        #[source]
-        source: mcap::McapError,
-    },
+    #[error(transparent)]
+    File(#[from] McapFileError),
     #[error("{}: channel {topic}: {what}", path.display())]
     Channel {
         path: PathBuf,
@@ -82,11 +72,11 @@ impl Recording {
     /// # Errors
     /// [`ReplayError`] naming the file and, for a malformed channel, its topic.
     pub fn open(path: &Path) -> Result<Arc<Self>, ReplayError> {
-        let bytes = std::fs::read(path).map_err(|source| ReplayError::Io {
+        let bytes = std::fs::read(path).map_err(|source| McapFileError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let mc = |source| ReplayError::Mcap {
+        let mc = |source| McapFileError::Mcap {
             path: path.to_path_buf(),
             source,
         };

@@ -17,34 +17,37 @@ pub struct InstalledFile {
     pub mode: u32,
 }
 
+/// An installed file from its destination folder, its name there and in `udev/` (whose copy is
+/// embedded at build time), and its mode.
+macro_rules! installed {
+    ($dir:literal, $file:literal, $mode:literal) => {
+        InstalledFile {
+            dest: concat!($dir, $file),
+            contents: include_str!(concat!("../../udev/", $file)),
+            mode: $mode,
+        }
+    };
+}
+
 /// The PCIe device-node rule.
-pub const NODE_RULES: InstalledFile = InstalledFile {
-    dest: "/etc/udev/rules.d/60-hailo-edge.rules",
-    contents: include_str!("../../udev/60-hailo-edge.rules"),
-    mode: 0o644,
-};
+pub const NODE_RULES: InstalledFile =
+    installed!("/etc/udev/rules.d/", "60-hailo-edge.rules", 0o644);
 
 /// The rule naming the USB gadget `usbnet0`.
-pub const USBNET_RULES: InstalledFile = InstalledFile {
-    dest: "/etc/udev/rules.d/70-hailo-usbnet.rules",
-    contents: include_str!("../../udev/70-hailo-usbnet.rules"),
-    mode: 0o644,
-};
+pub const USBNET_RULES: InstalledFile =
+    installed!("/etc/udev/rules.d/", "70-hailo-usbnet.rules", 0o644);
 
 /// The systemd-networkd unit for `usbnet0`.
-pub const NETWORKD_UNIT: InstalledFile = InstalledFile {
-    dest: "/etc/systemd/network/70-hailo-usbnet0.network",
-    contents: include_str!("../../udev/70-hailo-usbnet0.network"),
-    mode: 0o644,
-};
+pub const NETWORKD_UNIT: InstalledFile =
+    installed!("/etc/systemd/network/", "70-hailo-usbnet0.network", 0o644);
 
 /// The NetworkManager keyfile for `usbnet0` (NetworkManager ignores keyfiles
 /// that others can read).
-pub const NM_KEYFILE: InstalledFile = InstalledFile {
-    dest: "/etc/NetworkManager/system-connections/hailo-usbnet0.nmconnection",
-    contents: include_str!("../../udev/hailo-usbnet0.nmconnection"),
-    mode: 0o600,
-};
+pub const NM_KEYFILE: InstalledFile = installed!(
+    "/etc/NetworkManager/system-connections/",
+    "hailo-usbnet0.nmconnection",
+    0o600
+);
 
 /// Everything `udev/install.sh` installs.
 pub const ALL: [InstalledFile; 4] = [NODE_RULES, USBNET_RULES, NETWORKD_UNIT, NM_KEYFILE];

@@ -27,6 +27,11 @@ fn invalid(field: String, expected: &'static str, found: impl ToString) -> HefEr
     }
 }
 
+/// A field that must be present and is not.
+fn absent(field: String, expected: &'static str) -> HefErrorKind {
+    invalid(field, expected, "none")
+}
+
 /// The parts of a core op the listing reads, whichever message holds them.
 struct CoreOpView<'a> {
     metadata: Option<&'a proto::ProtoHefNetworkGroupMetadata>,
@@ -70,7 +75,7 @@ pub(crate) fn build(
     let header = message
         .header
         .as_ref()
-        .ok_or_else(|| invalid("header".into(), "a ProtoHEFHeader", "none"))?;
+        .ok_or_else(|| absent("header".into(), "a ProtoHEFHeader"))?;
     let (required, optional): (BTreeSet<u32>, BTreeSet<u32>) = if header.version > 0 {
         for e in &message.extensions {
             if !ext::is_known_required(e.type_index) {
@@ -171,10 +176,9 @@ fn network_group(
             .enumerate()
             .find_map(|(k, op)| op.core_op.as_ref().map(|c| (k, c)))
             .ok_or_else(|| {
-                invalid(
+                absent(
                     format!("{path}.ops"),
                     "an op holding a core_op (HAILO_NET_FLOW is set)",
-                    "none",
                 )
             })?;
         let op_path = format!("{path}.ops[{k}].core_op");
@@ -184,10 +188,9 @@ fn network_group(
                 .first()
                 .and_then(|p| p.core_op.as_deref())
                 .ok_or_else(|| {
-                    invalid(
+                    absent(
                         format!("{op_path}.partial_core_ops"),
                         "a partial core op (multi-layout arch)",
-                        "none",
                     )
                 })?;
             CoreOpView::of_core_op(partial, format!("{op_path}.partial_core_ops[0].core_op"))
@@ -264,10 +267,9 @@ fn network_group(
                     &ctx,
                 )?),
                 None => {
-                    return Err(invalid(
+                    return Err(absent(
                         format!("{lpath}.edge"),
                         "layer_info, layer_mux or layer_planes",
-                        "none",
                     ))
                 }
             }
@@ -358,10 +360,9 @@ fn expand_mux(
                 ctx,
             )?),
             None => {
-                return Err(invalid(
+                return Err(absent(
                     format!("{ppath}.edge"),
                     "layer_info, layer_mux or layer_planes",
-                    "none",
                 ))
             }
         }
@@ -396,13 +397,10 @@ fn stream(
     path: &str,
     ctx: &StreamContext,
 ) -> Result<StreamInfo, HefErrorKind> {
-    let base = info.edge_layer_base.as_ref().ok_or_else(|| {
-        invalid(
-            format!("{path}.edge_layer_base"),
-            "an edge layer base",
-            "none",
-        )
-    })?;
+    let base = info
+        .edge_layer_base
+        .as_ref()
+        .ok_or_else(|| absent(format!("{path}.edge_layer_base"), "an edge layer base"))?;
     let device = device_order(base.format).ok_or_else(|| {
         invalid(
             format!("{path}.edge_layer_base.format"),
@@ -427,10 +425,9 @@ fn stream(
             .as_ref()
             .and_then(|a| a.nms_info.as_ref())
             .ok_or_else(|| {
-                invalid(
+                absent(
                     format!("{path}.edge_layer_base.additional_info.nms_info"),
                     "NMS info for an NMS layer",
-                    "none",
                 )
             })?;
         let too_big = |field: &str, v: u64| {

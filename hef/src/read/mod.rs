@@ -55,17 +55,12 @@ impl ReaderOptions {
         Self::default()
     }
 
-    /// Whether to verify the header checksum. Without it the reader touches
-    /// only the header and the protobuf, never the code words.
-    pub fn verify_checksum(mut self, yes: bool) -> Self {
-        self.verify_checksum = yes;
-        self
-    }
-
-    /// The largest protobuf payload accepted, in bytes.
-    pub fn max_proto_size(mut self, bytes: u64) -> Self {
-        self.max_proto_size = bytes;
-        self
+    setters! {
+        /// Whether to verify the header checksum. Without it the reader touches
+        /// only the header and the protobuf, never the code words.
+        verify_checksum(yes: bool) => verify_checksum;
+        /// The largest protobuf payload accepted, in bytes.
+        max_proto_size(bytes: u64) => max_proto_size;
     }
 
     /// Reads a HEF held in memory.

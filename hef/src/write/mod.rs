@@ -81,51 +81,26 @@ impl<'a> HefBuilder<'a> {
         }
     }
 
-    /// Writes this header version instead of the model's (the file then
-    /// reads back with this version).
-    pub fn version(mut self, version: HeaderVersion) -> Self {
-        self.version = version;
-        self
-    }
-
-    /// Bytes of the code-word section (fake weights). Version 0 has no such
-    /// section; [`build`](Self::build) refuses non-empty code words there.
-    pub fn ccw_bytes(mut self, bytes: Vec<u8>) -> Self {
-        self.ccws = bytes;
-        self
-    }
-
-    /// Bytes of the v3 additional-info section (external resources).
-    pub fn additional_info(mut self, bytes: Vec<u8>) -> Self {
-        self.additional_info = bytes;
-        self
-    }
-
-    /// v3 only: store a protobuf-only XXH3 (`proto_xxh3`), which makes
-    /// HailoRT check only the protobuf at open time.
-    pub fn proto_only_hash(mut self, yes: bool) -> Self {
-        self.proto_only_hash = yes;
-        self
-    }
-
-    /// Whether the core op is written as a net-flow op (extension 13) or in
-    /// the legacy network-group fields.
-    pub fn net_flow(mut self, yes: bool) -> Self {
-        self.net_flow = yes;
-        self
-    }
-
-    /// Joins each group's outputs into one MUX edge layer (the reader lists
-    /// the MUX's predecessors).
-    pub fn mux_outputs(mut self, yes: bool) -> Self {
-        self.mux_outputs = yes;
-        self
-    }
-
-    /// The header timestamp (default 0, for reproducible files).
-    pub fn timestamp(mut self, seconds: u64) -> Self {
-        self.timestamp = seconds;
-        self
+    setters! {
+        /// Writes this header version instead of the model's (the file then
+        /// reads back with this version).
+        version(version: HeaderVersion) => version;
+        /// Bytes of the code-word section (fake weights). Version 0 has no such
+        /// section; [`build`](Self::build) refuses non-empty code words there.
+        ccw_bytes(bytes: Vec<u8>) => ccws;
+        /// Bytes of the v3 additional-info section (external resources).
+        additional_info(bytes: Vec<u8>) => additional_info;
+        /// v3 only: store a protobuf-only XXH3 (`proto_xxh3`), which makes
+        /// HailoRT check only the protobuf at open time.
+        proto_only_hash(yes: bool) => proto_only_hash;
+        /// Whether the core op is written as a net-flow op (extension 13) or in
+        /// the legacy network-group fields.
+        net_flow(yes: bool) => net_flow;
+        /// Joins each group's outputs into one MUX edge layer (the reader lists
+        /// the MUX's predecessors).
+        mux_outputs(yes: bool) => mux_outputs;
+        /// The header timestamp (default 0, for reproducible files).
+        timestamp(seconds: u64) => timestamp;
     }
 
     /// Adds a required extension by index, known or not (for tests of refusal).

@@ -3,10 +3,10 @@
 
 use super::calibrate::ShapeModel;
 use super::fitter::PoseFitter;
-use super::keypoint_rig::KeypointRig;
 use super::{FitConfig, FitError};
 use crate::body::limits::{rom, JointLimit};
-use crate::body::{KeypointTerm, Model, Phenotype, Rest, KEYPOINT_COUNT};
+use crate::body::KeypointRig;
+use crate::body::{Model, Phenotype, Rest};
 use crate::geom::Camera;
 
 /// The bones the per-frame fit moves: those that place the 23 COCO keypoints. Twist bones,
@@ -35,33 +35,22 @@ pub const ACTIVE_BONES: [&str; 17] = [
 /// The fit rig of `model` at a rest state.
 ///
 /// # Errors
-/// [`FitError::Rig`] when the model's arrays are inconsistent.
+/// [`FitError::Rig`] when the rest state is not `model`'s or the root's reference orientation
+/// is not the identity (the fit's Jacobian takes the root translation in world axes).
 pub fn rig_from_rest(model: &Model, rest: &Rest) -> Result<KeypointRig, FitError> {
-    let parents = model
-        .parents()
-        .iter()
-        .map(|&p| usize::try_from(p).ok())
-        .collect();
-    let terms: Vec<KeypointTerm> = rest
-        .keypoints
-        .terms
-        .iter()
-        .map(|t| KeypointTerm {
-            keypoint: t.keypoint,
-            bone: t.bone,
-            a: t.a,
-            b: t.b,
-        })
-        .collect();
-    KeypointRig::new(
-        model.bone_labels().to_vec(),
-        parents,
-        rest.heads.iter().map(|h| (*h).into()).collect(),
-        rest.orientations.clone(),
-        rest.reference.clone(),
-        &terms,
-        KEYPOINT_COUNT,
-    )
+    if rest.rig.names() != model.bone_labels() {
+        return Err(FitError::Rig(format!(
+            "the rest state has {} bones, the model {}",
+            rest.rig.bones(),
+            model.bone_count()
+        )));
+    }
+    if !rest.rig.root_is_reference() {
+        return Err(FitError::Rig(
+            "the root's reference orientation must be the identity".into(),
+        ));
+    }
+    Ok(rest.rig.clone())
 }
 
 /// The model's keypoint-only rest state (tens of microseconds, which makes calibration cheap),
@@ -218,7 +207,9 @@ mod tests {
         }
         let mut posed = Posed::default();
         rig.forward(&pose, &mut posed).unwrap();
-        let theirs = model.keypoints(&rest, &pose).unwrap();
+        // The model's keypoints through the skinning transforms, `sum_j G_j a_kj + b_kj t_j`.
+        let skeleton = model.skeleton(&rest, &pose).unwrap();
+        let theirs = rest.keypoints.evaluate(&skeleton);
         let err = posed
             .keypoints
             .iter()

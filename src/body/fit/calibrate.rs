@@ -8,10 +8,10 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::fitter::PoseFitter;
-use super::keypoint_rig::{KeypointRig, Posed};
 use super::FitError;
 use crate::body::triangulate::Observation;
 use crate::body::Pose;
+use crate::body::{KeypointRig, Posed};
 
 /// A body model whose rig depends on a few shape parameters.
 pub trait ShapeModel {

@@ -2,13 +2,13 @@
 
 use nalgebra::{Isometry3, Matrix3, Point3, Rotation3, Translation3, UnitQuaternion, Vector3};
 
-use super::keypoint_rig::{KeypointRig, Posed};
 use super::lm::Report;
 use super::problem::{FrameProblem, Target};
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
 use crate::body::triangulate::{triangulate, Observation};
 use crate::body::Pose;
+use crate::body::{KeypointRig, Posed};
 use crate::geom::Camera;
 
 /// Produces mesh vertices for a pose (for example the full ANNY forward), when wanted.
@@ -215,14 +215,9 @@ impl PoseFitter {
             [Some(last), before] => {
                 let prediction = self.predict(last, before.as_ref());
                 let lm = self.config.lm;
-                let mut problem = FrameProblem::new(
-                    &self.rig,
-                    &self.limits,
-                    &self.active,
-                    &self.slot_of,
+                let mut problem = self.problem(
                     Target::Views(&self.cameras, observations),
                     Some(&prediction),
-                    &self.config,
                 );
                 let (pose, report) = lm.minimize(&mut problem, prediction.clone())?;
                 (pose, report, false)
@@ -236,6 +231,20 @@ impl PoseFitter {
         // A frame fitted without a time makes the times of the history unknown.
         self.history_s = [None, None];
         self.output(pose, report, cold, observations)
+    }
+
+    /// The fit problem of this fitter's rig, limits and settings for `target`, with an optional
+    /// temporal prior.
+    fn problem<'a>(&'a self, target: Target<'a>, prior: Option<&'a Pose>) -> FrameProblem<'a> {
+        FrameProblem::new(
+            &self.rig,
+            &self.limits,
+            &self.active,
+            &self.slot_of,
+            target,
+            prior,
+            &self.config,
+        )
     }
 
     /// Constant-velocity prediction from the last two poses, held in the limits.
@@ -269,25 +278,9 @@ impl PoseFitter {
             .lm
             .with_max_iterations(self.config.cold_iterations)
             .and_then(|l| l.with_ftol(1e-4))?;
-        let mut stage1 = FrameProblem::new(
-            &self.rig,
-            &self.limits,
-            &self.active,
-            &self.slot_of,
-            Target::Points(&points),
-            None,
-            &self.config,
-        );
+        let mut stage1 = self.problem(Target::Points(&points), None);
         let (pose, r1) = lm.minimize(&mut stage1, start)?;
-        let mut stage2 = FrameProblem::new(
-            &self.rig,
-            &self.limits,
-            &self.active,
-            &self.slot_of,
-            Target::Views(&self.cameras, observations),
-            None,
-            &self.config,
-        );
+        let mut stage2 = self.problem(Target::Views(&self.cameras, observations), None);
         let (pose, mut r2) = lm.minimize(&mut stage2, pose)?;
         log::debug!("cold start: 3D stage {r1:?}, 2D stage {r2:?}");
         r2.iterations += r1.iterations;

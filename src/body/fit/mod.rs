@@ -11,16 +11,18 @@
 pub mod anny;
 mod calibrate;
 mod fitter;
-mod keypoint_rig;
+mod jacobian;
 pub mod lm;
 mod problem;
 
+pub use crate::body::model::kinematics::{KeypointRig, Posed};
 pub use calibrate::{Calibration, ShapeModel};
 pub use fitter::{FitOutput, PoseFitter, WARM_START_GAP_S};
-pub use keypoint_rig::{retract, KeypointRig, Posed};
+pub use jacobian::retract;
 pub use lm::{LevenbergMarquardt, Report, TerminationReason};
 
 use crate::body::limits::rom::RomError;
+use crate::body::model::kinematics::RigError;
 use crate::body::triangulate::{TriangulationConfig, TriangulationError};
 
 /// Why a fit could not run.
@@ -86,6 +88,15 @@ pub enum FitError {
     Limits(#[from] RomError),
 }
 
+impl From<RigError> for FitError {
+    fn from(e: RigError) -> Self {
+        match e {
+            RigError::Invalid(what) => FitError::Rig(what),
+            RigError::PoseSize { expected, got } => FitError::PoseSize { expected, got },
+        }
+    }
+}
+
 /// Fit settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FitConfig {
@@ -131,6 +142,31 @@ fn positive(field: &'static str, v: f64) -> Result<f64, FitError> {
     }
 }
 
+fn unit_interval(field: &'static str, v: f64) -> Result<f64, FitError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(FitError::BadSetting {
+            field,
+            value: v,
+            expected: "a value in [0, 1]",
+        })
+    }
+}
+
+/// Declares checked setters of `f64` settings: `with_x => x, check;` stores `check("x", v)?`.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident => $field:ident, $check:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, v: f64) -> Result<Self, FitError> {
+                self.$field = $check(stringify!($field), v)?;
+                Ok(self)
+            }
+        )*
+    };
+}
+
 fn non_negative(field: &'static str, v: f64) -> Result<f64, FitError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
@@ -169,67 +205,39 @@ impl FitConfig {
         Ok(self)
     }
 
-    /// Huber threshold in pixels (default 4): larger residuals count linearly.
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] unless positive.
-    pub fn with_huber_px(mut self, v: f64) -> Result<Self, FitError> {
-        self.huber_px = positive("huber_px", v)?;
-        Ok(self)
-    }
-
-    /// Detections below this confidence are ignored (default 0.2).
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] outside [0, 1].
-    pub fn with_min_confidence(mut self, v: f64) -> Result<Self, FitError> {
-        if !(0.0..=1.0).contains(&v) {
-            return Err(FitError::BadSetting {
-                field: "min_confidence",
-                value: v,
-                expected: "a value in [0, 1]",
-            });
-        }
-        self.min_confidence = v;
-        Ok(self)
-    }
-
-    /// Temporal prior weight, in pixels per radian of deviation from the prediction (default 60;
-    /// 0 disables it).
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] when negative.
-    pub fn with_temporal_weight(mut self, v: f64) -> Result<Self, FitError> {
-        self.temporal_weight = non_negative("temporal_weight", v)?;
-        Ok(self)
-    }
-
-    /// Temporal prior on the root translation, in pixels per metre (default 100).
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] when negative.
-    pub fn with_temporal_translation_weight(mut self, v: f64) -> Result<Self, FitError> {
-        self.temporal_translation_weight = non_negative("temporal_translation_weight", v)?;
-        Ok(self)
-    }
-
-    /// Weak prior towards the reference pose, in pixels per radian (default 1); it settles
-    /// rotations the keypoints do not observe, such as twist bones.
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] when negative.
-    pub fn with_rest_weight(mut self, v: f64) -> Result<Self, FitError> {
-        self.rest_weight = non_negative("rest_weight", v)?;
-        Ok(self)
-    }
-
-    /// Weight of 3D residuals in the cold start, in pixels per metre (default 250).
-    ///
-    /// # Errors
-    /// [`FitError::BadSetting`] unless positive.
-    pub fn with_point_weight(mut self, v: f64) -> Result<Self, FitError> {
-        self.point_weight = positive("point_weight", v)?;
-        Ok(self)
+    setters! {
+        /// Huber threshold in pixels (default 4): larger residuals count linearly.
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] unless positive.
+        with_huber_px => huber_px, positive;
+        /// Detections below this confidence are ignored (default 0.2).
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] outside [0, 1].
+        with_min_confidence => min_confidence, unit_interval;
+        /// Temporal prior weight, in pixels per radian of deviation from the prediction (default 60;
+        /// 0 disables it).
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] when negative.
+        with_temporal_weight => temporal_weight, non_negative;
+        /// Temporal prior on the root translation, in pixels per metre (default 100).
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] when negative.
+        with_temporal_translation_weight => temporal_translation_weight, non_negative;
+        /// Weak prior towards the reference pose, in pixels per radian (default 1); it settles
+        /// rotations the keypoints do not observe, such as twist bones.
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] when negative.
+        with_rest_weight => rest_weight, non_negative;
+        /// Weight of 3D residuals in the cold start, in pixels per metre (default 250).
+        ///
+        /// # Errors
+        /// [`FitError::BadSetting`] unless positive.
+        with_point_weight => point_weight, positive;
     }
 
     /// Triangulation settings used by the cold start.

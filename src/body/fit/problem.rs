@@ -4,12 +4,13 @@
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix3x1, Point3, UnitQuaternion, Vector3};
 
-use super::keypoint_rig::{retract, KeypointRig, Posed};
+use super::jacobian::retract;
 use super::lm::Problem;
 use super::{FitConfig, FitError};
 use crate::body::limits::JointLimit;
 use crate::body::triangulate::Observation;
 use crate::body::Pose;
+use crate::body::{KeypointRig, Posed};
 use crate::geom::Camera;
 
 /// What the residuals of one solve compare the model keypoints against.

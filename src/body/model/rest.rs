@@ -4,8 +4,9 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::convert::mesh::world_transform;
 use super::keypoints::{KeypointBasis, KeypointTerms};
+use super::kinematics::KeypointRig;
 use super::phenotype::{Phenotype, VARIATION_COUNT};
-use super::{mat3, Model};
+use super::{mat3, Model, KEYPOINT_COUNT};
 use crate::body::BodyError;
 
 /// Newborn targets are the baby targets scaled per axis (world axes), plus the template times
@@ -43,12 +44,10 @@ pub struct Rest {
     pub orientations: Vec<Matrix3<f64>>,
     /// Reference orientations `U_j` (constant).
     pub reference: Vec<Matrix3<f64>>,
-    /// `q_c - q_p = U_p R_pᵀ (h_c - h_p)` (identity for a root parent), zero for the root.
-    pub reference_offsets: Vec<Vector3<f64>>,
-    /// `U_j R_jᵀ`: maps a bone's frame rotation `E_j` to its skinning rotation `G_j`.
-    pub skin_frames: Vec<Matrix3<f64>>,
     /// The keypoint regressors folded into per-bone terms.
     pub keypoints: KeypointTerms,
+    /// The rig at this shape: what the per-frame forward kinematics reads.
+    pub rig: KeypointRig,
 }
 
 /// Nearest rotation (det +1) to a 3x3 matrix: `U diag(1, 1, det(U Vᵀ)) Vᵀ` for `M = U S Vᵀ`.
@@ -202,7 +201,7 @@ impl Model {
         out
     }
 
-    /// Skeleton of the rest state (heads, orientations, offsets) around a mesh and keypoints.
+    /// Skeleton of the rest state (heads, orientations, the rig) around a mesh and keypoints.
     fn assemble(
         &self,
         phenotype: &Phenotype,
@@ -227,33 +226,24 @@ impl Model {
             }
         }
         let orientations: Vec<Matrix3<f64>> = cov.iter().map(special_procrustes).collect();
-        let reference_offsets = (0..b)
-            .map(|j| {
-                if j == 0 {
-                    return Vector3::zeros();
-                }
-                let p = self.parents[j] as usize;
-                let offset = heads[j] - heads[p];
-                if p == 0 {
-                    offset
-                } else {
-                    self.reference[p] * (orientations[p].transpose() * offset)
-                }
-            })
-            .collect();
-        let skin_frames = (0..b)
-            .map(|j| self.reference[j] * orientations[j].transpose())
-            .collect();
+        let rig = KeypointRig::of_rest(
+            self.bone_names.clone(),
+            &self.parents,
+            &heads,
+            &orientations,
+            &self.reference,
+            &keypoints.terms,
+            KEYPOINT_COUNT,
+        );
         Rest {
-            skin_frames,
             phenotype: *phenotype,
             coefficients: c,
             vertices,
             heads,
             orientations,
             reference: self.reference.clone(),
-            reference_offsets,
             keypoints,
+            rig,
         }
     }
 

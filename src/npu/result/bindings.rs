@@ -31,11 +31,7 @@ pub unsafe fn set_buffer(
     }
 }
 
-/// `bindings_release`.
-///
-/// # Safety
-/// `b` is a live bindings handle of `api`, not used afterwards.
-pub unsafe fn release(api: &Api, b: NonNull<hes_bindings>) -> Result<(), NpuError> {
-    // SAFETY: the caller guarantees `b` is live and unused afterwards.
-    unsafe { call!(api, bindings_release(b.as_ptr())) }
+entries! {
+    /// `bindings_release`.
+    release fn release = bindings_release(b: hes_bindings);
 }

@@ -2,27 +2,39 @@
 
 use super::*;
 
-/// `configured_model_release`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`, not used afterwards.
-pub unsafe fn release(api: &Api, c: NonNull<hes_configured_model>) -> Result<(), NpuError> {
-    // SAFETY: the caller guarantees `c` is live and unused afterwards.
-    unsafe { call!(api, configured_model_release(c.as_ptr())) }
-}
-
-/// `configured_model_create_bindings`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn create_bindings(
-    api: &Api,
-    c: NonNull<hes_configured_model>,
-) -> Result<NonNull<hes_bindings>, NpuError> {
-    let mut out = ptr::null_mut();
-    // SAFETY: `c` is live (caller); `out` is writable.
-    unsafe { call!(api, configured_model_create_bindings(c.as_ptr(), &mut out))? };
-    non_null(api, out, "configured_model_create_bindings")
+entries! {
+    /// `configured_model_release`.
+    release fn release = configured_model_release(c: hes_configured_model);
+    /// `configured_model_create_bindings`.
+    fn create_bindings = configured_model_create_bindings(c: hes_configured_model)
+        -> handle hes_bindings;
+    /// `configured_model_wait_for_async_ready`.
+    fn wait_for_async_ready = configured_model_wait_for_async_ready(
+        c: hes_configured_model,
+        timeout_ms: u32,
+        frames: u32
+    );
+    /// `configured_model_set_scheduler_priority`.
+    fn set_scheduler_priority = configured_model_set_scheduler_priority(
+        c: hes_configured_model,
+        priority: u8
+    );
+    /// `configured_model_set_scheduler_threshold`.
+    fn set_scheduler_threshold = configured_model_set_scheduler_threshold(
+        c: hes_configured_model,
+        threshold: u32
+    );
+    /// `configured_model_set_scheduler_timeout`.
+    fn set_scheduler_timeout = configured_model_set_scheduler_timeout(
+        c: hes_configured_model,
+        timeout_ms: u32
+    );
+    /// `configured_model_activate`.
+    fn activate = configured_model_activate(c: hes_configured_model);
+    /// `configured_model_deactivate`.
+    fn deactivate = configured_model_deactivate(c: hes_configured_model);
+    /// `configured_model_shutdown`: aborts in-flight jobs.
+    fn shutdown = configured_model_shutdown(c: hes_configured_model);
 }
 
 /// `configured_model_run`: blocking inference.
@@ -67,104 +79,4 @@ pub unsafe fn run_async(
         )?
     };
     Ok(NonNull::new(job))
-}
-
-/// `configured_model_wait_for_async_ready`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn wait_for_async_ready(
-    api: &Api,
-    c: NonNull<hes_configured_model>,
-    timeout_ms: u32,
-    frames: u32,
-) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe {
-        call!(
-            api,
-            configured_model_wait_for_async_ready(c.as_ptr(), timeout_ms, frames)
-        )
-    }
-}
-
-/// `configured_model_set_scheduler_priority`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn set_scheduler_priority(
-    api: &Api,
-    c: NonNull<hes_configured_model>,
-    priority: u8,
-) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe {
-        call!(
-            api,
-            configured_model_set_scheduler_priority(c.as_ptr(), priority)
-        )
-    }
-}
-
-/// `configured_model_set_scheduler_threshold`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn set_scheduler_threshold(
-    api: &Api,
-    c: NonNull<hes_configured_model>,
-    threshold: u32,
-) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe {
-        call!(
-            api,
-            configured_model_set_scheduler_threshold(c.as_ptr(), threshold)
-        )
-    }
-}
-
-/// `configured_model_set_scheduler_timeout`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn set_scheduler_timeout(
-    api: &Api,
-    c: NonNull<hes_configured_model>,
-    timeout_ms: u32,
-) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe {
-        call!(
-            api,
-            configured_model_set_scheduler_timeout(c.as_ptr(), timeout_ms)
-        )
-    }
-}
-
-/// `configured_model_activate`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn activate(api: &Api, c: NonNull<hes_configured_model>) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe { call!(api, configured_model_activate(c.as_ptr())) }
-}
-
-/// `configured_model_deactivate`.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn deactivate(api: &Api, c: NonNull<hes_configured_model>) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe { call!(api, configured_model_deactivate(c.as_ptr())) }
-}
-
-/// `configured_model_shutdown`: aborts in-flight jobs.
-///
-/// # Safety
-/// `c` is a live configured model of `api`.
-pub unsafe fn shutdown(api: &Api, c: NonNull<hes_configured_model>) -> Result<(), NpuError> {
-    // SAFETY: `c` is live (caller).
-    unsafe { call!(api, configured_model_shutdown(c.as_ptr())) }
 }

@@ -44,15 +44,6 @@ pub unsafe fn create_from_memory(
     non_null(api, out, "infer_model_create_from_memory")
 }
 
-/// `infer_model_release`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`, not used afterwards.
-pub unsafe fn release(api: &Api, m: NonNull<hes_infer_model>) -> Result<(), NpuError> {
-    // SAFETY: the caller guarantees `m` is live and unused afterwards.
-    unsafe { call!(api, infer_model_release(m.as_ptr())) }
-}
-
 /// `infer_model_name`.
 ///
 /// # Safety
@@ -67,47 +58,6 @@ pub unsafe fn name(api: &Api, m: NonNull<hes_infer_model>) -> Result<String, Npu
         )?
     };
     Ok(from_c_chars(&buf))
-}
-
-/// `infer_model_stream_count`: streams of one direction.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn stream_count(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    direction: hes_direction,
-) -> Result<usize, NpuError> {
-    let mut count = 0usize;
-    // SAFETY: `m` is live (caller); `count` is writable.
-    unsafe {
-        call!(
-            api,
-            infer_model_stream_count(m.as_ptr(), direction, &mut count)
-        )?
-    };
-    Ok(count)
-}
-
-/// `infer_model_stream_info`: one stream's name, shape, format, frame size.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn stream_info(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    direction: hes_direction,
-    index: usize,
-) -> Result<hes_stream_info, NpuError> {
-    let mut info = hes_stream_info::default();
-    // SAFETY: `m` is live (caller); `info` is writable.
-    unsafe {
-        call!(
-            api,
-            infer_model_stream_info(m.as_ptr(), direction, index, &mut info)
-        )?
-    };
-    Ok(info)
 }
 
 /// `infer_model_stream_quant_infos`: one stream's quant infos.
@@ -163,95 +113,28 @@ pub unsafe fn streams(
     }
 }
 
-/// `infer_model_set_batch_size`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn set_batch_size(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    batch: u16,
-) -> Result<(), NpuError> {
-    // SAFETY: `m` is live (caller).
-    unsafe { call!(api, infer_model_set_batch_size(m.as_ptr(), batch)) }
-}
-
-/// `infer_model_set_format_type`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn set_format_type(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    direction: hes_direction,
-    stream: &str,
-    format_type: u32,
-) -> Result<(), NpuError> {
-    let name = c_string(stream)?;
-    // SAFETY: `m` is live (caller); `name` outlives the call.
-    unsafe {
-        call!(
-            api,
-            infer_model_set_format_type(m.as_ptr(), direction, name.as_ptr(), format_type)
-        )
-    }
-}
-
-/// `infer_model_set_format_order`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn set_format_order(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    direction: hes_direction,
-    stream: &str,
-    order: u32,
-) -> Result<(), NpuError> {
-    let name = c_string(stream)?;
-    // SAFETY: `m` is live (caller); `name` outlives the call.
-    unsafe {
-        call!(
-            api,
-            infer_model_set_format_order(m.as_ptr(), direction, name.as_ptr(), order)
-        )
-    }
-}
-
-/// `infer_model_set_power_mode`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn set_power_mode(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-    mode: u32,
-) -> Result<(), NpuError> {
-    // SAFETY: `m` is live (caller).
-    unsafe { call!(api, infer_model_set_power_mode(m.as_ptr(), mode)) }
-}
-
-/// `infer_model_computational_ops`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn computational_ops(api: &Api, m: NonNull<hes_infer_model>) -> Result<u64, NpuError> {
-    let mut ops = 0u64;
-    // SAFETY: `m` is live (caller); `ops` is writable.
-    unsafe { call!(api, infer_model_computational_ops(m.as_ptr(), &mut ops))? };
-    Ok(ops)
-}
-
-/// `infer_model_configure`.
-///
-/// # Safety
-/// `m` is a live infer model of `api`.
-pub unsafe fn configure(
-    api: &Api,
-    m: NonNull<hes_infer_model>,
-) -> Result<NonNull<hes_configured_model>, NpuError> {
-    let mut out = ptr::null_mut();
-    // SAFETY: `m` is live (caller); `out` is writable.
-    unsafe { call!(api, infer_model_configure(m.as_ptr(), &mut out))? };
-    non_null(api, out, "infer_model_configure")
+entries! {
+    /// `infer_model_release`.
+    release fn release = infer_model_release(m: hes_infer_model);
+    /// `infer_model_stream_count`: streams of one direction.
+    fn stream_count = infer_model_stream_count(m: hes_infer_model, direction: hes_direction)
+        -> usize;
+    /// `infer_model_stream_info`: one stream's name, shape, format, frame size.
+    fn stream_info = infer_model_stream_info(
+        m: hes_infer_model,
+        direction: hes_direction,
+        index: usize
+    ) -> hes_stream_info;
+    /// `infer_model_set_batch_size`.
+    fn set_batch_size = infer_model_set_batch_size(m: hes_infer_model, batch: u16);
+    /// `infer_model_set_format_type`.
+    stream fn set_format_type = infer_model_set_format_type(m: hes_infer_model, format_type: u32);
+    /// `infer_model_set_format_order`.
+    stream fn set_format_order = infer_model_set_format_order(m: hes_infer_model, order: u32);
+    /// `infer_model_set_power_mode`.
+    fn set_power_mode = infer_model_set_power_mode(m: hes_infer_model, mode: u32);
+    /// `infer_model_computational_ops`.
+    fn computational_ops = infer_model_computational_ops(m: hes_infer_model) -> u64;
+    /// `infer_model_configure`.
+    fn configure = infer_model_configure(m: hes_infer_model) -> handle hes_configured_model;
 }

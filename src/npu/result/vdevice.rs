@@ -40,15 +40,6 @@ pub fn create(
     non_null(api, out, "vdevice_create")
 }
 
-/// `vdevice_release`.
-///
-/// # Safety
-/// `v` is a live vdevice of `api`, not used afterwards.
-pub unsafe fn release(api: &Api, v: NonNull<hes_vdevice>) -> Result<(), NpuError> {
-    // SAFETY: the caller guarantees `v` is live and unused afterwards.
-    unsafe { call!(api, vdevice_release(v.as_ptr())) }
-}
-
 /// `vdevice_device_ids`.
 ///
 /// # Safety
@@ -69,43 +60,15 @@ pub unsafe fn device_ids(api: &Api, v: NonNull<hes_vdevice>) -> Result<Vec<Strin
         .collect())
 }
 
-/// `vdevice_performance_stats`.
-///
-/// # Safety
-/// `v` is a live vdevice of `api`.
-pub unsafe fn performance_stats(
-    api: &Api,
-    v: NonNull<hes_vdevice>,
-    index: usize,
-) -> Result<hes_performance_stats, NpuError> {
-    let mut out = hes_performance_stats::default();
-    // SAFETY: `v` is live (caller); `out` is writable.
-    unsafe { call!(api, vdevice_performance_stats(v.as_ptr(), index, &mut out))? };
-    Ok(out)
-}
-
-/// `vdevice_power`, watts.
-///
-/// # Safety
-/// `v` is a live vdevice of `api`.
-pub unsafe fn power(api: &Api, v: NonNull<hes_vdevice>, index: usize) -> Result<f32, NpuError> {
-    let mut watts = 0.0f32;
-    // SAFETY: `v` is live (caller); `watts` is writable.
-    unsafe { call!(api, vdevice_power(v.as_ptr(), index, &mut watts))? };
-    Ok(watts)
-}
-
-/// `vdevice_chip_temperature`.
-///
-/// # Safety
-/// `v` is a live vdevice of `api`.
-pub unsafe fn chip_temperature(
-    api: &Api,
-    v: NonNull<hes_vdevice>,
-    index: usize,
-) -> Result<hes_chip_temperature, NpuError> {
-    let mut out = hes_chip_temperature::default();
-    // SAFETY: `v` is live (caller); `out` is writable.
-    unsafe { call!(api, vdevice_chip_temperature(v.as_ptr(), index, &mut out))? };
-    Ok(out)
+entries! {
+    /// `vdevice_release`.
+    release fn release = vdevice_release(v: hes_vdevice);
+    /// `vdevice_performance_stats`.
+    fn performance_stats = vdevice_performance_stats(v: hes_vdevice, index: usize)
+        -> hes_performance_stats;
+    /// `vdevice_power`, watts.
+    fn power = vdevice_power(v: hes_vdevice, index: usize) -> f32;
+    /// `vdevice_chip_temperature`.
+    fn chip_temperature = vdevice_chip_temperature(v: hes_vdevice, index: usize)
+        -> hes_chip_temperature;
 }

@@ -10,7 +10,9 @@ use hailort_sys::*;
 use super::completion::{RawBuf, SimJob};
 use super::core::Fail;
 use super::status::*;
-use super::table::{guard, insert, lookup, out, remove, str_arg, Obj, SimBindings, SimConfigured};
+use super::table::{
+    guard, insert, lookup, on_configured, out, remove, str_arg, Obj, SimBindings, SimConfigured,
+};
 
 fn live(cm: &SimConfigured) -> Result<(), Fail> {
     if cm.shut_down.load(Ordering::Acquire) {
@@ -51,8 +53,7 @@ pub(super) unsafe extern "C" fn configured_model_run(
     b: *mut hes_bindings,
     timeout_ms: u32,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         let bindings = lookup!(b, Bindings, "bindings");
         live(&cm)?;
         let (inputs, outputs) = buffers_of(&bindings)?;
@@ -85,8 +86,7 @@ pub(super) unsafe extern "C" fn configured_model_run_async(
     user_data: *mut c_void,
     j: *mut *mut hes_job,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         let bindings = lookup!(b, Bindings, "bindings");
         let j = out(j)?;
         if callback.is_none() {
@@ -114,18 +114,14 @@ pub(super) unsafe extern "C" fn configured_model_wait_for_async_ready(
     _timeout_ms: u32,
     _frames: u32,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
-        live(&cm)
-    })
+    on_configured(c, |cm| live(&cm))
 }
 
 pub(super) unsafe extern "C" fn configured_model_set_scheduler_priority(
     c: *mut hes_configured_model,
     priority: u8,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         if priority > 31 {
             return Err((
                 HAILO_INVALID_ARGUMENT,
@@ -140,18 +136,14 @@ pub(super) unsafe extern "C" fn configured_model_set_scheduler_threshold(
     c: *mut hes_configured_model,
     threshold: u32,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
-        cm.core.set_threshold(cm.model_id, threshold)
-    })
+    on_configured(c, |cm| cm.core.set_threshold(cm.model_id, threshold))
 }
 
 pub(super) unsafe extern "C" fn configured_model_set_scheduler_timeout(
     c: *mut hes_configured_model,
     timeout_ms: u32,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         cm.core
             .set_timeout(cm.model_id, Duration::from_millis(u64::from(timeout_ms)))
     })
@@ -160,8 +152,7 @@ pub(super) unsafe extern "C" fn configured_model_set_scheduler_timeout(
 pub(super) unsafe extern "C" fn configured_model_activate(
     c: *mut hes_configured_model,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         live(&cm)?;
         cm.core.activate(cm.model_id)
     })
@@ -170,17 +161,13 @@ pub(super) unsafe extern "C" fn configured_model_activate(
 pub(super) unsafe extern "C" fn configured_model_deactivate(
     c: *mut hes_configured_model,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
-        cm.core.deactivate(cm.model_id)
-    })
+    on_configured(c, |cm| cm.core.deactivate(cm.model_id))
 }
 
 pub(super) unsafe extern "C" fn configured_model_shutdown(
     c: *mut hes_configured_model,
 ) -> hes_status {
-    guard(|| {
-        let cm = lookup!(c, Configured, "configured model");
+    on_configured(c, |cm| {
         cm.shut_down.store(true, Ordering::Release);
         cm.core.shutdown_model(cm.model_id, false);
         Ok(())

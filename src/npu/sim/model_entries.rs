@@ -10,7 +10,9 @@ use hailort_sys::*;
 use super::core::Fail;
 use super::model_spec::{StreamSpec, FORMAT_TYPE_AUTO, FORMAT_TYPE_FLOAT32};
 use super::status::*;
-use super::table::{guard, insert, lookup, out, remove, str_arg, write_list, Obj, SimConfigured};
+use super::table::{
+    guard, insert, lookup, on_model, out, remove, str_arg, write_list, Obj, SimConfigured,
+};
 use super::vdevice::{build_spec, parse_hef, SimInferModel, SimVDevice};
 
 pub(super) fn create_model(
@@ -70,8 +72,7 @@ pub(super) unsafe extern "C" fn infer_model_name(
     name: *mut c_char,
     capacity: usize,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let name = out(name)?;
         let bytes = model.group.name.as_bytes();
         if bytes.len() + 1 > capacity {
@@ -109,8 +110,7 @@ pub(super) unsafe extern "C" fn infer_model_stream_count(
     d: hes_direction,
     n: *mut usize,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let n = out(n)?;
         // SAFETY: `n` is non-NULL and writable.
         unsafe { *n = streams_of(&model, d)?.len() };
@@ -137,8 +137,7 @@ pub(super) unsafe extern "C" fn infer_model_stream_info(
     index: usize,
     info: *mut hes_stream_info,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let info = out(info)?;
         let s = stream_at(&model, d, index)?;
         let mut raw = hes_stream_info {
@@ -191,8 +190,7 @@ pub(super) unsafe extern "C" fn infer_model_stream_quant_infos(
     infos: *mut hes_quant_info,
     count: *mut usize,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let count = out(count)?;
         let s = stream_at(&model, d, index)?;
         let quant = s.quant.iter().map(|q| hes_quant_info {
@@ -211,8 +209,7 @@ pub(super) unsafe extern "C" fn infer_model_set_batch_size(
     m: *mut hes_infer_model,
     batch: u16,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         model.settings().batch = batch;
         Ok(())
     })
@@ -315,8 +312,7 @@ pub(super) unsafe extern "C" fn infer_model_computational_ops(
     m: *mut hes_infer_model,
     ops: *mut u64,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let ops = out(ops)?;
         let n = model.group.ops_per_frame.ok_or_else(|| {
             (
@@ -334,8 +330,7 @@ pub(super) unsafe extern "C" fn infer_model_configure(
     m: *mut hes_infer_model,
     c: *mut *mut hes_configured_model,
 ) -> hes_status {
-    guard(|| {
-        let model = lookup!(m, Model, "infer model");
+    on_model(m, |model| {
         let c = out(c)?;
         let spec = Arc::new(build_spec(&model)?);
         let core = Arc::clone(&model.device.core);

