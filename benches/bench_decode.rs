@@ -1,32 +1,126 @@
-//! Decoder per-frame benchmark: tract with its own GridSample against tract with the
-//! fast kernel, on decoder ONNX files given as arguments (default: the committed
-//! fixtures at 288 and 432).
+//! Decoder per-frame benchmark: tract with hailo-edge's kernels (and, with `--stock`,
+//! tract's own ops) on decoder ONNX files given as arguments or in
+//! `HAILO_EDGE_BENCH_DECODERS` (paths separated by `:`); by default the committed
+//! reduced-width fixtures at 288 and 432.
 //!
 //! ```sh
 //! cargo bench --bench bench_decode -- [--runs N] [--stock] [model.onnx ...]
+//! HAILO_EDGE_BENCH_DECODERS=a.onnx:b.onnx cargo bench --bench bench_decode
 //! ```
 //!
-//! Prints one JSON line per (model, engine) with the median and p90 wall time of one
-//! `run` (1 thread, sequential, after warm-up). `tools/bench_decoder.py` runs this and
-//! ONNX Runtime on the same files in one go and prints the ratio.
+//! Prints one JSON line per (model, engine) with the median and p90 wall time and the
+//! median thread CPU time of one view's `run` (1 thread, sequential, after warm-up).
+//! A graph with the four-tap input contract runs through [`TractDecoder`], fed from
+//! [`FeatureMaps`]; any other graph (the design split's `features` and
+//! `cross_attn_features`) runs the same prepared plan with its inputs fed directly.
+//! `tools/bench_decoder.py` runs this and ONNX Runtime on the same files in one go and
+//! prints the ratio.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod common;
 
-use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
-use hailo_edge::decode::{Decoder, FeatureMaps, TAPS};
+use hailo_edge::decode::engine::tract::{prepare, read, TractDecoder, TractKernels};
+use hailo_edge::decode::{DecodeError, Decoder, FeatureMaps, TAPS};
+use tract_onnx::prelude::*;
+
+/// Fills `values` with a fixed pseudo-random sequence in [-1, 1).
+fn fill_values<'a>(values: impl Iterator<Item = &'a mut f32>) {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for v in values {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        *v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+    }
+}
 
 fn fill(maps: &mut FeatureMaps) {
-    let mut s = 0x2545_f491_4f6c_dd1du64;
     for i in 0..TAPS {
-        for v in maps.map_mut(i) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            *v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+        fill_values(maps.map_mut(i).iter_mut());
+    }
+}
+
+/// One decoder view, as the benchmark times it.
+trait View {
+    /// Writes the next view's inputs (not timed).
+    fn refill(&mut self) {}
+    /// Runs one view.
+    fn view(&mut self) -> Result<(), String>;
+}
+
+/// A four-tap graph through the decoder API.
+struct TapsView {
+    dec: TractDecoder,
+    maps: FeatureMaps,
+}
+
+impl View for TapsView {
+    fn refill(&mut self) {
+        fill(&mut self.maps);
+    }
+
+    fn view(&mut self) -> Result<(), String> {
+        let out = self.dec.run(&mut self.maps).map_err(|e| e.to_string())?;
+        std::hint::black_box(out);
+        Ok(())
+    }
+}
+
+/// Any other graph: the plan the decoder would prepare, fed its inputs directly
+/// (shared, as the decoder lends its maps).
+struct GraphView {
+    state: TypedSimpleState,
+    inputs: TVec<TValue>,
+}
+
+impl GraphView {
+    fn load(path: &Path, kernel: TractKernels) -> TractResult<Self> {
+        let (model, _) = prepare(read(path, kernel)?, kernel)?;
+        let plan = model.into_runnable()?;
+        let mut inputs = TVec::new();
+        for i in 0..plan.model().inputs.len() {
+            let fact = plan.model().input_fact(i)?;
+            let shape = fact
+                .shape
+                .as_concrete()
+                .ok_or_else(|| anyhow::anyhow!("input {i} has a symbolic shape"))?
+                .to_vec();
+            let mut t = Tensor::zero::<f32>(&shape)?;
+            fill_values(t.to_plain_array_view_mut::<f32>()?.iter_mut());
+            inputs.push(t.into_tvalue());
         }
+        Ok(Self {
+            state: plan.spawn()?,
+            inputs,
+        })
+    }
+}
+
+impl View for GraphView {
+    fn view(&mut self) -> Result<(), String> {
+        let out = self
+            .state
+            .run(self.inputs.clone())
+            .map_err(|e| format!("{e:#}"))?;
+        std::hint::black_box(out);
+        Ok(())
+    }
+}
+
+/// The graph at `path` ready to run: through the decoder when it has the four-tap
+/// contract, as a plain plan otherwise.
+fn load(path: &Path, kernel: TractKernels) -> Result<Box<dyn View>, String> {
+    match TractDecoder::load(path, kernel) {
+        Ok(dec) => {
+            let maps = dec.new_maps();
+            Ok(Box::new(TapsView { dec, maps }))
+        }
+        Err(DecodeError::Graph { .. }) => GraphView::load(path, kernel)
+            .map(|v| Box::new(v) as Box<dyn View>)
+            .map_err(|e| format!("{e:#}")),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -36,19 +130,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     let t = Instant::now();
-    let mut dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
+    let mut view = load(path, kernel)?;
     let load_s = t.elapsed().as_secs_f64();
-    let mut maps = dec.new_maps();
     let warmup = if kernel == TractKernels::Stock { 1 } else { 3 };
     let mut times = Vec::with_capacity(runs);
     let mut cpu = Vec::with_capacity(runs);
     for i in 0..warmup + runs {
-        fill(&mut maps);
+        view.refill();
         let (t, c) = (Instant::now(), common::thread_cpu_time());
-        let out = dec.run(&mut maps).map_err(|e| e.to_string())?;
+        view.view()?;
         let cpu_ms = (common::thread_cpu_time() - c).as_secs_f64() * 1e3;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        std::hint::black_box(out);
         if i >= warmup {
             times.push(ms);
             cpu.push(cpu_ms);
@@ -127,6 +219,11 @@ fn main() {
             "--stock" => stock = true,
             _ if a.starts_with("--") => {}
             _ => models.push(PathBuf::from(a)),
+        }
+    }
+    if models.is_empty() {
+        if let Ok(list) = std::env::var("HAILO_EDGE_BENCH_DECODERS") {
+            models = std::env::split_paths(&list).collect();
         }
     }
     if models.is_empty() {
