@@ -1,14 +1,18 @@
-//! Decoder per-frame benchmark: tract with its own GridSample against tract with the
-//! fast kernel, on decoder ONNX files given as arguments (default: the committed
-//! fixtures at 288 and 432).
+//! Decoder per-frame benchmark: tract with hailo-edge's kernels (and, with `--stock`,
+//! tract's own ops) on decoder ONNX files given as arguments or in
+//! `HAILO_EDGE_BENCH_DECODERS` (paths separated by `:`); by default the committed
+//! reduced-width fixtures at 288 and 432.
 //!
 //! ```sh
 //! cargo bench --bench bench_decode -- [--runs N] [--stock] [model.onnx ...]
+//! HAILO_EDGE_BENCH_DECODERS=a.onnx:b.onnx cargo bench --bench bench_decode
 //! ```
 //!
-//! Prints one JSON line per (model, engine) with the median and p90 wall time of one
-//! `run` (1 thread, sequential, after warm-up). `tools/bench_decoder.py` runs this and
-//! ONNX Runtime on the same files in one go and prints the ratio.
+//! Prints one JSON line per (model, engine) with the median and p90 wall time and the
+//! median thread CPU time of one view's `run` (1 thread, sequential, after warm-up).
+//! Each graph runs through [`TractDecoder`], fed from its named [`FeatureMaps`].
+//! `tools/bench_decoder.py` runs this and ONNX Runtime on the same files in one go and
+//! prints the ratio.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,15 +22,42 @@ mod common;
 use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, MapSpec, Split};
 
-fn fill(maps: &mut FeatureMaps) {
+/// Fills `values` with a fixed pseudo-random sequence in [-1, 1).
+fn fill_values<'a>(values: impl Iterator<Item = &'a mut f32>) {
     let mut s = 0x2545_f491_4f6c_dd1du64;
-    for i in 0..maps.len() {
-        for v in maps.map_mut(i) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            *v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+    for v in values {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        *v = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+    }
+}
+
+/// One decoder and its input maps, as the benchmark times a view.
+struct View {
+    dec: TractDecoder,
+    maps: FeatureMaps,
+}
+
+impl View {
+    fn load(path: &Path, kernel: TractKernels) -> Result<Self, String> {
+        let dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
+        let maps = dec.new_maps();
+        Ok(Self { dec, maps })
+    }
+
+    /// Writes the next view's inputs (not timed).
+    fn refill(&mut self) {
+        for i in 0..self.maps.len() {
+            fill_values(self.maps.map_mut(i).iter_mut());
         }
+    }
+
+    /// Runs one view.
+    fn view(&mut self) -> Result<(), String> {
+        let out = self.dec.run(&mut self.maps).map_err(|e| e.to_string())?;
+        std::hint::black_box(out);
+        Ok(())
     }
 }
 
@@ -36,19 +67,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     let t = Instant::now();
-    let mut dec = TractDecoder::load(path, kernel).map_err(|e| e.to_string())?;
+    let mut view = View::load(path, kernel)?;
     let load_s = t.elapsed().as_secs_f64();
-    let mut maps = dec.new_maps();
     let warmup = if kernel == TractKernels::Stock { 1 } else { 3 };
     let mut times = Vec::with_capacity(runs);
     let mut cpu = Vec::with_capacity(runs);
     for i in 0..warmup + runs {
-        fill(&mut maps);
+        view.refill();
         let (t, c) = (Instant::now(), common::thread_cpu_time());
-        let out = dec.run(&mut maps).map_err(|e| e.to_string())?;
+        view.view()?;
         let cpu_ms = (common::thread_cpu_time() - c).as_secs_f64() * 1e3;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        std::hint::black_box(out);
         if i >= warmup {
             times.push(ms);
             cpu.push(cpu_ms);
@@ -86,7 +115,7 @@ fn bench_dequantise(grid: usize, runs: usize) {
         limvals_max: 2.54,
     });
     let tap = hailo_edge::decode::input::DeviceMap {
-        stream: "tap",
+        stream: "map",
         bytes: &bytes,
         data_type: DataType::Uint8,
         quant: &q,
@@ -97,11 +126,11 @@ fn bench_dequantise(grid: usize, runs: usize) {
         .map(|n| MapSpec::new(*n, channels, grid, grid))
         .collect();
     let mut maps = FeatureMaps::new(&specs);
-    let taps = vec![tap; specs.len()];
+    let buffers = vec![tap; specs.len()];
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let t = Instant::now();
-        maps.fill_from_device(&taps).expect("matching buffers");
+        maps.fill_from_device(&buffers).expect("matching buffers");
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
@@ -138,8 +167,16 @@ fn main() {
         }
     }
     if models.is_empty() {
+        if let Ok(list) = std::env::var("HAILO_EDGE_BENCH_DECODERS") {
+            models = std::env::split_paths(&list).collect();
+        }
+    }
+    if models.is_empty() {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-        models = vec![root.join("decoder_288.onnx"), root.join("decoder_432.onnx")];
+        models = vec![
+            root.join("decoder_reduced_288.onnx"),
+            root.join("decoder_reduced_432.onnx"),
+        ];
     }
     for grid in [24, 36] {
         bench_dequantise(grid, 50);

@@ -10,13 +10,10 @@
 //! per op type (and the slowest nodes), averaged over the runs, in thread CPU time.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
-use hailo_edge::decode::ops::attention::fuse_attention;
-use hailo_edge::decode::ops::deform_sample::fuse_deformable_sampling;
-use hailo_edge::decode::ops::fast_ops::speed_up;
-use hailo_edge::decode::ops::grid_sample::onnx_fast;
-use hailo_edge::decode::ops::layer_norm::fuse_layer_norm;
+use hailo_edge::decode::engine::tract::{prepare, read, TractKernels};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::format_err;
 
@@ -30,24 +27,12 @@ fn main() -> TractResult<()> {
         .get(1)
         .ok_or_else(|| format_err!("usage: profile_decoder model.onnx [runs] [stock]"))?;
     let runs: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
-    let onnx = if args.get(3).is_some_and(|a| a == "stock") {
-        tract_onnx::onnx()
+    let kernel = if args.get(3).is_some_and(|a| a == "stock") {
+        TractKernels::Stock
     } else {
-        onnx_fast()
+        TractKernels::Fast
     };
-    let mut model = onnx
-        .model_for_path(path)?
-        .into_typed()?
-        .into_decluttered()?;
-    if args.get(3).is_none_or(|a| a != "stock") {
-        fuse_deformable_sampling(&mut model)?;
-        fuse_attention(&mut model)?;
-        fuse_layer_norm(&mut model)?;
-    }
-    let mut model = model.into_optimized()?;
-    if args.get(3).is_none_or(|a| a != "stock") {
-        speed_up(&mut model)?;
-    }
+    let (model, _) = prepare(read(Path::new(path), kernel)?, kernel)?;
     let plan = model.into_runnable()?;
     let mut state = plan.spawn()?;
     let inputs: TVec<TValue> = (0..plan.model().inputs.len())

@@ -13,6 +13,7 @@ use tract_onnx::prelude::*;
 use super::{map_spec, raw_output, GraphInputs, OUTPUT_NAMES};
 use crate::decode::input::specs_text;
 use crate::decode::ops::attention::fuse_attention;
+use crate::decode::ops::deform_project::fuse_value_projection;
 use crate::decode::ops::deform_sample::fuse_deformable_sampling;
 use crate::decode::ops::fast_ops::speed_up;
 use crate::decode::ops::grid_sample::onnx_fast;
@@ -75,12 +76,7 @@ impl TractDecoder {
             path: path.to_path_buf(),
             message,
         };
-        let onnx = match kernel {
-            TractKernels::Fast => onnx_fast(),
-            TractKernels::Stock => tract_onnx::onnx(),
-        };
-        let model = onnx.model_for_path(path).map_err(load_err)?;
-        let model = model.into_typed().map_err(load_err)?;
+        let model = read(path, kernel).map_err(load_err)?;
         let names: Vec<String> = model
             .output_outlets()
             .map_err(load_err)?
@@ -115,26 +111,8 @@ impl TractDecoder {
         if maps.is_empty() {
             return Err(graph_err("no inputs, expected feature maps".into()));
         }
-        let mut model = model.into_decluttered().map_err(load_err)?;
-        if kernel == TractKernels::Fast {
-            let fused = fuse_deformable_sampling(&mut model).map_err(load_err)?;
-            let attention = fuse_attention(&mut model).map_err(load_err)?;
-            let norms = fuse_layer_norm(&mut model).map_err(load_err)?;
-            log::debug!(
-                "{}: fused {fused} deformable sampling chains, {attention} attention products, {norms} layer norms",
-                path.display()
-            );
-        }
-        let mut model = model.into_optimized().map_err(load_err)?;
-        let mut feed_shapes = vec![None; maps.len()];
-        if kernel == TractKernels::Fast {
-            let swapped = speed_up(&mut model).map_err(load_err)?;
-            feed_shapes = fold_input_reshapes(&mut model).map_err(load_err)?;
-            log::debug!(
-                "{}: {swapped} nodes on fast kernels, inputs fed as {feed_shapes:?}",
-                path.display()
-            );
-        }
+        let (model, feed_shapes) = prepare(model, kernel).map_err(load_err)?;
+        log::debug!("{}: inputs fed as {feed_shapes:?}", path.display());
         let plan = model.into_runnable().map_err(load_err)?;
         let state = plan.spawn().map_err(load_err)?;
         log::info!(
@@ -153,6 +131,51 @@ impl TractDecoder {
             output_index,
         })
     }
+}
+
+/// Reads an ONNX file into a typed tract model, with hailo-edge's GridSample for
+/// [`TractKernels::Fast`].
+///
+/// # Errors
+/// When tract cannot read or type the file.
+pub fn read(path: &Path, kernel: TractKernels) -> TractResult<TypedModel> {
+    let onnx = match kernel {
+        TractKernels::Fast => onnx_fast(),
+        TractKernels::Stock => tract_onnx::onnx(),
+    };
+    onnx.model_for_path(path)?.into_typed()
+}
+
+/// Declutters and optimises a typed decoder graph, with hailo-edge's rewrites for
+/// [`TractKernels::Fast`]. Returns the model and, per input, the shape it is fed in
+/// when that differs from the graph's ([`fold_input_reshapes`]).
+///
+/// The decoder, its benchmark and the profiler all prepare graphs here, so they run
+/// the same plan.
+///
+/// # Errors
+/// When tract rejects a rewrite or the optimisation.
+pub fn prepare(
+    model: TypedModel,
+    kernel: TractKernels,
+) -> TractResult<(TypedModel, Vec<Option<TVec<usize>>>)> {
+    let mut model = model.into_decluttered()?;
+    let inputs = model.inputs.len();
+    if kernel == TractKernels::Stock {
+        return Ok((model.into_optimized()?, vec![None; inputs]));
+    }
+    let sampling = fuse_deformable_sampling(&mut model)?;
+    let projected = fuse_value_projection(&mut model)?;
+    let attention = fuse_attention(&mut model)?;
+    let norms = fuse_layer_norm(&mut model)?;
+    let mut model = model.into_optimized()?;
+    let swapped = speed_up(&mut model)?;
+    let feeds = fold_input_reshapes(&mut model)?;
+    log::debug!(
+        "fused {sampling} deformable samplings ({projected} projecting sampled rows only), \
+         {attention} attention products, {norms} layer norms; {swapped} nodes on fast kernels"
+    );
+    Ok((model, feeds))
 }
 
 impl Decoder for TractDecoder {

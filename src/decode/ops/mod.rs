@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | [`grid_sample`] | [`FastGridSample`](grid_sample::FastGridSample) | ONNX `GridSample` (bilinear), at load time |
 //! | [`deform_sample`] | [`FastDeformSample`](deform_sample::FastDeformSample) | `GridSample -> Mul(weights) -> ReduceSum` |
+//! | [`deform_project`] | [`FastDeformProject`](deform_project::FastDeformProject) | the value projection `memory · W + b` feeding a [`FastDeformSample`](deform_sample::FastDeformSample), applied to the sampled rows |
 //! | [`attention`] | [`FastAttention`](attention::FastAttention) | `Q·Kᵀ -> scale -> Softmax -> ·V` |
 //! | [`layer_norm`] | [`FastLayerNorm`](layer_norm::FastLayerNorm) | `ReduceSum -> Mul(1/n) -> Sub -> RmsNorm` |
 //! | [`fast_ops`] | [`FastBroadcast`](fast_ops::FastBroadcast), [`FastSoftmax`](fast_ops::FastSoftmax) | broadcasting binary ops, short-row softmax |
@@ -18,6 +19,7 @@
 //! loops index them directly because each kernel picks its own memory order.
 
 pub mod attention;
+pub mod deform_project;
 pub mod deform_sample;
 pub mod fast_ops;
 mod graph_patch;

@@ -1,0 +1,255 @@
+//! Deformable attention's value projection applied to the sampled rows only.
+//!
+//! MSDeformAttn projects every memory token, `value = memory · W + b` (S·D·D
+//! multiply-adds per layer: S = 1,296 tokens at 432), and then samples a few points of
+//! it per query. The bilinear taps and the attention weights are linear in the value,
+//! so for head `h` (columns `h·dh .. (h+1)·dh` of `W`) and query `q`:
+//!
+//! `out[h, ·, q] = (Σ_p a_p Σ_t w_t · memory[t]) · W_h + b_h · Σ_p a_p Σ_t w_t`
+//!
+//! where the tap weights `w_t` are zero for taps outside the map (zeros padding), which
+//! is why the bias is scaled by the weight sum rather than added once. That costs Lq·D·D
+//! (100 or 17 queries) instead of S·D·D. [`fuse_value_projection`] finds the affine
+//! chain that turns a memory `(1, S, D)` into a [`FastDeformSample`](super::deform_sample::FastDeformSample)'s value maps
+//! `(H, dh, h, w)` (the `MatMul`, bias `Add` and the head reshapes and transposes),
+//! reads `W` and `b` off it by running it on probe inputs, checks the reading on a
+//! random input, and puts a [`FastDeformProject`] in place of both.
+
+use std::sync::Arc;
+
+use super::grid_sample::FastGridSample;
+use tract_onnx::tract_hir::internal::*;
+
+/// `Σ_p a · bilinear(memory · W + b)` per head and query, projecting only the sampled
+/// rows: `memory (1, S, D)`, `grid (H, Lq, P, 2)`, `weights (H, ·, Lq, P)` ->
+/// `(H, dh, Lq, 1)`, as the [`FastDeformSample`](super::deform_sample::FastDeformSample) it replaces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FastDeformProject {
+    /// The sampling rule of the GridSample it replaces.
+    pub sample: FastGridSample,
+    /// Height and width of the map the S tokens form, row-major (token = y·w + x).
+    pub map: [usize; 2],
+    /// Per head, its `dh` columns of `W`: `(H, D, dh)`, row-major.
+    pub weight: Arc<Tensor>,
+    /// `b`, `(H·dh)`.
+    pub bias: Arc<Tensor>,
+    /// Whether the memory is `(1, D, S)` (channel-major, as a feature map reads)
+    /// rather than `(1, S, D)`.
+    pub channel_major: bool,
+}
+
+/// The operands of one [`FastDeformProject`] evaluation, flat row-major.
+#[derive(Clone, Copy, Debug)]
+pub struct ProjectInputs<'a> {
+    /// The memory, `(S, D)` or, for a channel-major op, `(D, S)`.
+    pub memory: &'a [f32],
+    /// Sampling locations `(H, Lq, P, 2)`, normalised to [-1, 1].
+    pub grid: &'a [f32],
+    /// Attention weights `(H, Lq, P)`.
+    pub weights: &'a [f32],
+    /// Queries `Lq` and points per query `P`.
+    pub queries: usize,
+    /// Points per query.
+    pub points: usize,
+}
+
+/// Queries projected together: their accumulators stay in registers across `D`.
+const BLOCK: usize = 4;
+
+impl FastDeformProject {
+    /// Heads, memory width D and head width dh.
+    fn dims(&self) -> [usize; 3] {
+        let s = self.weight.shape();
+        [s[0], s[1], s[2]]
+    }
+
+    /// Writes `(H, dh, Lq)` into `out`.
+    ///
+    /// # Errors
+    /// When the weight or bias tensor is not dense f32.
+    pub fn sample(&self, inputs: &ProjectInputs<'_>, out: &mut [f32]) -> TractResult<()> {
+        let (weight, bias) = (super::f32s(&self.weight)?, super::f32s(&self.bias)?);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2, checked just above.
+                unsafe { self.sample_avx2(inputs, weight, bias, out) };
+                return Ok(());
+            }
+        }
+        self.sample_generic(inputs, weight, bias, out);
+        Ok(())
+    }
+
+    /// [`Self::sample`] compiled for AVX2 (8-wide loops over D and dh, one-instruction
+    /// `floor`).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn sample_avx2(
+        &self,
+        inputs: &ProjectInputs<'_>,
+        weight: &[f32],
+        bias: &[f32],
+        out: &mut [f32],
+    ) {
+        self.sample_generic(inputs, weight, bias, out);
+    }
+
+    #[inline(always)]
+    fn sample_generic(
+        &self,
+        inputs: &ProjectInputs<'_>,
+        weight: &[f32],
+        bias: &[f32],
+        out: &mut [f32],
+    ) {
+        let [heads, d, dh] = self.dims();
+        let [mh, mw] = self.map;
+        let (lq, points) = (inputs.queries, inputs.points);
+        let token_major;
+        let memory = if self.channel_major {
+            let s = mh * mw;
+            let mut rows = vec![0f32; s * d];
+            for (k, chan) in inputs.memory.chunks_exact(s).enumerate() {
+                for (t, &v) in chan.iter().enumerate() {
+                    rows[t * d + k] = v;
+                }
+            }
+            token_major = rows;
+            &token_major[..]
+        } else {
+            inputs.memory
+        };
+        let mut acc = vec![0f32; BLOCK * d];
+        for h in 0..heads {
+            let w_h = &weight[h * d * dh..(h + 1) * d * dh];
+            let b_h = &bias[h * dh..(h + 1) * dh];
+            let dst = &mut out[h * dh * lq..(h + 1) * dh * lq];
+            for q0 in (0..lq).step_by(BLOCK) {
+                let n = BLOCK.min(lq - q0);
+                let mut wsum = [0f32; BLOCK];
+                for (j, row) in acc.chunks_exact_mut(d).take(n).enumerate() {
+                    row.fill(0.0);
+                    let k0 = (h * lq + q0 + j) * points;
+                    for k in k0..k0 + points {
+                        let (idx, wts) =
+                            self.sample
+                                .taps(inputs.grid[2 * k], inputs.grid[2 * k + 1], mh, mw);
+                        for (&i, &wt) in idx.iter().zip(&wts) {
+                            let wt = wt * inputs.weights[k];
+                            if wt == 0.0 {
+                                continue;
+                            }
+                            wsum[j] += wt;
+                            let m = &memory[i as usize * d..(i as usize + 1) * d];
+                            for (a, &v) in row.iter_mut().zip(m) {
+                                *a += wt * v;
+                            }
+                        }
+                    }
+                }
+                project(&acc[..n * d], w_h, dh, |j, c, v| {
+                    dst[c * lq + q0 + j] = v + b_h[c] * wsum[j];
+                });
+            }
+        }
+    }
+}
+
+/// `rows (n, D) · w (D, dh)`, handing each result to `put(row, column, value)`; up to
+/// [`BLOCK`] rows, each with dh ≤ 32 accumulators.
+#[inline(always)]
+fn project(rows: &[f32], w: &[f32], dh: usize, mut put: impl FnMut(usize, usize, f32)) {
+    let d = w.len() / dh;
+    let n = rows.len() / d;
+    let mut o = [[0f32; 32]; BLOCK];
+    if dh <= 32 {
+        for (k, wrow) in w.chunks_exact(dh).enumerate() {
+            for j in 0..n {
+                let a = rows[j * d + k];
+                for (oc, &wc) in o[j][..dh].iter_mut().zip(wrow) {
+                    *oc += a * wc;
+                }
+            }
+        }
+        for (j, oj) in o.iter().enumerate().take(n) {
+            for (c, &v) in oj[..dh].iter().enumerate() {
+                put(j, c, v);
+            }
+        }
+    } else {
+        for j in 0..n {
+            for c in 0..dh {
+                let v = (0..d).map(|k| rows[j * d + k] * w[k * dh + c]).sum();
+                put(j, c, v);
+            }
+        }
+    }
+}
+
+impl super::Kernel for FastDeformProject {
+    fn kernel_name(&self) -> StaticName {
+        "FastDeformProject".into()
+    }
+
+    fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
+        let (memory, grid, weights) = args_3!(inputs);
+        let [heads, d, dh] = self.dims();
+        let tokens = self.map[0] * self.map[1];
+        let rank = memory.rank();
+        let width_axis = if self.channel_major {
+            rank.max(2) - 2
+        } else {
+            rank.max(1) - 1
+        };
+        ensure!(
+            memory.len() == tokens * d && rank >= 2 && memory.shape()[width_axis] == d,
+            "FastDeformProject: memory {:?}, expected {tokens} tokens of {d}",
+            memory.shape()
+        );
+        let gs = grid.shape();
+        ensure!(
+            gs.len() == 4 && gs[0] == heads && gs[3] == 2,
+            "FastDeformProject: grid {gs:?} for {heads} heads"
+        );
+        let (queries, points) = (gs[1], gs[2]);
+        ensure!(
+            weights.len() == heads * queries * points,
+            "FastDeformProject: weights {:?} for grid {gs:?}",
+            weights.shape()
+        );
+        let mut out = Tensor::zero::<f32>(&[heads, dh, queries, 1])?;
+        let inputs = ProjectInputs {
+            memory: super::f32s(&memory)?,
+            grid: super::f32s(&grid)?,
+            weights: super::f32s(&weights)?,
+            queries,
+            points,
+        };
+        self.sample(&inputs, super::f32s_mut(&mut out)?)?;
+        Ok(out)
+    }
+
+    fn output_fact(&self, inputs: &[&TypedFact]) -> TractResult<TypedFact> {
+        let [heads, _, dh] = self.dims();
+        let g = &inputs[1].shape;
+        ensure!(g.rank() == 4, "FastDeformProject needs a 4-D grid");
+        Ok(f32::fact(&[
+            heads.to_dim(),
+            dh.to_dim(),
+            g[1].clone(),
+            1.to_dim(),
+        ]))
+    }
+}
+
+super::tract_op!(FastDeformProject);
+
+mod rewrite;
+pub use rewrite::fuse_value_projection;
+
+#[cfg(test)]
+mod tests;
