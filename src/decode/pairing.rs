@@ -159,24 +159,26 @@ impl Pairing {
     ///
     /// # Errors
     /// [`PairingError`] naming the HEF, the ONNX, both lists with shapes and the
-    /// `[graph.inputs]` key that would fix it.
+    /// `[graph.inputs]` key that would fix it (boxed: it carries both lists).
     pub fn by_name(
         sides: &PairingSides,
         outputs: &[DeviceOutput],
         inputs: &[MapSpec],
         explicit: &BTreeMap<String, String>,
-    ) -> Result<Self, PairingError> {
+    ) -> Result<Self, Box<PairingError>> {
         let mut source: Vec<Option<(usize, bool)>> = vec![None; inputs.len()];
         let mut used = vec![false; outputs.len()];
-        let explicit_err = |from: &str, to: &str, problem: String| PairingError::Explicit {
-            key: sides.key.clone(),
-            from: from.to_owned(),
-            to: to.to_owned(),
-            problem,
-            hef: sides.hef.clone(),
-            onnx: sides.onnx.clone(),
-            outputs: outputs.to_vec(),
-            inputs: inputs.to_vec(),
+        let explicit_err = |from: &str, to: &str, problem: String| {
+            Box::new(PairingError::Explicit {
+                key: sides.key.clone(),
+                from: from.to_owned(),
+                to: to.to_owned(),
+                problem,
+                hef: sides.hef.clone(),
+                onnx: sides.onnx.clone(),
+                outputs: outputs.to_vec(),
+                inputs: inputs.to_vec(),
+            })
         };
         for (from, to) in explicit {
             let o = outputs
@@ -224,7 +226,7 @@ impl Pairing {
         if !unmatched_outputs.is_empty() || !unmatched_inputs.is_empty() {
             let short: Vec<&str> = outputs.iter().map(DeviceOutput::short_name).collect();
             let names: Vec<&str> = inputs.iter().map(|m| m.name.as_str()).collect();
-            return Err(PairingError::Unmatched {
+            return Err(Box::new(PairingError::Unmatched {
                 key: sides.key.clone(),
                 hef: sides.hef.clone(),
                 onnx: sides.onnx.clone(),
@@ -240,19 +242,19 @@ impl Pairing {
                 unmatched_inputs,
                 hef_split: Split::recognise(&short),
                 onnx_split: Split::recognise(&names),
-            });
+            }));
         }
         let mut pairs = Vec::with_capacity(inputs.len());
         for (to, s) in inputs.iter().zip(source) {
             let (output, explicit) = s.expect("every input is matched");
             let from = &outputs[output];
             if !from.fits(to) {
-                return Err(PairingError::Shape {
+                return Err(Box::new(PairingError::Shape {
                     hef: sides.hef.clone(),
                     onnx: sides.onnx.clone(),
                     from: from.clone(),
                     to: to.clone(),
-                });
+                }));
             }
             pairs.push(Pair {
                 output,

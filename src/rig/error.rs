@@ -108,7 +108,7 @@ pub enum GraphError {
     #[error("output {stream} is not an image map (g, g, C): {shape}")]
     OutputShape { stream: String, shape: String },
     #[error(transparent)]
-    Pairing(#[from] crate::decode::PairingError),
+    Pairing(#[from] Box<crate::decode::PairingError>),
     #[error(
         "no decoder_onnx, and no decoder can be generated for this HEF: its outputs ({outputs}) \
          are neither the design split (features, cross_attn_features) nor the taps split \

@@ -107,7 +107,7 @@ fn an_output_the_decoder_lacks_is_an_error_not_a_fallback() {
         unmatched_outputs,
         unmatched_inputs,
         ..
-    } = &err
+    } = &*err
     else {
         panic!("expected Unmatched, got {err}");
     };
@@ -147,8 +147,9 @@ fn a_grid_or_channel_mismatch_is_refused() {
         output("b/features", 24, 128),
         output("b/cross_attn_features", 24, 256),
     ];
+    let err = Pairing::by_name(&sides(), &narrow, &design_inputs(24), &BTreeMap::new());
     assert!(matches!(
-        Pairing::by_name(&sides(), &narrow, &design_inputs(24), &BTreeMap::new()),
+        err.as_ref().map_err(|e| &**e),
         Err(PairingError::Shape { .. })
     ));
 }
