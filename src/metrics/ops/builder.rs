@@ -246,7 +246,8 @@ pub fn encode(model: &pb::ModelProto) -> Vec<u8> {
     model.encode_to_vec()
 }
 
-fn value_info(name: &str, shape: &[Dim]) -> pb::ValueInfoProto {
+/// A float tensor's name and shape, as graph inputs and outputs declare them.
+pub fn value_info(name: &str, shape: &[Dim]) -> pb::ValueInfoProto {
     let dim = shape
         .iter()
         .map(|d| Dimension {

@@ -11,7 +11,7 @@
 
 use tract_onnx::pb;
 
-use super::builder::encode;
+use super::builder::{encode, value_info};
 use super::vit::{SpecError, VitSpec};
 use crate::decode::Split;
 
@@ -50,14 +50,17 @@ fn to_device_layout(graph: &mut pb::GraphProto, side: usize) {
             }
         }
     }
-    graph.input[0] = value_info("image", &[1, side as i64, side as i64, 3]);
+    graph.input[0] = value_info("image", &[1.into(), side.into(), side.into(), 3.into()]);
     let mut nodes = vec![transpose("image", NCHW, [0, 3, 1, 2])];
     let projected: Vec<String> = graph.output.iter().map(|o| o.name.clone()).collect();
     graph.output.clear();
-    let g = (side / 12) as i64;
+    let g = side / 12;
     for (from, name) in projected.iter().zip(Split::Design.input_names()) {
         graph.node.push(transpose(from, name, [0, 2, 3, 1]));
-        graph.output.push(value_info(name, &[1, g, g, 256]));
+        graph.output.push(value_info(
+            name,
+            &[1.into(), g.into(), g.into(), 256.into()],
+        ));
     }
     nodes.append(&mut graph.node);
     graph.node = nodes;
@@ -75,29 +78,6 @@ fn transpose(from: &str, to: &str, perm: [i64; 4]) -> pb::NodeProto {
             ints: perm.to_vec(),
             ..Default::default()
         }],
-        ..Default::default()
-    }
-}
-
-fn value_info(name: &str, dims: &[i64]) -> pb::ValueInfoProto {
-    use pb::tensor_shape_proto::{dimension, Dimension};
-    pb::ValueInfoProto {
-        name: name.into(),
-        r#type: Some(pb::TypeProto {
-            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
-                elem_type: pb::tensor_proto::DataType::Float as i32,
-                shape: Some(pb::TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            value: Some(dimension::Value::DimValue(d)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
         ..Default::default()
     }
 }

@@ -199,14 +199,19 @@ impl super::Kernel for FastDeformProject {
         let (memory, grid, weights) = args_3!(inputs);
         let [heads, d, dh] = self.dims();
         let tokens = self.map[0] * self.map[1];
-        let rank = memory.rank();
-        let width_axis = if self.channel_major {
-            rank.max(2) - 2
+        let core: Vec<usize> = memory
+            .shape()
+            .iter()
+            .copied()
+            .skip_while(|&x| x == 1)
+            .collect();
+        let width = if self.channel_major {
+            core.first()
         } else {
-            rank.max(1) - 1
+            core.last()
         };
         ensure!(
-            memory.len() == tokens * d && rank >= 2 && memory.shape()[width_axis] == d,
+            memory.len() == tokens * d && width == Some(&d),
             "FastDeformProject: memory {:?}, expected {tokens} tokens of {d}",
             memory.shape()
         );

@@ -138,13 +138,17 @@ fn read_projection(
     ) else {
         return Ok(None);
     };
-    let (&[heads, dh, mh, mw], Some(&[a, b])) = (vs, ms.strip_prefix(&[1]).or(Some(ms))) else {
+    let &[heads, dh, mh, mw] = vs else {
         return Ok(None);
     };
     let (s, d) = (mh * mw, heads * dh);
-    let channel_major = match (a, b) {
-        _ if (a, b) == (s, d) => false,
-        _ if (a, b) == (d, s) => true,
+    // Leading unit axes dropped: (S, D), (h, w, D), (D, S) or (D, h, w).
+    let core: Vec<usize> = ms.iter().copied().skip_while(|&x| x == 1).collect();
+    let channel_major = match core[..] {
+        [a, b] if (a, b) == (s, d) => false,
+        [y, x, b] if (y, x, b) == (mh, mw, d) => false,
+        [a, b] if (a, b) == (d, s) => true,
+        [a, y, x] if (a, y, x) == (d, mh, mw) => true,
         _ => return Ok(None),
     };
     if memory_fact.datum_type != f32::datum_type() || s < d || d == 0 {
