@@ -112,7 +112,7 @@ impl OrtDecoder {
                 .map(|s| s.iter().map(|&d| d.max(0) as usize).collect::<Vec<_>>());
             let is_f32 = matches!(
                 input.dtype().tensor_type(),
-                Some(ort::tensor::TensorElementType::Float32)
+                Some(ort::value::TensorElementType::Float32)
             );
             let found = format!("{}", input.dtype());
             maps.push(map_spec(path, input.name(), shape, is_f32, &found)?);

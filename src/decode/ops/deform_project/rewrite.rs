@@ -39,6 +39,9 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         let Some(op) = node.op_as::<FastDeformSample>() else {
             continue;
         };
+        if !fewer_queries_than_tokens(model, node)? {
+            continue;
+        }
         let Some(chain) = value_chain(model, node.inputs[0])? else {
             continue;
         };
@@ -54,6 +57,27 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         return Ok(Some(patch));
     }
     Ok(None)
+}
+
+/// Whether projecting the sampled rows (Lq·D² per head group) is cheaper than projecting
+/// the memory (S·D²): fewer queries than memory tokens. The keypoint branch of every slot
+/// (1700 queries on 576 tokens) is not; the top slot's (17) and the detection queries' (100)
+/// are.
+fn fewer_queries_than_tokens(model: &TypedModel, node: &TypedNode) -> TractResult<bool> {
+    let value = model
+        .outlet_fact(node.inputs[0])?
+        .shape
+        .as_concrete()
+        .map(<[usize]>::to_vec);
+    let grid = model
+        .outlet_fact(node.inputs[1])?
+        .shape
+        .as_concrete()
+        .map(<[usize]>::to_vec);
+    Ok(match (value.as_deref(), grid.as_deref()) {
+        (Some([_, _, h, w]), Some([_, lq, _, _])) => lq < &(h * w),
+        _ => false,
+    })
 }
 
 /// Whether `op` is one the chain may hold: layout changes, and affine ops whose other

@@ -304,9 +304,12 @@ fn fixture_decoder_projects_sampled_rows_only(name: &str) {
     };
     let want = run(model.clone());
     let mut fused = model.clone();
+    // The detection queries' samplings (100 queries on 576 tokens) are rewritten; the
+    // keypoint branch's over every slot (1700 queries) is not, as projecting its rows
+    // would cost more than projecting the memory.
     assert_eq!(
         fuse_value_projection(&mut fused).unwrap(),
-        samplers,
+        samplers / 2,
         "{name}"
     );
     let got = run(fused.clone());
