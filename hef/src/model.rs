@@ -524,7 +524,18 @@ pub struct StreamInfo {
     pub quant: Quantization,
 }
 
+/// The last component of a stream name, `<network group>/<name>` -> `<name>`: the name a
+/// consumer of the stream (a decoder input, a reference model output) matches it by.
+pub fn layer_name(stream: &str) -> &str {
+    stream.rsplit('/').next().unwrap_or(stream)
+}
+
 impl StreamInfo {
+    /// The last component of the stream's name ([`layer_name`]).
+    pub fn layer_name(&self) -> &str {
+        layer_name(&self.name)
+    }
+
     /// Bytes of one frame in the host order and the device data type.
     pub fn frame_size(&self) -> u64 {
         self.shape.elements() * self.data_type.size() as u64

@@ -31,7 +31,7 @@ pub struct DeviceOutput {
 impl DeviceOutput {
     /// The last component of the stream name, the name a decoder input must carry.
     pub fn short_name(&self) -> &str {
-        self.stream.rsplit('/').next().unwrap_or(&self.stream)
+        hef::layer_name(&self.stream)
     }
 
     /// Whether this output has the elements of decoder input `map`: NHWC (g, g, C)

@@ -83,7 +83,7 @@ fn generate(i: usize, g: &GraphConfig, rig: &RigConfig) -> Result<DecoderChoice,
     let short: Vec<&str> = group
         .outputs
         .iter()
-        .map(|s| s.name.rsplit('/').next().unwrap_or(&s.name))
+        .map(hef::StreamInfo::layer_name)
         .collect();
     let (Some(side), Some(split)) = (side, Split::recognise(&short)) else {
         return Err(bad(GraphError::NoGeneratedDecoder {
@@ -174,9 +174,8 @@ pub(super) fn pair(
             features,
         } = s.shape
         else {
-            return Err(bad(GraphError::OutputShape {
+            return Err(bad(GraphError::NmsOutput {
                 stream: s.name.clone(),
-                shape: "an NMS output".into(),
             }));
         };
         outputs.push(DeviceOutput {

@@ -105,8 +105,8 @@ pub enum GraphError {
     NoInput,
     #[error(transparent)]
     Input(#[from] PreprocessError),
-    #[error("output {stream} is not an image map (g, g, C): {shape}")]
-    OutputShape { stream: String, shape: String },
+    #[error("output {stream} is an NMS output; the decoder reads image maps (g, g, C)")]
+    NmsOutput { stream: String },
     #[error(transparent)]
     Pairing(#[from] Box<crate::decode::PairingError>),
     #[error(

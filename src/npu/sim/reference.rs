@@ -194,7 +194,7 @@ impl ReferenceModel {
         spec.outputs
             .iter()
             .map(|stream| {
-                let name = stream.name.rsplit('/').next().unwrap_or(&stream.name);
+                let name = hef::layer_name(&stream.name);
                 let index = self
                     .output_names
                     .iter()
