@@ -123,14 +123,18 @@ pub enum PairingError {
     /// A pair whose shapes differ: another grid (input side) or another channel count.
     #[error(
         "{} output {from} cannot feed {} input {to}: expected the output (g, g, C) of an \
-         input (1, C, g, g); the HEF and the decoder are built for different grids or splits",
-        hef.display(), onnx.display()
+         input (1, C, g, g); the HEF returns {}; the decoder reads {}; the HEF and the decoder \
+         are built for different grids or splits (pairs are named under [graph.inputs], rig key {key})",
+        hef.display(), onnx.display(), outputs_text(outputs), specs_text(inputs)
     )]
     Shape {
+        key: String,
         hef: PathBuf,
         onnx: PathBuf,
         from: DeviceOutput,
         to: MapSpec,
+        outputs: Vec<DeviceOutput>,
+        inputs: Vec<MapSpec>,
     },
 }
 
@@ -250,10 +254,13 @@ impl Pairing {
             let from = &outputs[output];
             if !from.fits(to) {
                 return Err(Box::new(PairingError::Shape {
+                    key: sides.key.clone(),
                     hef: sides.hef.clone(),
                     onnx: sides.onnx.clone(),
                     from: from.clone(),
                     to: to.clone(),
+                    outputs: outputs.to_vec(),
+                    inputs: inputs.to_vec(),
                 }));
             }
             pairs.push(Pair {

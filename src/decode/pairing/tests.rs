@@ -143,6 +143,16 @@ fn a_grid_or_channel_mismatch_is_refused() {
             && err.contains("features (1, 256, 24, 24)"),
         "{err}"
     );
+    // Both lists, both files and the key, as for unmatched names.
+    for want in [
+        "backbone_432/cross_attn_features (36, 36, 256)",
+        "cross_attn_features (1, 256, 24, 24)",
+        "models/backbone_288.hef",
+        "models/decoder_288.onnx",
+        "graph[0].inputs",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in: {err}");
+    }
     let narrow = [
         output("b/features", 24, 128),
         output("b/cross_attn_features", 24, 256),
