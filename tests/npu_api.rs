@@ -51,7 +51,7 @@ fn full_path_on_the_288_backbone_fixture() {
     let mut b = cm.bindings().unwrap();
     let frame = vec![7u8; input.frame_size];
     b.write_input(&input.name, &frame).unwrap();
-    cm.run(&mut b, T).unwrap();
+    let b = cm.run(b, T).unwrap();
     let first: Vec<u8> = b.output(&out0.name).unwrap().to_vec();
     assert_eq!(first.len(), out0.frame_size * 4);
     // Dequantised floats are finite values within the quant range.

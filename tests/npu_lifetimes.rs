@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{compute_only, configured, open, open_manual_clock, tiny_hef};
+use hailo_edge::npu::sim::{self, registry, DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::{NpuError, Status};
 
 const T: Duration = Duration::from_secs(10);
@@ -137,4 +138,83 @@ fn four_threads_submit_at_once() {
         device.sim_stats().unwrap().models["tiny"].frames,
         4 * per_thread as u64
     );
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < T, "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn dropping_with_completions_never_taken_frees_the_model_and_device() {
+    let device = open(compute_only());
+    let id = device.device_id().to_string();
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
+    for _ in 0..3 {
+        cm.submit(cm.bindings().unwrap()).unwrap();
+    }
+    wait_until("the jobs complete", || cm.pending() == 0);
+    // Three completions wait in the model's queue, each holding the model.
+    drop(cm);
+    drop(device);
+    assert!(
+        registry::core(&id).is_none(),
+        "the configured model and the device were released"
+    );
+}
+
+#[test]
+fn a_late_completion_releases_nothing_on_the_completion_thread() {
+    // Real time and a frame of 300 ms (1.8e12 ops at 0.30 x 20 TOPS); dropping waits 20 ms.
+    let profile = SimProfile::new(DeviceProfile::hailo10h().with_link(Link::free()))
+        .with_clock(TimeBase::RealTime);
+    let device = open(profile);
+    let id = device.device_id().to_string();
+    let cm = configured(&device, &tiny_hef("slow", 8, 4, Some(1_800_000_000_000)));
+    cm.set_drop_timeout(Duration::from_millis(20));
+    let job = cm.run_async(cm.bindings().unwrap()).unwrap();
+    // On the device by now: shutting down cannot abort it.
+    std::thread::sleep(Duration::from_millis(50));
+    let before = sim::releases_in_completion();
+    drop(job);
+    drop(cm);
+    drop(device);
+    assert!(
+        registry::core(&id).is_some(),
+        "the job still holds the device"
+    );
+    wait_until("the late job releases the device", || {
+        registry::core(&id).is_none()
+    });
+    assert_eq!(
+        sim::releases_in_completion(),
+        before,
+        "the model or the device was released inside the completion callback"
+    );
+}
+
+#[test]
+fn a_timed_out_run_keeps_its_buffers_until_the_job_completes() {
+    let (clock, device) = open_manual_clock();
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
+    let bindings = cm.bindings().unwrap();
+    let err = cm.run(bindings, Duration::from_millis(20)).unwrap_err();
+    assert_eq!(err.status(), Some(Status::Timeout), "{err}");
+    assert_eq!(cm.pending(), 1, "the job is still in flight");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(cm.idle_buffers(), 0, "its buffers did not come back");
+    clock.finish();
+    wait_until("the buffers return with the completion", || {
+        cm.idle_buffers() == 2
+    });
+    assert_eq!(cm.pending(), 0);
+    // Control: a run that finishes hands its bindings back.
+    let device = open(compute_only());
+    let cm = configured(&device, &tiny_hef("tiny", 8, 4, Some(1_000_000)));
+    let done = cm.run(cm.bindings().unwrap(), T).unwrap();
+    assert_eq!(done.outputs().count(), 1);
+    assert_eq!(cm.idle_buffers(), 0, "the bindings came back to the caller");
 }

@@ -96,7 +96,7 @@ fn outputs_are_the_reference_graph_quantised() {
     // Negative control: a different input gives different outputs.
     let mut b = done.bindings;
     b.write_input("ref/input", &[0u8; 12]).unwrap();
-    cm.run(&mut b, Duration::from_secs(10)).unwrap();
+    let b = cm.run(b, Duration::from_secs(10)).unwrap();
     assert_ne!(b.output("ref/output").unwrap(), &want[..]);
     assert!(b.output("ref/output").unwrap().iter().all(|&q| q == 128));
     assert_eq!(device.sim_stats().unwrap().compute_ns, 2_000_000_000);
@@ -108,7 +108,7 @@ fn outputs_are_the_reference_graph_quantised() {
     let cm = model.configure().unwrap();
     let mut b = cm.bindings().unwrap();
     b.write_input("ref/input", &input).unwrap();
-    cm.run(&mut b, Duration::from_secs(10)).unwrap();
+    let b = cm.run(b, Duration::from_secs(10)).unwrap();
     let floats: Vec<f32> = b
         .output("ref/output")
         .unwrap()
@@ -138,7 +138,7 @@ fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
             open(SimProfile::new(DeviceProfile::hailo10h()).with_reference("ref", reference));
         let cm = configured(&device, &tiny_hef("ref", 2, features, Some(100)));
         let err = cm
-            .run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
+            .run(cm.bindings().unwrap(), Duration::from_secs(10))
             .unwrap_err();
         assert_eq!(
             err.status(),
@@ -150,6 +150,6 @@ fn a_reference_that_does_not_fit_the_hef_fails_the_job() {
     let reference = ReferenceModel::from_onnx_bytes(&matmul_onnx()).unwrap();
     let device = open(SimProfile::new(DeviceProfile::hailo10h()).with_reference("ref", reference));
     let cm = configured(&device, &tiny_hef("ref", 2, 3, Some(100)));
-    cm.run(&mut cm.bindings().unwrap(), Duration::from_secs(10))
+    cm.run(cm.bindings().unwrap(), Duration::from_secs(10))
         .unwrap();
 }

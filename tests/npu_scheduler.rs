@@ -289,7 +289,7 @@ fn real_time_clock_sleeps_to_the_modelled_completion() {
     cm.wait_for_async_ready(T, 1).unwrap();
     let start = std::time::Instant::now();
     for _ in 0..5 {
-        cm.run(&mut cm.bindings().unwrap(), T).unwrap();
+        cm.run(cm.bindings().unwrap(), T).unwrap();
     }
     let elapsed = start.elapsed();
     // 1 ms activation + 5 x 5.93 ms of compute, in wall time.
@@ -303,7 +303,7 @@ fn real_time_clock_sleeps_to_the_modelled_completion() {
         .unwrap();
     let start = std::time::Instant::now();
     for _ in 0..5 {
-        cm.run(&mut cm.bindings().unwrap(), T).unwrap();
+        cm.run(cm.bindings().unwrap(), T).unwrap();
     }
     assert_eq!(fast.sim_stats().unwrap().compute_ns, 5 * frame_ns(OPS_288));
     assert!(start.elapsed() < elapsed);

@@ -50,13 +50,16 @@ fn switches(k: u64, frames: usize) -> (u64, u64) {
         model.set_batch_size(batch).unwrap();
         let cm = model.configure().unwrap();
         // A long timeout: only K and running out of frames trigger switches.
-        lanes.push(Lane::new(
-            cm,
-            input.name,
-            usize::from(batch),
-            1_000_000_000,
-            2 * usize::from(batch),
-        ));
+        lanes.push(
+            Lane::new(
+                cm,
+                input.name,
+                usize::from(batch),
+                1_000_000_000,
+                2 * usize::from(batch),
+            )
+            .unwrap(),
+        );
     }
     let camera_graph = vec![0, 0, 0, 1];
     let cams: Vec<SyntheticCamera> = camera_graph

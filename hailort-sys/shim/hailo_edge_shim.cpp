@@ -477,6 +477,15 @@ hes_status configured_model_wait_for_async_ready(hes_configured_model *c, uint32
     });
 }
 
+hes_status configured_model_get_async_queue_size(hes_configured_model *c, size_t *queue_size)
+{
+    return protect([&] {
+        require(c, "configured model");
+        require(queue_size, "queue_size");
+        *queue_size = take(c->configured.get_async_queue_size(), "ConfiguredInferModel::get_async_queue_size");
+    });
+}
+
 hes_status configured_model_set_scheduler_priority(hes_configured_model *c, uint8_t priority)
 {
     return protect([&] {
@@ -591,6 +600,7 @@ const hes_api k_api = {
     configured_model_run,
     configured_model_run_async,
     configured_model_wait_for_async_ready,
+    configured_model_get_async_queue_size,
     configured_model_set_scheduler_priority,
     configured_model_set_scheduler_threshold,
     configured_model_set_scheduler_timeout,

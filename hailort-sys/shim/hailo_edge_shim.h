@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /** Version of this table layout; bumped on any change to hes_api. */
-#define HES_ABI_VERSION 1u
+#define HES_ABI_VERSION 2u
 
 /** Same limits as HailoRT's HAILO_MAX_NAME_SIZE / HAILO_MAX_DEVICE_ID_LENGTH. */
 #define HES_MAX_NAME 128u
@@ -177,7 +177,11 @@ typedef struct hes_api {
     /* --- configured model --- */
     hes_status (*configured_model_release)(hes_configured_model *model);
     hes_status (*configured_model_create_bindings)(hes_configured_model *model, hes_bindings **out);
-    /** Blocking inference of one set of bindings. */
+    /**
+     * Blocking inference of one set of bindings. On HAILO_TIMEOUT the job may still be in flight
+     * with the buffers in use, and nothing signals its end: the safe layer runs frames through
+     * run_async instead.
+     */
     hes_status (*configured_model_run)(hes_configured_model *model, hes_bindings *bindings, uint32_t timeout_ms);
     /**
      * Starts one inference. The buffers set on `bindings` must stay valid
@@ -190,6 +194,12 @@ typedef struct hes_api {
     /** Waits until `frames` more run_async calls would be accepted. */
     hes_status (*configured_model_wait_for_async_ready)(hes_configured_model *model, uint32_t timeout_ms,
         uint32_t frames);
+    /**
+     * ConfiguredInferModel::get_async_queue_size: the most jobs the model takes in flight. One
+     * more and the card answers HAILO_QUEUE_IS_FULL in the completion and shuts its copy of the
+     * model down.
+     */
+    hes_status (*configured_model_get_async_queue_size)(hes_configured_model *model, size_t *queue_size);
     hes_status (*configured_model_set_scheduler_priority)(hes_configured_model *model, uint8_t priority);
     hes_status (*configured_model_set_scheduler_threshold)(hes_configured_model *model, uint32_t threshold);
     hes_status (*configured_model_set_scheduler_timeout)(hes_configured_model *model, uint32_t timeout_ms);

@@ -97,6 +97,7 @@ not_implemented! {
         *mut *mut hes_job,
     );
     configured_model_wait_for_async_ready(*mut hes_configured_model, u32, u32);
+    configured_model_get_async_queue_size(*mut hes_configured_model, *mut usize);
     configured_model_set_scheduler_priority(*mut hes_configured_model, u8);
     configured_model_set_scheduler_threshold(*mut hes_configured_model, u32);
     configured_model_set_scheduler_timeout(*mut hes_configured_model, u32);

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -13,11 +13,12 @@ use super::buffer::PagePool;
 use super::device::{BackendKind, DeviceInner, Handle};
 use super::error::NpuError;
 use super::infer_model::{Model, StreamDesc};
-use super::job::{on_complete, Bindings, Completion, InFlight, Job};
-use super::result;
+use super::job::{on_complete, Bindings, Completion, InFlight, Job, Route};
 use super::sim::OutputKind;
+use super::{reaper, result};
 
-/// How long dropping a configured model waits for aborted jobs to report.
+/// How long dropping a configured model waits for aborted jobs to report
+/// (HailoRT waits as long for its own, `WAIT_FOR_ASYNC_IN_DTOR_TIMEOUT`).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) struct CmShared {
@@ -30,10 +31,26 @@ pub(crate) struct CmShared {
     pending: Arc<AtomicUsize>,
     callbacks: Arc<AtomicUsize>,
     broken: Mutex<Option<String>>,
-    queue_tx: Sender<Completion>,
+    /// The sending end of the completion queue, `None` once the configured
+    /// model is dropped (see [`Route::Queue`]).
+    queue_gate: Arc<Mutex<Option<Sender<Completion>>>>,
     queue_rx: Receiver<Completion>,
+    /// HailoRT's `get_async_queue_size`, read once.
+    queue_size: OnceLock<usize>,
+    drop_timeout: Mutex<Duration>,
     next_job: AtomicU64,
     output_kind: OutputKind,
+}
+
+impl CmShared {
+    /// Marks the model as needing reconfiguration (the first cause is kept).
+    pub(crate) fn mark_broken(&self, cause: String) {
+        let mut broken = self.broken.lock().unwrap_or_else(|e| e.into_inner());
+        if broken.is_none() {
+            log::warn!("'{}' needs reconfiguring: {cause}", self.name);
+            *broken = Some(cause);
+        }
+    }
 }
 
 impl Drop for CmShared {
@@ -52,7 +69,16 @@ impl Drop for CmShared {
 /// It holds an `Arc` to its device, so the device stays open while it lives
 /// (the hRPC client of a Hailo-10H reports lost communication otherwise).
 /// Dropping it aborts jobs still in flight; their completions arrive with
-/// `StreamAbort`.
+/// `StreamAbort`. It waits for them (up to [`ConfiguredModel::set_drop_timeout`])
+/// and drops the completions still queued for
+/// [`ConfiguredModel::wait_next_complete`], which hold the model: nothing
+/// keeps the model and its device alive after an error path drops it.
+///
+/// At most [`ConfiguredModel::async_queue_size`] jobs are in flight at once:
+/// HailoRT's card answers one more with `HAILO_QUEUE_IS_FULL` in its
+/// completion and shuts its copy of the model down, so `run_async` and
+/// `submit` refuse it with [`NpuError::QueueIsFull`] before it leaves the
+/// host, and the model stays usable.
 ///
 /// It is `Send + Sync`: share it between threads with an `Arc` (or scoped
 /// borrows); calls into the backend are serialised per handle, and
@@ -81,6 +107,7 @@ impl ConfiguredModel {
             (BackendKind::HailoRt, _) => OutputKind::Device,
         };
         let (queue_tx, queue_rx) = crossbeam_channel::unbounded();
+        reaper::start();
         ConfiguredModel {
             shared: Arc::new(CmShared {
                 device,
@@ -92,8 +119,10 @@ impl ConfiguredModel {
                 pending: Arc::new(AtomicUsize::new(0)),
                 callbacks: Arc::new(AtomicUsize::new(0)),
                 broken: Mutex::new(None),
-                queue_tx,
+                queue_gate: Arc::new(Mutex::new(Some(queue_tx))),
                 queue_rx,
+                queue_size: OnceLock::new(),
+                drop_timeout: Mutex::new(DRAIN_TIMEOUT),
                 next_job: AtomicU64::new(0),
                 output_kind,
             }),
@@ -125,7 +154,40 @@ impl ConfiguredModel {
         self.shared.pending.load(Ordering::Acquire)
     }
 
-    /// Whether a failed `run_async` left this model needing reconfiguration.
+    /// The most jobs this model takes in flight (HailoRT's
+    /// `get_async_queue_size`, read once).
+    ///
+    /// # Errors
+    /// The table's status.
+    #[doc(alias = "ConfiguredInferModel::get_async_queue_size")]
+    pub fn async_queue_size(&self) -> Result<usize, NpuError> {
+        if let Some(&n) = self.shared.queue_size.get() {
+            return Ok(n);
+        }
+        // SAFETY: the handle is live while `self` is.
+        let n =
+            self.with(|api, c| unsafe { result::configured_model::get_async_queue_size(api, c) })?;
+        Ok(*self.shared.queue_size.get_or_init(|| n.max(1)))
+    }
+
+    /// How long dropping this model waits for its jobs in flight (10 s by
+    /// default); a job that reports later is dropped on the reaper thread.
+    pub fn set_drop_timeout(&self, timeout: Duration) {
+        *self
+            .shared
+            .drop_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = timeout;
+    }
+
+    /// Buffers idle in this model's pool: a job's come back only with its
+    /// completion.
+    pub fn idle_buffers(&self) -> usize {
+        self.shared.pool.idle()
+    }
+
+    /// Whether a failed `run_async`, or a completion whose status HailoRT
+    /// treats as fatal to the model, left it needing reconfiguration.
     pub fn needs_reconfigure(&self) -> bool {
         self.broken().is_some()
     }
@@ -230,28 +292,62 @@ impl ConfiguredModel {
         Bindings::new(Arc::clone(&self.shared))
     }
 
-    /// Runs one frame and waits for it.
+    /// Runs one frame and waits up to `timeout` for it; the bindings come
+    /// back with the outputs.
+    ///
+    /// It is a `run_async` and a wait, so the buffers stay with the job until
+    /// the backend is done with them: after a timeout the job is still in
+    /// flight (HailoRT's own blocking `run` returns then too, infer_model.cpp
+    /// 712-734, with nothing to say when the transfer ends), and its bindings
+    /// return to the pool only when its completion arrives.
     ///
     /// # Errors
-    /// `Timeout`; [`NpuError::NeedsReconfigure`]; the table's status.
+    /// `Timeout` (the bindings stay with the job in flight);
+    /// [`NpuError::NeedsReconfigure`]; `QueueIsFull`; the table's or the
+    /// job's status.
     #[doc(alias = "ConfiguredInferModel::run")]
-    pub fn run(&self, bindings: &mut Bindings, timeout: Duration) -> Result<(), NpuError> {
-        self.check_usable()?;
-        let ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX - 1);
-        let api = self.shared.device.api;
-        self.shared.handle.with(|c| {
-            bindings
-                .handle
-                // SAFETY: both handles are live; `&mut bindings` keeps the buffers
-                // untouched until the blocking call returns.
-                .with(|b| unsafe { result::configured_model::run(&api, c, b, ms) })
-        })
+    pub fn run(&self, bindings: Bindings, timeout: Duration) -> Result<Bindings, NpuError> {
+        let mut job = self.run_async(bindings)?;
+        let done = job.wait(timeout).map_err(|err| match err {
+            NpuError::Timeout { .. } => NpuError::Timeout {
+                call: "run",
+                detail: format!(
+                    "job {} of '{}' still in flight after {} ms; its buffers return to the \
+                     pool when it completes",
+                    job.id(),
+                    self.shared.name,
+                    timeout.as_millis()
+                ),
+            },
+            other => other,
+        })?;
+        done.status.map(|()| done.bindings)
+    }
+
+    /// Takes one slot of the async queue, or refuses with `QueueIsFull`.
+    fn reserve(&self) -> Result<(), NpuError> {
+        let queue = self.async_queue_size()?;
+        self.shared
+            .pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                (p < queue).then_some(p + 1)
+            })
+            .map(drop)
+            .map_err(|p| NpuError::QueueIsFull {
+                call: "run_async",
+                detail: format!(
+                    "'{}' has {p} jobs in flight, as many as its async queue holds; take a \
+                     completion or call wait_for_async_ready first (refused before it reached \
+                     the device, so the model stays usable)",
+                    self.shared.name
+                ),
+            })
     }
 
     fn launch(
         &self,
         bindings: Bindings,
-        tx: Sender<Completion>,
+        route: Route,
     ) -> Result<(u64, Option<Handle<hailort_sys::hes_job>>), NpuError> {
         self.check_usable()?;
         if !Arc::ptr_eq(&bindings.cm, &self.shared) {
@@ -263,17 +359,17 @@ impl ConfiguredModel {
                 ),
             });
         }
+        self.reserve()?;
         let job = self.shared.next_job.fetch_add(1, Ordering::Relaxed);
         let b = bindings.handle.ptr();
         let inflight = Box::new(InFlight {
-            tx,
+            route,
             bindings,
             job,
             pending: Arc::clone(&self.shared.pending),
             callbacks: Arc::clone(&self.shared.callbacks),
             output_kind: self.shared.output_kind,
         });
-        self.shared.pending.fetch_add(1, Ordering::AcqRel);
         self.shared.callbacks.fetch_add(1, Ordering::AcqRel);
         let user_data = Box::into_raw(inflight).cast::<c_void>();
         let api = self.shared.device.api;
@@ -291,12 +387,7 @@ impl ConfiguredModel {
                 drop(unsafe { Box::from_raw(user_data.cast::<InFlight>()) });
                 self.shared.pending.fetch_sub(1, Ordering::AcqRel);
                 self.shared.callbacks.fetch_sub(1, Ordering::AcqRel);
-                *self.shared.broken.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(err.to_string());
-                log::warn!(
-                    "run_async of '{}' failed; the model needs reconfiguring: {err}",
-                    self.shared.name
-                );
+                self.shared.mark_broken(format!("run_async failed: {err}"));
                 Err(err)
             }
         }
@@ -313,15 +404,22 @@ impl ConfiguredModel {
     /// ```
     ///
     /// # Errors
-    /// [`NpuError::NeedsReconfigure`] after an earlier failure; the table's
+    /// [`NpuError::NeedsReconfigure`] after an earlier failure; `QueueIsFull`
+    /// with [`ConfiguredModel::async_queue_size`] jobs in flight; the table's
     /// status, after which this model needs reconfiguring (as in HailoRT).
     #[doc(alias = "ConfiguredInferModel::run_async")]
     pub fn run_async(&self, bindings: Bindings) -> Result<Job, NpuError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let (id, handle) = self.launch(bindings, tx)?;
+        let open = Arc::new(Mutex::new(true));
+        let route = Route::Job {
+            tx,
+            open: Arc::clone(&open),
+        };
+        let (id, handle) = self.launch(bindings, route)?;
         Ok(Job {
             id,
             rx,
+            open,
             handle,
             cm: Arc::clone(&self.shared),
             delivered: false,
@@ -334,7 +432,8 @@ impl ConfiguredModel {
     /// # Errors
     /// As [`ConfiguredModel::run_async`].
     pub fn submit(&self, bindings: Bindings) -> Result<u64, NpuError> {
-        let (id, handle) = self.launch(bindings, self.shared.queue_tx.clone())?;
+        let route = Route::Queue(Arc::clone(&self.shared.queue_gate));
+        let (id, handle) = self.launch(bindings, route)?;
         if let Some(handle) = handle {
             let api = self.shared.device.api;
             // SAFETY: fresh handle with no other user; release detaches it.
@@ -361,7 +460,7 @@ impl ConfiguredModel {
     /// The table's status.
     #[doc(alias = "ConfiguredInferModel::shutdown")]
     pub fn shutdown(&self) -> Result<(), NpuError> {
-        *self.shared.broken.lock().unwrap_or_else(|e| e.into_inner()) = Some("shut down".into());
+        self.shared.mark_broken("shut down".into());
         // SAFETY: the handle is live while `self` is.
         self.with(|api, c| unsafe { result::configured_model::shutdown(api, c) })
     }
@@ -369,25 +468,39 @@ impl ConfiguredModel {
 
 impl Drop for ConfiguredModel {
     fn drop(&mut self) {
+        // Completions that arrive from now on go to the reaper thread.
+        let gate = self.shared.queue_gate.lock().map(|mut g| g.take());
+        drop(gate);
         let callbacks = || self.shared.callbacks.load(Ordering::Acquire);
-        if callbacks() == 0 {
-            return;
-        }
-        if self.pending() > 0 {
-            if let Err(err) = self.shutdown() {
-                log::warn!("shutting down '{}': {err}", self.shared.name);
+        if callbacks() > 0 {
+            if self.pending() > 0 {
+                if let Err(err) = self.shutdown() {
+                    log::warn!("shutting down '{}': {err}", self.shared.name);
+                }
+            }
+            let timeout = *self
+                .shared
+                .drop_timeout
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let start = Instant::now();
+            while callbacks() > 0 && start.elapsed() < timeout {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            if callbacks() > 0 {
+                log::error!(
+                    "'{}': {} jobs did not report within {} ms of shutdown; they are released \
+                     on the reaper thread when they do",
+                    self.shared.name,
+                    callbacks(),
+                    timeout.as_millis()
+                );
             }
         }
-        let start = Instant::now();
-        while callbacks() > 0 && start.elapsed() < DRAIN_TIMEOUT {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        if callbacks() > 0 {
-            log::error!(
-                "'{}': {} jobs did not report after shutdown; their buffers stay allocated",
-                self.shared.name,
-                callbacks()
-            );
+        // Queued completions hold this model through their bindings: a cycle
+        // that would keep the model and its device alive.
+        while let Ok(c) = self.shared.queue_rx.try_recv() {
+            drop(c);
         }
     }
 }

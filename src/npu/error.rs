@@ -86,9 +86,10 @@ macro_rules! hailo_statuses {
                 direction: &'static str,
                 stream: String,
             },
-            /// A run_async failed earlier; HailoRT shuts the configured model
-            /// down then, so it must be configured again.
-            #[error("configured model '{model}' needs reconfiguring after a failed run_async ({cause})")]
+            /// A run_async failed earlier, or a job completed with a status
+            /// that ends the model (the card shut it down, its pipeline was
+            /// aborted, the connection closed): it must be configured again.
+            #[error("configured model '{model}' needs reconfiguring: {cause}")]
             NeedsReconfigure { model: String, cause: String },
             /// The table lacks an entry.
             #[error("the {backend} table has no entry '{entry}'")]

@@ -4,12 +4,14 @@
 //! [`Bindings`] by value, the in-flight job owns them, and the
 //! [`Completion`] hands them back. The C callback only moves the completion
 //! into a channel; it runs under `catch_unwind` and never panics across the
-//! FFI boundary.
+//! FFI boundary. It never drops a completion either: one nobody will take
+//! goes to the reaper thread ([`super::reaper`]), so the last handle of a
+//! model or device is never released on the backend's thread.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -175,9 +177,62 @@ pub struct Completion {
     pub output_kind: OutputKind,
 }
 
+/// Where a completion goes. Each way is behind a gate that its receiving
+/// side closes under the same lock before it drains, so a completion is
+/// either taken by the receiver or handed to the reaper, never dropped with
+/// the callback's end of the channel.
+pub(crate) enum Route {
+    /// The job's own channel, open while its [`Job`] lives.
+    Job {
+        tx: Sender<Completion>,
+        open: Arc<Mutex<bool>>,
+    },
+    /// The model's completion queue, open while its configured model lives.
+    Queue(Arc<Mutex<Option<Sender<Completion>>>>),
+}
+
+impl Route {
+    fn deliver(&self, c: Completion) {
+        let undelivered = match self {
+            Route::Job { tx, open } => {
+                let open = open.lock().unwrap_or_else(|e| e.into_inner());
+                if *open {
+                    tx.send(c).err().map(|e| e.into_inner())
+                } else {
+                    Some(c)
+                }
+            }
+            Route::Queue(gate) => match &*gate.lock().unwrap_or_else(|e| e.into_inner()) {
+                Some(tx) => tx.send(c).err().map(|e| e.into_inner()),
+                None => Some(c),
+            },
+        };
+        if let Some(c) = undelivered {
+            super::reaper::bury(c);
+        }
+    }
+}
+
+/// HailoRT completion statuses after which the configured model is unusable
+/// (HailoRT 5.2.0):
+/// - `HAILO_QUEUE_IS_FULL` (82): the card's pipeline refused a job past its
+///   queue (async_infer_runner.cpp:318-319) and `run_async` shut the card's
+///   model down (infer_model.cpp:597-604); the server answers with the status
+///   (hrpc/server.cpp:164-167);
+/// - `HAILO_STREAM_ABORT` (63): the model's pipeline was aborted by that
+///   shutdown, and every later job fails on it (async_infer_runner.cpp:246-251,
+///   315-316);
+/// - `HAILO_STREAM_NOT_ACTIVATED` (72): the scheduler's accumulator of the
+///   model was shut down (infer_request_accumulator.cpp:27-28);
+/// - `HAILO_COMMUNICATION_CLOSED` (62): the hRPC message loop ended and
+///   answers every request with it (hrpc/client.cpp:57-71).
+pub(crate) fn fatal_to_model(status: hes_status) -> bool {
+    matches!(status, 62 | 63 | 72 | 82)
+}
+
 /// What the C callback owns while a job runs.
 pub(crate) struct InFlight {
-    pub tx: Sender<Completion>,
+    pub route: Route,
     pub bindings: Bindings,
     pub job: u64,
     /// Jobs not yet delivered (user-visible).
@@ -188,16 +243,16 @@ pub(crate) struct InFlight {
 }
 
 /// The completion callback given to the table: moves the completion into
-/// its channel. The in-flight state is dropped before `callbacks` falls, so
-/// a configured model waiting for `callbacks == 0` never has its last
-/// reference dropped on the backend's thread.
+/// its channel, or to the reaper when nobody will take it. A status HailoRT
+/// treats as fatal ([`fatal_to_model`]) marks the model as needing
+/// reconfiguration, so later submissions fail at once instead of one by one.
 pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut c_void) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `user_data` is the Box<InFlight> leaked by `launch`, and the
         // table calls this callback exactly once per successful run_async.
         let inflight = unsafe { Box::from_raw(user_data.cast::<InFlight>()) };
         let InFlight {
-            tx,
+            route,
             bindings,
             job,
             pending,
@@ -207,16 +262,16 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
         let status = if status == 0 {
             Ok(())
         } else {
-            Err(NpuError::from_status(
-                status,
-                "run_async completion",
-                String::new(),
-            ))
+            let err = NpuError::from_status(status, "run_async completion", String::new());
+            if fatal_to_model(status) {
+                bindings
+                    .cm
+                    .mark_broken(format!("job {job} completed with {err}"));
+            }
+            Err(err)
         };
         pending.fetch_sub(1, Ordering::AcqRel);
-        // A closed receiver (the job was dropped) drops the completion here:
-        // its bindings go back to the pool.
-        let _ = tx.send(Completion {
+        route.deliver(Completion {
             job,
             status,
             bindings,
@@ -235,10 +290,13 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
 /// One frame in flight, from [`crate::npu::ConfiguredModel::run_async`].
 ///
 /// Dropping a job does not cancel it: its completion still arrives (and its
-/// bindings return to the pool); dropping the configured model aborts it.
+/// bindings return to the pool, from the reaper thread); dropping the
+/// configured model aborts it.
 pub struct Job {
     pub(crate) id: u64,
     pub(crate) rx: Receiver<Completion>,
+    /// The gate of the job's channel (see [`Route::Job`]).
+    pub(crate) open: Arc<Mutex<bool>>,
     pub(crate) handle: Option<Handle<hes_job>>,
     pub(crate) cm: Arc<CmShared>,
     pub(crate) delivered: bool,
@@ -325,6 +383,12 @@ impl Job {
 
 impl Drop for Job {
     fn drop(&mut self) {
+        // Close the gate, then take what came before it closed: the callback's
+        // end of the channel then never holds a completion when it drops.
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        while let Ok(c) = self.rx.try_recv() {
+            drop(c);
+        }
         if let Some(handle) = &self.handle {
             let api = self.cm.device.api;
             // SAFETY: the handle is live and this is its last user; release

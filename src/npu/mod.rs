@@ -39,6 +39,7 @@ mod device;
 pub mod error;
 mod infer_model;
 mod job;
+mod reaper;
 pub mod result;
 pub mod sim;
 

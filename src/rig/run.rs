@@ -215,8 +215,9 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
                 (rig.timeout_ms(cfg) * 1e6) as u64,
                 2 * batch,
             )
+            .map_err(|source| RunError::Npu { source })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(Parts {
         lanes,
         choices,

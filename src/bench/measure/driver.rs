@@ -21,8 +21,16 @@ use crate::npu::{BackendKind, Bindings, ConfiguredModel, Device, NpuError};
 const STALL: Duration = Duration::from_secs(30);
 
 /// Frames kept in flight per graph, in batches of its weight: enough that the device never
-/// waits for the host between bursts.
+/// waits for the host between bursts, within the model's async queue (see [`in_flight_cap`]).
 const IN_FLIGHT_PER_BATCH: usize = 4;
+
+/// Most frames of one graph in flight: [`IN_FLIGHT_PER_BATCH`] batches of its weight, but
+/// never more than the configured model's async queue holds (HailoRT's card answers one more
+/// with `HAILO_QUEUE_IS_FULL` and shuts the model down).
+fn in_flight_cap(weight: u32, batch: u16, queue: usize) -> usize {
+    let wanted = (IN_FLIGHT_PER_BATCH * weight as usize * usize::from(batch.max(1))).max(4);
+    wanted.min(queue).max(1)
+}
 
 /// Most host latency samples kept per graph for CDF plots.
 const MAX_SAMPLES: usize = 100_000;
@@ -143,8 +151,11 @@ fn load(
     cm.set_scheduler_timeout(config.timeout)
         .map_err(npu(|| what("setting the scheduler timeout of")))?;
     let weight = run.weight.max(1);
+    let queue = cm
+        .async_queue_size()
+        .map_err(npu(|| what("reading the async queue size of")))?;
     Ok(Fed {
-        cap: (IN_FLIGHT_PER_BATCH * weight as usize * usize::from(batch.max(1))).max(4),
+        cap: in_flight_cap(weight, batch, queue),
         hef,
         weight,
         cm,

@@ -14,6 +14,9 @@ entries! {
         timeout_ms: u32,
         frames: u32
     );
+    /// `configured_model_get_async_queue_size`.
+    fn get_async_queue_size = configured_model_get_async_queue_size(c: hes_configured_model)
+        -> usize;
     /// `configured_model_set_scheduler_priority`.
     fn set_scheduler_priority = configured_model_set_scheduler_priority(
         c: hes_configured_model,

@@ -42,7 +42,9 @@ impl SimJob {
         if let Some((Some(cb), user_data)) = callback {
             // SAFETY: the submitter handed us this callback and user data for
             // exactly one call; `take` guarantees we make at most one.
-            unsafe { cb(status, user_data as *mut std::ffi::c_void) };
+            super::queue::as_completion(|| unsafe {
+                cb(status, user_data as *mut std::ffi::c_void)
+            });
         }
         *lock(&self.done) = Some(status);
         self.cv.notify_all();

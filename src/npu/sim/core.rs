@@ -11,6 +11,7 @@ use super::completion::{RawBuf, SimJob};
 use super::device_stats::SimStats;
 use super::faults::{Fault, FaultPlan};
 use super::model_spec::{fill_outputs, ModelSpec};
+use super::queue;
 use super::scheduler::{Decision, ModelState, Scheduler};
 use super::status::*;
 use super::time_base::TimeBase;
@@ -22,18 +23,24 @@ pub(crate) type Fail = (u32, String);
 /// HailoRT's limit of network groups on one device (`HAILO_MAX_NETWORK_GROUPS`).
 pub const MAX_NETWORK_GROUPS: usize = 8;
 
-struct Pending {
-    job: Arc<SimJob>,
-    inputs: Vec<RawBuf>,
-    outputs: Vec<RawBuf>,
-    index: u64,
-    fault: Option<Fault>,
+pub(super) struct Pending {
+    pub(super) job: Arc<SimJob>,
+    pub(super) inputs: Vec<RawBuf>,
+    pub(super) outputs: Vec<RawBuf>,
+    pub(super) index: u64,
+    pub(super) fault: Option<Fault>,
 }
 
-struct SimModel {
-    sched: ModelState,
-    spec: Arc<ModelSpec>,
-    queue: VecDeque<Pending>,
+pub(super) struct SimModel {
+    pub(super) sched: ModelState,
+    pub(super) spec: Arc<ModelSpec>,
+    pub(super) queue: VecDeque<Pending>,
+    /// The async queue size `get_async_queue_size` answers.
+    pub(super) queue_size: usize,
+    /// Jobs accepted and not yet completed (queued or in a burst).
+    pub(super) in_flight: usize,
+    /// The card shut this model down after an overflow: every job fails.
+    pub(super) down: bool,
 }
 
 impl AsRef<ModelState> for SimModel {
@@ -42,15 +49,18 @@ impl AsRef<ModelState> for SimModel {
     }
 }
 
-struct CoreState {
-    models: BTreeMap<u64, SimModel>,
-    scheduler: Scheduler,
-    manual_active: Option<u64>,
-    dev_now: u64,
-    stopping: bool,
-    stats: SimStats,
-    submitted: u64,
-    next_model: u64,
+pub(super) struct CoreState {
+    pub(super) models: BTreeMap<u64, SimModel>,
+    pub(super) scheduler: Scheduler,
+    pub(super) manual_active: Option<u64>,
+    pub(super) dev_now: u64,
+    pub(super) stopping: bool,
+    pub(super) stats: SimStats,
+    pub(super) submitted: u64,
+    pub(super) next_model: u64,
+    /// Jobs that fail without running (model, job, status), for the worker
+    /// to complete: HailoRT reports them on its callback thread too.
+    pub(super) rejected: Vec<(u64, Arc<SimJob>, u32)>,
 }
 
 /// One simulated device.
@@ -60,11 +70,15 @@ pub struct Core {
     clock: TimeBase,
     pub(crate) round_robin: bool,
     faults: FaultPlan,
-    state: Mutex<CoreState>,
-    cv: Condvar,
+    /// A fixed async queue size for every model instead of HailoRT's rule.
+    queue_size: Option<usize>,
+    pub(super) state: Mutex<CoreState>,
+    pub(super) cv: Condvar,
+    /// Notified whenever jobs complete and free queue slots.
+    pub(super) slots: Condvar,
     /// Bumped (under the state lock) whenever there is new work, so an idle
     /// worker can spin briefly on it before parking.
-    work: AtomicU64,
+    pub(super) work: AtomicU64,
     start: Instant,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
@@ -102,6 +116,7 @@ impl Core {
         clock: TimeBase,
         faults: FaultPlan,
         round_robin: bool,
+        queue_size: Option<usize>,
     ) -> Arc<Core> {
         let core = Arc::new(Core {
             id,
@@ -109,6 +124,7 @@ impl Core {
             clock: clock.clone(),
             round_robin,
             faults,
+            queue_size,
             state: Mutex::new(CoreState {
                 models: BTreeMap::new(),
                 scheduler: Scheduler::default(),
@@ -118,8 +134,10 @@ impl Core {
                 stats: SimStats::default(),
                 submitted: 0,
                 next_model: 1,
+                rejected: Vec::new(),
             }),
             cv: Condvar::new(),
+            slots: Condvar::new(),
             work: AtomicU64::new(0),
             start: Instant::now(),
             worker: Mutex::new(None),
@@ -219,18 +237,25 @@ impl Core {
         st.next_model += 1;
         let now = st.dev_now;
         st.stats.models.entry(spec.name.clone()).or_default();
+        let queue_size = self
+            .queue_size
+            .unwrap_or_else(|| queue::async_queue_size(&spec))
+            .max(1);
         st.models.insert(
             id,
             SimModel {
                 sched: ModelState::new(u32::from(spec.batch.max(1)), now),
                 spec,
                 queue: VecDeque::new(),
+                queue_size,
+                in_flight: 0,
+                down: false,
             },
         );
         Ok(id)
     }
 
-    fn with_model<R>(
+    pub(super) fn with_model<R>(
         &self,
         id: u64,
         f: impl FnOnce(&mut CoreState) -> Result<R, Fail>,
@@ -378,6 +403,12 @@ impl Core {
         }
         let arrival = self.arrival_ns(&st);
         let model = st.models.get_mut(&id).expect("checked above");
+        model.in_flight += 1;
+        if model.down || model.in_flight > model.queue_size {
+            self.overflow(&mut st, id, job);
+            return Ok(());
+        }
+        let model = st.models.get_mut(&id).expect("checked above");
         model.sched.arrivals.push_back(arrival);
         model.queue.push_back(Pending {
             job,
@@ -391,65 +422,25 @@ impl Core {
         Ok(())
     }
 
-    /// Removes a not-yet-started job; `true` when it was still queued.
-    pub(crate) fn cancel(&self, id: u64, job: &Arc<SimJob>) -> bool {
-        let mut st = lock(&self.state);
-        let Some(model) = st.models.get_mut(&id) else {
-            return false;
-        };
-        match model.queue.iter().position(|p| Arc::ptr_eq(&p.job, job)) {
-            Some(pos) => {
-                model.queue.remove(pos);
-                model.sched.arrivals.remove(pos);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Aborts the model's queued jobs (HAILO_STREAM_ABORT); with `remove`,
-    /// forgets the model too.
-    pub(crate) fn shutdown_model(&self, id: u64, remove: bool) {
-        let aborted: Vec<Pending> = {
-            let mut st = lock(&self.state);
-            let drained = match st.models.get_mut(&id) {
-                Some(m) => {
-                    m.sched.arrivals.clear();
-                    m.queue.drain(..).collect()
-                }
-                None => Vec::new(),
-            };
-            if remove {
-                st.models.remove(&id);
-                st.scheduler.forget(id);
-                if st.manual_active == Some(id) {
-                    st.manual_active = None;
-                }
-            }
-            drained
-        };
-        for p in aborted {
-            p.job.complete(HAILO_STREAM_ABORT);
-        }
-    }
-
     fn run(self: Arc<Self>) {
         let mut st = lock(&self.state);
         loop {
             if st.stopping {
-                let pending: Vec<Pending> = st
-                    .models
-                    .values_mut()
-                    .flat_map(|m| {
-                        m.sched.arrivals.clear();
-                        m.queue.drain(..).collect::<Vec<_>>()
-                    })
-                    .collect();
-                drop(st);
-                for p in pending {
-                    p.job.complete(HAILO_STREAM_ABORT);
+                let mut rejected = std::mem::take(&mut st.rejected);
+                for (&id, m) in st.models.iter_mut() {
+                    m.sched.arrivals.clear();
+                    rejected.extend(m.queue.drain(..).map(|p| (id, p.job, HAILO_STREAM_ABORT)));
                 }
+                drop(st);
+                self.deliver_rejected(rejected);
                 return;
+            }
+            if !st.rejected.is_empty() {
+                let rejected = std::mem::take(&mut st.rejected);
+                drop(st);
+                self.deliver_rejected(rejected);
+                st = lock(&self.state);
+                continue;
             }
             if matches!(self.clock, TimeBase::RealTime) {
                 st.dev_now = st.dev_now.max(self.wall_ns());
@@ -484,7 +475,7 @@ impl Core {
                             thread::sleep(left);
                         }
                     }
-                    for p in batch {
+                    let done = batch.into_iter().map(|p| {
                         let status = match p.fault {
                             Some(Fault::Timeout) => HAILO_TIMEOUT,
                             _ => match fill_outputs(&spec, p.index, &p.inputs, &p.outputs) {
@@ -495,8 +486,9 @@ impl Core {
                                 }
                             },
                         };
-                        p.job.complete(status);
-                    }
+                        (p.job, status)
+                    });
+                    self.finish(model, done.collect::<Vec<_>>());
                     st = lock(&self.state);
                 }
                 Decision::Idle { wake_at } => {

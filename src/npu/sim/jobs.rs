@@ -48,6 +48,29 @@ fn buffers_of(b: &SimBindings) -> Result<(Vec<RawBuf>, Vec<RawBuf>), Fail> {
 
 unsafe extern "C" fn noop_callback(_status: hes_status, _user_data: *mut c_void) {}
 
+fn timeout_of(timeout_ms: u32) -> Duration {
+    if timeout_ms == HES_INFINITE {
+        Duration::MAX
+    } else {
+        Duration::from_millis(u64::from(timeout_ms))
+    }
+}
+
+/// Waits for `job`: its status as a result, naming `what` (and `more` on a timeout).
+fn waited(job: &SimJob, timeout_ms: u32, what: &str, more: &str) -> Result<(), Fail> {
+    match job.wait(timeout_of(timeout_ms)) {
+        HAILO_SUCCESS => Ok(()),
+        HAILO_TIMEOUT => Err((
+            HAILO_TIMEOUT,
+            format!("{what} did not finish within {timeout_ms} ms{more}"),
+        )),
+        status => Err((status, format!("{what} failed"))),
+    }
+}
+
+/// HailoRT's blocking run (`ConfiguredInferModelBase::run`, infer_model.cpp:712-734): a
+/// run_async and a wait. On HAILO_TIMEOUT the job stays in flight with the buffers in use,
+/// and nothing reports its end.
 pub(super) unsafe extern "C" fn configured_model_run(
     c: *mut hes_configured_model,
     b: *mut hes_bindings,
@@ -58,24 +81,14 @@ pub(super) unsafe extern "C" fn configured_model_run(
         live(&cm)?;
         let (inputs, outputs) = buffers_of(&bindings)?;
         let job = Arc::new(SimJob::new(Some(noop_callback), std::ptr::null_mut()));
-        cm.core
-            .submit(cm.model_id, Arc::clone(&job), inputs, outputs)?;
-        let mut status = job.wait(Duration::from_millis(u64::from(timeout_ms)));
-        if status == HAILO_TIMEOUT && cm.core.cancel(cm.model_id, &job) {
-            return Err((
-                HAILO_TIMEOUT,
-                format!("run did not finish within {timeout_ms} ms"),
-            ));
+        if let Err(fail) = cm
+            .core
+            .submit(cm.model_id, Arc::clone(&job), inputs, outputs)
+        {
+            cm.shut_down.store(true, Ordering::Release);
+            return Err(fail);
         }
-        if status == HAILO_TIMEOUT {
-            // Already on the device: the buffers are in use until it ends.
-            status = job.wait(Duration::MAX);
-        }
-        if status == HAILO_SUCCESS {
-            Ok(())
-        } else {
-            Err((status, "run failed".into()))
-        }
+        waited(&job, timeout_ms, "run", "; the job is still in flight")
     })
 }
 
@@ -111,10 +124,28 @@ pub(super) unsafe extern "C" fn configured_model_run_async(
 
 pub(super) unsafe extern "C" fn configured_model_wait_for_async_ready(
     c: *mut hes_configured_model,
-    _timeout_ms: u32,
-    _frames: u32,
+    timeout_ms: u32,
+    frames: u32,
 ) -> hes_status {
-    on_configured(c, |cm| live(&cm))
+    on_configured(c, |cm| {
+        live(&cm)?;
+        let frames = usize::try_from(frames).unwrap_or(usize::MAX);
+        cm.core
+            .wait_for_slots(cm.model_id, frames, timeout_of(timeout_ms))
+    })
+}
+
+pub(super) unsafe extern "C" fn configured_model_get_async_queue_size(
+    c: *mut hes_configured_model,
+    size: *mut usize,
+) -> hes_status {
+    on_configured(c, |cm| {
+        let size = out(size)?;
+        let n = cm.core.async_queue_size(cm.model_id)?;
+        // SAFETY: `size` is non-NULL and writable.
+        unsafe { *size = n };
+        Ok(())
+    })
 }
 
 pub(super) unsafe extern "C" fn configured_model_set_scheduler_priority(
@@ -237,19 +268,7 @@ pub(super) unsafe extern "C" fn bindings_release(b: *mut hes_bindings) -> hes_st
 pub(super) unsafe extern "C" fn job_wait(j: *mut hes_job, timeout_ms: u32) -> hes_status {
     guard(|| {
         let job = lookup!(j, Job, "job");
-        let timeout = if timeout_ms == HES_INFINITE {
-            Duration::MAX
-        } else {
-            Duration::from_millis(u64::from(timeout_ms))
-        };
-        match job.wait(timeout) {
-            HAILO_SUCCESS => Ok(()),
-            HAILO_TIMEOUT => Err((
-                HAILO_TIMEOUT,
-                format!("job did not finish within {timeout_ms} ms"),
-            )),
-            status => Err((status, "job failed".into())),
-        }
+        waited(&job, timeout_ms, "job", "")
     })
 }
 

@@ -28,6 +28,7 @@ mod jobs;
 mod model_entries;
 pub mod model_spec;
 pub mod profile;
+mod queue;
 pub mod reference;
 pub mod registry;
 pub mod scheduler;
@@ -41,6 +42,7 @@ pub use device_stats::{ModelStats, SimStats};
 pub use faults::{Fault, FaultPlan};
 pub use model_spec::{OpsSource, OutputKind};
 pub use profile::{DeviceProfile, Figure, Link, LinkKind, Precision};
+pub use queue::releases_in_completion;
 pub use reference::{ReferenceError, ReferenceModel};
 pub use time_base::{ManualClock, TimeBase};
 
@@ -54,6 +56,8 @@ pub struct SimProfile {
     pub references: BTreeMap<String, Arc<ReferenceModel>>,
     /// Operations per frame by network group name, for HEFs without them.
     pub ops_per_frame: BTreeMap<String, u64>,
+    /// One async queue size for every model, instead of HailoRT's rule.
+    pub async_queue_size: Option<usize>,
 }
 
 impl SimProfile {
@@ -80,6 +84,12 @@ impl SimProfile {
     /// The same with a reference ONNX for network group `group`.
     pub fn with_reference(mut self, group: &str, model: ReferenceModel) -> SimProfile {
         self.references.insert(group.to_string(), Arc::new(model));
+        self
+    }
+
+    /// The same with every model's async queue holding `frames` jobs.
+    pub fn with_async_queue_size(mut self, frames: usize) -> SimProfile {
+        self.async_queue_size = Some(frames);
         self
     }
 

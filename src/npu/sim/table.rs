@@ -387,6 +387,7 @@ static API: hes_api = hes_api {
     configured_model_run: Some(jobs::configured_model_run),
     configured_model_run_async: Some(jobs::configured_model_run_async),
     configured_model_wait_for_async_ready: Some(jobs::configured_model_wait_for_async_ready),
+    configured_model_get_async_queue_size: Some(jobs::configured_model_get_async_queue_size),
     configured_model_set_scheduler_priority: Some(jobs::configured_model_set_scheduler_priority),
     configured_model_set_scheduler_threshold: Some(jobs::configured_model_set_scheduler_threshold),
     configured_model_set_scheduler_timeout: Some(jobs::configured_model_set_scheduler_timeout),

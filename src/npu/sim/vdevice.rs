@@ -46,6 +46,7 @@ impl SimVDevice {
                 profile.clock.clone(),
                 profile.faults.clone(),
                 round_robin,
+                profile.async_queue_size,
             )
         })
         .ok_or_else(|| {
@@ -60,6 +61,7 @@ impl SimVDevice {
 
 impl Drop for SimVDevice {
     fn drop(&mut self) {
+        super::queue::note_release("a device");
         self.core.stop();
         registry::close(&self.core.id);
     }

@@ -16,7 +16,8 @@ pub struct Lane {
     pub batch: usize,
     /// Longest a partial batch waits, ns.
     pub timeout_ns: u64,
-    /// Most frames on the device at once.
+    /// Most frames batched or on the device at once, never more than the
+    /// model's async queue holds.
     pub max_in_flight: usize,
     /// Frames preprocessed into their job buffers, waiting for a batch.
     pub(super) pending: Vec<(FrameMeta, Bindings)>,
@@ -33,26 +34,33 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// A lane of `cm` with at most `max_in_flight` frames batched or on the
+    /// device, capped at the model's async queue: HailoRT's card answers a
+    /// job past it with `HAILO_QUEUE_IS_FULL` and shuts the model down.
+    ///
+    /// # Errors
+    /// Reading the queue size from the backend.
     pub fn new(
         cm: ConfiguredModel,
         input: String,
         batch: usize,
         timeout_ns: u64,
         max_in_flight: usize,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, NpuError> {
+        let queue = cm.async_queue_size()?;
+        Ok(Self {
+            max_in_flight: max_in_flight.max(batch.max(1)).min(queue),
             cm,
             input,
             batch: batch.max(1),
             timeout_ns,
-            max_in_flight: max_in_flight.max(batch.max(1)),
             pending: Vec::new(),
             first_pending_ns: None,
             last_frame_ns: 0,
             in_flight: HashMap::new(),
             free: FreeBindings::default(),
             since_switch: 0,
-        }
+        })
     }
 
     pub(super) fn has_room_for(&self, frames: usize) -> bool {
@@ -81,5 +89,31 @@ impl FreeBindings {
     /// Buffers to reuse.
     pub(super) fn put(&mut self, bindings: Bindings) {
         self.0.push(bindings);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lane;
+    use crate::npu::sim::SimProfile;
+    use crate::npu::{Backend, Device};
+
+    #[test]
+    fn a_lane_never_holds_more_than_the_async_queue() {
+        let profile = SimProfile::default().with_async_queue_size(3);
+        let device = Device::open(Backend::Sim(profile)).unwrap();
+        let hef = hef::HefBuilder::new(&hef::samples::backbone(288))
+            .build()
+            .unwrap();
+        let cm = device.load_model(&hef).unwrap().configure().unwrap();
+        // Two batches of two would be four frames in flight; the queue holds three.
+        let lane = Lane::new(cm, "input".into(), 2, 0, 4).unwrap();
+        assert_eq!(lane.max_in_flight, 3);
+        assert!(lane.has_room_for(2));
+        // Control: a queue with room keeps the asked-for limit.
+        let roomy = Device::open(Backend::Sim(SimProfile::default())).unwrap();
+        let cm = roomy.load_model(&hef).unwrap().configure().unwrap();
+        let lane = Lane::new(cm, "input".into(), 2, 0, 4).unwrap();
+        assert_eq!(lane.max_in_flight, 4);
     }
 }
