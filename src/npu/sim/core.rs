@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::completion::{RawBuf, SimJob};
 use super::device_stats::SimStats;
 use super::faults::{Fault, FaultPlan};
+use super::measure::{DmaMaps, LatencyMeter};
 use super::model_spec::{fill_outputs, ModelSpec};
 use super::scheduler::{Decision, ModelState, Scheduler};
 use super::status::*;
@@ -34,6 +35,7 @@ struct SimModel {
     sched: ModelState,
     spec: Arc<ModelSpec>,
     queue: VecDeque<Pending>,
+    latency: LatencyMeter,
 }
 
 impl AsRef<ModelState> for SimModel {
@@ -60,6 +62,8 @@ pub struct Core {
     clock: TimeBase,
     pub(crate) round_robin: bool,
     faults: FaultPlan,
+    /// Host buffers mapped for DMA by the device's VDevices.
+    pub(crate) dma: DmaMaps,
     state: Mutex<CoreState>,
     cv: Condvar,
     /// Bumped (under the state lock) whenever there is new work, so an idle
@@ -109,6 +113,7 @@ impl Core {
             clock: clock.clone(),
             round_robin,
             faults,
+            dma: DmaMaps::default(),
             state: Mutex::new(CoreState {
                 models: BTreeMap::new(),
                 scheduler: Scheduler::default(),
@@ -180,6 +185,7 @@ impl Core {
         let st = lock(&self.state);
         let mut stats = st.stats.clone();
         stats.now_ns = st.dev_now;
+        stats.mapped_buffers = self.dma.count() as u64;
         stats
     }
 
@@ -225,9 +231,29 @@ impl Core {
                 sched: ModelState::new(u32::from(spec.batch.max(1)), now),
                 spec,
                 queue: VecDeque::new(),
+                latency: LatencyMeter::default(),
             },
         );
         Ok(id)
+    }
+
+    /// Sets the hardware latency flags model `id` was configured with.
+    pub(crate) fn set_latency_flags(&self, id: u64, flags: u32) -> Result<(), Fail> {
+        self.with_model(id, |st| {
+            if let Some(m) = st.models.get_mut(&id) {
+                m.latency.set_flags(flags);
+            }
+            Ok(())
+        })
+    }
+
+    /// The average hardware latency of model `id` (named `name`, with
+    /// `inputs` input streams), ns.
+    pub(crate) fn hw_latency(&self, id: u64, name: &str, inputs: usize) -> Result<u64, Fail> {
+        self.with_model(id, |st| match st.models.get_mut(&id) {
+            Some(m) => m.latency.average(name, inputs),
+            None => Err((HAILO_NOT_FOUND, format!("configured model {id} is gone"))),
+        })
     }
 
     fn with_model<R>(
@@ -376,6 +402,9 @@ impl Core {
             }
             _ => {}
         }
+        let cost = self.dma.cost(inputs.iter().chain(&outputs));
+        st.stats.bounce_copies += cost.bounce_copies;
+        st.stats.transfer_maps += cost.transfer_maps;
         let arrival = self.arrival_ns(&st);
         let model = st.models.get_mut(&id).expect("checked above");
         model.sched.arrivals.push_back(arrival);
@@ -576,6 +605,7 @@ impl Core {
         let total = switch_ns + in_ns + compute_ns + out_ns;
         let end = now + total;
         m.sched.last_run_end_ns = end;
+        m.latency.record(n, in_ns + compute_ns + out_ns);
         let s = &mut st.stats;
         s.busy_ns += total;
         s.compute_ns += compute_ns;
