@@ -109,7 +109,14 @@ fn fps_follows_the_pcie_profile_and_grows_with_batch() {
             g.fps.value
         );
         let hw = g.hw_latency.as_ref().unwrap();
-        assert!((hw.value - 1e3 * burst_s(&p, &m, n)).abs() < 1e-9);
+        // HailoRT's average over frames: a frame of a full burst is charged that burst's
+        // time, one of a partial burst (the run's first and last) less.
+        let full = 1e3 * burst_s(&p, &m, n);
+        assert!(
+            hw.value <= full + 1e-5 && hw.value >= 0.99 * full,
+            "batch {batch}: hw latency {} ms, full burst {full} ms",
+            hw.value
+        );
         assert!(
             g.fps.value >= last * 0.999,
             "batch {batch}: {} fell below {last}",

@@ -36,6 +36,7 @@ fn switches(k: u64, frames: usize) -> (u64, u64) {
         DeviceOptions {
             scheduling: Scheduling::None,
             group_id: None,
+            ..DeviceOptions::default()
         },
     )
     .unwrap();

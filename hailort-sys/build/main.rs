@@ -29,6 +29,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(hailort_headers)");
     println!("cargo:rerun-if-changed=shim/hailo_edge_shim.h");
     println!("cargo:rerun-if-changed=shim/hailo_edge_shim.cpp");
+    println!("cargo:rerun-if-changed=shim/hes_status_text.hpp");
     println!("cargo:rerun-if-changed=build");
 
     if std::env::var_os("CARGO_FEATURE_HAILORT").is_none() {

@@ -6,6 +6,7 @@
 // thread (read back with last_error). No exception crosses the C boundary.
 
 #include "hailo_edge_shim.h"
+#include "hes_status_text.hpp"
 
 #include <hailo/hailort.h>
 #include <hailo/hailort.hpp>
@@ -83,7 +84,7 @@ hes_status protect(F &&body) noexcept
         body();
         return HAILO_SUCCESS;
     } catch (const StatusError &e) {
-        t_last_error = e.message + ": " + hailo_get_status_message(e.status);
+        t_last_error = e.message + ": " + hes_status_text(e.status, hailo_get_status_message(e.status));
         return static_cast<hes_status>(e.status);
     } catch (const std::bad_alloc &e) {
         t_last_error = std::string("out of host memory: ") + e.what();
@@ -166,8 +167,9 @@ hes_status get_library_version(hes_version *out)
 
 const char *get_status_message(hes_status status)
 {
-    const char *msg = hailo_get_status_message(static_cast<hailo_status>(status));
-    return (nullptr == msg) ? "unknown status" : msg;
+    // The name, or NULL for a status HailoRT does not know: the table passes
+    // HailoRT's answer on and the caller names the unknown status.
+    return hailo_get_status_message(static_cast<hailo_status>(status));
 }
 
 const char *last_error()
@@ -570,6 +572,52 @@ hes_status job_release(hes_job *j)
     });
 }
 
+hes_status infer_model_set_hw_latency_flags(hes_infer_model *m, uint32_t flags)
+{
+    return protect([&] {
+        require(m, "infer model");
+        m->model->set_hw_latency_measurement_flags(static_cast<hailo_latency_measurement_flags_t>(flags));
+    });
+}
+
+hes_status configured_model_hw_latency(hes_configured_model *c, uint64_t *avg_ns)
+{
+    return protect([&] {
+        require(c, "configured model");
+        require(avg_ns, "avg_ns");
+        auto latency = take(c->configured.get_hw_latency_measurement(),
+            "ConfiguredInferModel::get_hw_latency_measurement");
+        const auto ns = latency.avg_hw_latency.count();
+        *avg_ns = (ns > 0) ? static_cast<uint64_t>(ns) : 0;
+    });
+}
+
+hailo_dma_buffer_direction_t dma_direction(uint32_t direction)
+{
+    if (direction > 2) {
+        fail(HAILO_INVALID_ARGUMENT, "DMA direction must be 0 (H2D), 1 (D2H) or 2 (BOTH)");
+    }
+    return static_cast<hailo_dma_buffer_direction_t>(direction);
+}
+
+hes_status vdevice_dma_map(hes_vdevice *v, void *address, size_t size, uint32_t direction)
+{
+    return protect([&] {
+        require(v, "vdevice");
+        require(address, "address");
+        check(v->vdevice->dma_map(address, size, dma_direction(direction)), "VDevice::dma_map");
+    });
+}
+
+hes_status vdevice_dma_unmap(hes_vdevice *v, void *address, size_t size, uint32_t direction)
+{
+    return protect([&] {
+        require(v, "vdevice");
+        require(address, "address");
+        check(v->vdevice->dma_unmap(address, size, dma_direction(direction)), "VDevice::dma_unmap");
+    });
+}
+
 const hes_api k_api = {
     HES_ABI_VERSION,
     get_library_version,
@@ -611,6 +659,10 @@ const hes_api k_api = {
     bindings_release,
     job_wait,
     job_release,
+    infer_model_set_hw_latency_flags,
+    configured_model_hw_latency,
+    vdevice_dma_map,
+    vdevice_dma_unmap,
 };
 
 } // namespace

@@ -132,7 +132,11 @@ typedef struct hes_api {
 
     /* --- library --- */
     hes_status (*get_library_version)(hes_version *out);
-    /** Static text for a status; never NULL. */
+    /**
+     * HailoRT's name of a status ("HAILO_TIMEOUT"): hailo_get_status_message
+     * returns the name, not a description. NULL for a status the library does
+     * not know (HailoRT 5.2 answers NULL from HAILO_STATUS_COUNT = 98 on).
+     */
     const char *(*get_status_message)(hes_status status);
     /** Message of the calling thread's last failure; never NULL, "" if none. */
     const char *(*last_error)(void);
@@ -219,6 +223,26 @@ typedef struct hes_api {
     hes_status (*job_wait)(hes_job *job, uint32_t timeout_ms);
     /** Detaches and frees the job handle; the callback still runs. */
     hes_status (*job_release)(hes_job *job);
+
+    /* --- hardware latency and DMA mapping --- */
+    /**
+     * InferModel::set_hw_latency_measurement_flags; takes effect at configure.
+     * hailo_latency_measurement_flags_t: 0 = NONE, 1 = MEASURE, 2 = CLEAR_AFTER_GET.
+     */
+    hes_status (*infer_model_set_hw_latency_flags)(hes_infer_model *model, uint32_t flags);
+    /**
+     * ConfiguredInferModel::get_hw_latency_measurement: the average hardware
+     * latency, ns. HAILO_NOT_AVAILABLE when the model was configured without
+     * the MEASURE flag, nothing was measured yet, or it has several inputs.
+     */
+    hes_status (*configured_model_hw_latency)(hes_configured_model *model, uint64_t *avg_ns);
+    /**
+     * VDevice::dma_map of a host buffer (hailo_dma_buffer_direction_t: 0 = H2D,
+     * 1 = D2H, 2 = BOTH). The buffer stays allocated until vdevice_dma_unmap
+     * with the same address, size and direction (or the vdevice's release).
+     */
+    hes_status (*vdevice_dma_map)(hes_vdevice *vdevice, void *address, size_t size, uint32_t direction);
+    hes_status (*vdevice_dma_unmap)(hes_vdevice *vdevice, void *address, size_t size, uint32_t direction);
 } hes_api;
 
 /**

@@ -302,7 +302,9 @@ pub struct hes_api {
     pub get_library_version: ::core::option::Option<
         unsafe extern "C" fn(out: *mut hes_version) -> hes_status,
     >,
-    /// Static text for a status; never NULL.
+    /** HailoRT's name of a status ("HAILO_TIMEOUT"): hailo_get_status_message
+ returns the name, not a description. NULL for a status the library does
+ not know (HailoRT 5.2 answers NULL from HAILO_STATUS_COUNT = 98 on).*/
     pub get_status_message: ::core::option::Option<
         unsafe extern "C" fn(status: hes_status) -> *const ::core::ffi::c_char,
     >,
@@ -536,10 +538,43 @@ pub struct hes_api {
     pub job_release: ::core::option::Option<
         unsafe extern "C" fn(job: *mut hes_job) -> hes_status,
     >,
+    /** InferModel::set_hw_latency_measurement_flags; takes effect at configure.
+ hailo_latency_measurement_flags_t: 0 = NONE, 1 = MEASURE, 2 = CLEAR_AFTER_GET.*/
+    pub infer_model_set_hw_latency_flags: ::core::option::Option<
+        unsafe extern "C" fn(model: *mut hes_infer_model, flags: u32) -> hes_status,
+    >,
+    /** ConfiguredInferModel::get_hw_latency_measurement: the average hardware
+ latency, ns. HAILO_NOT_AVAILABLE when the model was configured without
+ the MEASURE flag, nothing was measured yet, or it has several inputs.*/
+    pub configured_model_hw_latency: ::core::option::Option<
+        unsafe extern "C" fn(
+            model: *mut hes_configured_model,
+            avg_ns: *mut u64,
+        ) -> hes_status,
+    >,
+    /** VDevice::dma_map of a host buffer (hailo_dma_buffer_direction_t: 0 = H2D,
+ 1 = D2H, 2 = BOTH). The buffer stays allocated until vdevice_dma_unmap
+ with the same address, size and direction (or the vdevice's release).*/
+    pub vdevice_dma_map: ::core::option::Option<
+        unsafe extern "C" fn(
+            vdevice: *mut hes_vdevice,
+            address: *mut ::core::ffi::c_void,
+            size: usize,
+            direction: u32,
+        ) -> hes_status,
+    >,
+    pub vdevice_dma_unmap: ::core::option::Option<
+        unsafe extern "C" fn(
+            vdevice: *mut hes_vdevice,
+            address: *mut ::core::ffi::c_void,
+            size: usize,
+            direction: u32,
+        ) -> hes_status,
+    >,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of hes_api"][::core::mem::size_of::<hes_api>() - 320usize];
+    ["Size of hes_api"][::core::mem::size_of::<hes_api>() - 352usize];
     ["Alignment of hes_api"][::core::mem::align_of::<hes_api>() - 8usize];
     [
         "Offset of field: hes_api::abi_version",
@@ -666,4 +701,16 @@ const _: () = {
     [
         "Offset of field: hes_api::job_release",
     ][::core::mem::offset_of!(hes_api, job_release) - 312usize];
+    [
+        "Offset of field: hes_api::infer_model_set_hw_latency_flags",
+    ][::core::mem::offset_of!(hes_api, infer_model_set_hw_latency_flags) - 320usize];
+    [
+        "Offset of field: hes_api::configured_model_hw_latency",
+    ][::core::mem::offset_of!(hes_api, configured_model_hw_latency) - 328usize];
+    [
+        "Offset of field: hes_api::vdevice_dma_map",
+    ][::core::mem::offset_of!(hes_api, vdevice_dma_map) - 336usize];
+    [
+        "Offset of field: hes_api::vdevice_dma_unmap",
+    ][::core::mem::offset_of!(hes_api, vdevice_dma_unmap) - 344usize];
 };

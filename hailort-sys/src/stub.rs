@@ -10,8 +10,10 @@
 //! Contract, beyond the header's:
 //! - every status-returning entry returns [`HES_NOT_IMPLEMENTED`] and writes
 //!   no out-parameter (counts, handles and buffers are left as given);
-//! - [`hes_api::get_status_message`] and [`hes_api::last_error`] return static
-//!   NUL-terminated texts, never NULL;
+//! - [`hes_api::get_status_message`] names the two statuses this table
+//!   produces (`HAILO_SUCCESS`, `HAILO_NOT_IMPLEMENTED`) and answers NULL for
+//!   any other, as HailoRT does for a status it does not know;
+//! - [`hes_api::last_error`] returns a static NUL-terminated text, never NULL;
 //! - `configured_model_run_async` never calls its completion callback (the
 //!   header says it runs iff the call succeeded, and the call never does).
 //!
@@ -110,17 +112,20 @@ not_implemented! {
 
     job_wait(*mut hes_job, u32);
     job_release(*mut hes_job);
+
+    infer_model_set_hw_latency_flags(*mut hes_infer_model, u32);
+    configured_model_hw_latency(*mut hes_configured_model, *mut u64);
+    vdevice_dma_map(*mut hes_vdevice, *mut c_void, usize, u32);
+    vdevice_dma_unmap(*mut hes_vdevice, *mut c_void, usize, u32);
 }
 
-/// Static text for the two statuses this table produces, and a fixed text
-/// for any other.
+/// The name of the two statuses this table produces; NULL for any other.
 extern "C" fn get_status_message(status: hes_status) -> *const c_char {
-    let text = match status {
-        HES_SUCCESS => c"Success",
-        HES_NOT_IMPLEMENTED => c"Code has not been implemented",
-        _ => c"(the stub table knows no text for this status)",
-    };
-    text.as_ptr()
+    match status {
+        HES_SUCCESS => c"HAILO_SUCCESS".as_ptr(),
+        HES_NOT_IMPLEMENTED => c"HAILO_NOT_IMPLEMENTED".as_ptr(),
+        _ => std::ptr::null(),
+    }
 }
 
 extern "C" fn last_error() -> *const c_char {

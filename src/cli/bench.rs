@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
-use hailo_edge::npu::{Backend, Device};
+use hailo_edge::npu::{Backend, Device, DeviceOptions, GroupId};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -84,9 +84,22 @@ pub struct BenchArgs {
     /// HailoRT device id (PCIe BDF or IP address of the USB part).
     #[arg(long, value_name = "ID")]
     device: Option<String>,
+    /// VDevice group id: HailoRT's default UNIQUE holds the device alone (another process
+    /// waits 5 s, then gets HAILO_DEVICE_IN_USE); processes passing one other id, e.g.
+    /// SHARED, share it.
+    #[arg(long = "group-id", value_name = "ID", value_parser = parse_group_id)]
+    group_id: Option<GroupId>,
+    /// Map the pooled frame buffers for DMA once (as hailortcli run2 does) instead of per
+    /// transfer.
+    #[arg(long = "dma-map", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    dma_map: bool,
     /// Output directory (created).
     #[arg(long, default_value = "bench-out", value_name = "DIR")]
     out: PathBuf,
+}
+
+fn parse_group_id(value: &str) -> Result<GroupId, String> {
+    GroupId::parse(value).map_err(|e| e.to_string())
 }
 
 fn sim_profile(args: &BenchArgs) -> SimProfile {
@@ -174,8 +187,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let options = DeviceOptions {
+        group_id: args.group_id.clone(),
+        dma_map: args.dma_map,
+        ..DeviceOptions::default()
+    };
     let sweep = bench::run_sweep(
-        || Device::open(backend.clone()),
+        || Device::open_with(backend.clone(), options.clone()),
         &config,
         |i, label| {
             bar.set_position(i as u64);
@@ -206,14 +224,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     println!("points: {}", sweep.points.len());
     println!();
     println!(
-        "{:<46} {:<14} {:>9} {:>8} {:>8} {:>7} {:>9} {:>9}",
-        "point", "graph", "fps", "INT8 %", "INT4 %", "busy %", "sw/s", "ms/sw"
+        "{:<46} {:<14} {:>9} {:>8} {:>8} {:>7} {:>9} {:>9} {:>8}",
+        "point", "graph", "fps", "INT8 %", "INT4 %", "busy %", "sw/s", "ms/sw", "hw ms"
     );
     for p in &sweep.points {
         let d = &p.measurement.device;
         for g in &p.measurement.graphs {
             println!(
-                "{:<46} {:<14} {:>9.1} {:>8.1} {:>8.1} {:>7} {:>9} {:>9}",
+                "{:<46} {:<14} {:>9.1} {:>8.1} {:>8.1} {:>7} {:>9} {:>9} {:>8}",
                 p.label,
                 g.name,
                 g.fps.value,
@@ -228,6 +246,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 d.time_per_switch
                     .as_ref()
                     .map_or("n/a".into(), |s| format!("{:.3}", s.value)),
+                g.hw_latency
+                    .as_ref()
+                    .map_or("n/a".into(), |h| format!("{:.3}", h.value)),
             );
         }
     }

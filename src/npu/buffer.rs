@@ -1,45 +1,97 @@
 //! Page-aligned host buffers and the pool that reuses them.
 //!
-//! HailoRT maps user buffers for DMA; page alignment lets it do so without a
-//! bounce copy. Buffers come from a per-model pool, so a steady stream of
-//! jobs allocates nothing.
+//! HailoRT sends a buffer that is not aligned to the host's page size
+//! through a bounce copy on every transfer (HailoRT 5.2.0,
+//! `hailort/libhailort/src/vdma/pcie_session.cpp`); its alignment is
+//! `sysconf(_SC_PAGESIZE)` (`hailort/common/os/posix/os_utils.cpp`,
+//! `OsUtils::get_page_size`), 4 KiB on x86-64 and 4 or 16 KiB on aarch64.
+//! So every buffer is aligned to, and sized in whole, pages of that size.
+//! Buffers come from a per-model pool, so a steady stream of jobs allocates
+//! nothing; with a [`DmaMapper`] the pool maps each buffer for DMA once, when
+//! it is allocated, and unmaps it before freeing it.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// Alignment of every buffer (the Linux page size on x86-64 and aarch64 4K kernels).
-pub const PAGE: usize = 4096;
+use super::error::NpuError;
 
 /// How many idle buffers of one size the pool keeps.
 const KEEP_PER_SIZE: usize = 64;
+
+/// The page size used when `sysconf` cannot tell.
+const FALLBACK_PAGE: usize = 4096;
+
+/// The host's page size, `sysconf(_SC_PAGESIZE)`, as HailoRT reads it.
+pub fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let raw = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(raw)
+            .ok()
+            .filter(|p| p.is_power_of_two())
+            .unwrap_or(FALLBACK_PAGE)
+    })
+}
+
+/// A page size the pool was given that it cannot align to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("page size {page} is not a power of two of at least 64 bytes (HailoRT's smallest DMA alignment)")]
+pub struct BadPageSize {
+    pub page: usize,
+}
+
+/// Maps and unmaps host buffers for DMA on one device (`VDevice::dma_map`).
+pub trait DmaMapper: Send + Sync {
+    /// Maps `len` bytes at `ptr` for transfers in both directions.
+    ///
+    /// # Errors
+    /// The backend's status.
+    fn map(&self, ptr: *mut u8, len: usize) -> Result<(), NpuError>;
+    /// Undoes [`DmaMapper::map`]; called before the memory is freed.
+    fn unmap(&self, ptr: *mut u8, len: usize);
+}
 
 /// A zero-initialised, page-aligned heap buffer owned by one place at a time.
 pub struct PageBuf {
     ptr: NonNull<u8>,
     len: usize,
+    page: usize,
+    /// The device the buffer is mapped on, unmapped before the memory goes.
+    mapped: Option<Arc<dyn DmaMapper>>,
 }
 
 // SAFETY: PageBuf owns its allocation exclusively (like Box<[u8]>); moving it
-// to another thread moves that ownership.
+// to another thread moves that ownership. The mapper is Send + Sync.
 unsafe impl Send for PageBuf {}
 // SAFETY: shared references only give `&[u8]`, which is safe to share.
 unsafe impl Sync for PageBuf {}
 
 impl PageBuf {
-    fn layout(len: usize) -> Layout {
-        let size = len.max(1).div_ceil(PAGE) * PAGE;
-        Layout::from_size_align(size, PAGE).expect("page-rounded sizes fit a Layout")
+    fn layout(len: usize, page: usize) -> Layout {
+        let size = len.max(1).div_ceil(page) * page;
+        Layout::from_size_align(size, page).expect("page-rounded sizes fit a Layout")
     }
 
-    /// A new buffer of `len` bytes, zeroed.
+    /// A new buffer of `len` bytes, zeroed, aligned to the host's page size.
     pub fn new(len: usize) -> PageBuf {
-        let layout = Self::layout(len);
+        PageBuf::on_pages(len, page_size())
+    }
+
+    /// A new buffer of `len` bytes aligned to `page` (a power of two).
+    fn on_pages(len: usize, page: usize) -> PageBuf {
+        let layout = Self::layout(len, page);
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        PageBuf { ptr, len }
+        PageBuf {
+            ptr,
+            len,
+            page,
+            mapped: None,
+        }
     }
 
     /// Length in bytes.
@@ -50,6 +102,16 @@ impl PageBuf {
     /// Whether the buffer has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Bytes allocated: `len` rounded up to whole pages.
+    pub fn capacity(&self) -> usize {
+        Self::layout(self.len, self.page).size()
+    }
+
+    /// Whether the buffer is mapped for DMA on its device.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
     }
 
     /// The bytes.
@@ -72,25 +134,81 @@ impl PageBuf {
 
 impl Drop for PageBuf {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with the same layout.
-        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(self.len)) };
+        if let Some(mapper) = self.mapped.take() {
+            mapper.unmap(self.ptr.as_ptr(), self.len);
+        }
+        // SAFETY: allocated in `on_pages` with the same layout; unmapped above.
+        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(self.len, self.page)) };
     }
 }
 
 impl std::fmt::Debug for PageBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PageBuf").field("len", &self.len).finish()
+        f.debug_struct("PageBuf")
+            .field("len", &self.len)
+            .field("page", &self.page)
+            .field("mapped", &self.is_mapped())
+            .finish()
     }
 }
 
-/// Idle buffers by size.
-#[derive(Debug, Default)]
+/// Idle buffers by size, on one page size, mapped on one device or none.
 pub struct PagePool {
     free: Mutex<HashMap<usize, Vec<PageBuf>>>,
+    page: usize,
+    mapper: Option<Arc<dyn DmaMapper>>,
+}
+
+impl Default for PagePool {
+    fn default() -> PagePool {
+        PagePool {
+            free: Mutex::default(),
+            page: page_size(),
+            mapper: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for PagePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PagePool")
+            .field("page", &self.page)
+            .field("maps", &self.mapper.is_some())
+            .field("idle", &self.idle())
+            .finish()
+    }
 }
 
 impl PagePool {
+    /// A pool on pages of `page` bytes instead of the host's.
+    ///
+    /// # Errors
+    /// [`BadPageSize`] unless `page` is a power of two of at least 64.
+    pub fn with_page_size(page: usize) -> Result<PagePool, BadPageSize> {
+        if !page.is_power_of_two() || page < 64 {
+            return Err(BadPageSize { page });
+        }
+        Ok(PagePool {
+            page,
+            ..PagePool::default()
+        })
+    }
+
+    /// The same pool, mapping every buffer it allocates through `mapper`.
+    pub fn mapping(mut self, mapper: Arc<dyn DmaMapper>) -> PagePool {
+        self.mapper = Some(mapper);
+        self
+    }
+
+    /// The alignment and size granule of this pool's buffers.
+    pub fn page_size(&self) -> usize {
+        self.page
+    }
+
     /// A buffer of `len` bytes: a reused one when there is one.
+    ///
+    /// A new buffer is mapped when the pool maps; a failed mapping leaves it
+    /// unmapped (HailoRT then maps it per transfer) and is logged.
     pub fn take(&self, len: usize) -> PageBuf {
         let reused = self
             .free
@@ -98,7 +216,20 @@ impl PagePool {
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(&len)
             .and_then(Vec::pop);
-        reused.unwrap_or_else(|| PageBuf::new(len))
+        reused.unwrap_or_else(|| self.allocate(len))
+    }
+
+    fn allocate(&self, len: usize) -> PageBuf {
+        let mut buf = PageBuf::on_pages(len, self.page);
+        if let Some(mapper) = &self.mapper {
+            match mapper.map(buf.as_mut_ptr(), len) {
+                Ok(()) => buf.mapped = Some(Arc::clone(mapper)),
+                Err(err) => {
+                    log::warn!("dma_map of a {len}-byte buffer failed; it stays unmapped: {err}")
+                }
+            }
+        }
+        buf
     }
 
     /// Returns a buffer for reuse.
@@ -122,24 +253,4 @@ impl PagePool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buffers_are_page_aligned_and_reused() {
-        let pool = PagePool::default();
-        let mut a = pool.take(10_000);
-        assert_eq!(a.as_mut_ptr() as usize % PAGE, 0);
-        assert_eq!(a.len(), 10_000);
-        a.as_mut_slice()[9_999] = 7;
-        let addr = a.as_mut_ptr() as usize;
-        pool.give(a);
-        assert_eq!(pool.idle(), 1);
-        let mut b = pool.take(10_000);
-        assert_eq!(b.as_mut_ptr() as usize, addr, "the idle buffer is reused");
-        assert_eq!(pool.idle(), 0);
-        let mut c = pool.take(10_000);
-        assert_ne!(c.as_mut_ptr() as usize, addr);
-        assert!(PageBuf::new(0).is_empty());
-    }
-}
+mod tests;

@@ -115,7 +115,7 @@ impl ConfiguredModel {
                 name: model.name().to_string(),
                 inputs: model.inputs().to_vec(),
                 outputs: model.outputs().to_vec(),
-                pool: PagePool::default(),
+                pool: super::open_params::pool_for(&model.device),
                 pending: Arc::new(AtomicUsize::new(0)),
                 callbacks: Arc::new(AtomicUsize::new(0)),
                 broken: Mutex::new(None),
@@ -281,6 +281,24 @@ impl ConfiguredModel {
         self.with(|api, c| unsafe {
             result::configured_model::wait_for_async_ready(api, c, ms, frames)
         })
+    }
+
+    /// The average hardware latency HailoRT measured, when the model was
+    /// configured after [`Model::set_hw_latency_measurement`]; `None` when
+    /// HailoRT has none (`HAILO_NOT_AVAILABLE`: no measurement flag, nothing
+    /// run yet, or more than one input). On the simulator the figure is
+    /// modelled from its timing model.
+    ///
+    /// # Errors
+    /// The table's status other than `NotAvailable`.
+    #[doc(alias = "ConfiguredInferModel::get_hw_latency_measurement")]
+    pub fn hw_latency(&self) -> Result<Option<Duration>, NpuError> {
+        // SAFETY: the handle is live while `self` is.
+        match self.with(|api, c| unsafe { result::configured_model::hw_latency(api, c) }) {
+            Ok(ns) => Ok(Some(Duration::from_nanos(ns))),
+            Err(NpuError::NotAvailable { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     /// Page-aligned buffers for one frame, from this model's pool.

@@ -9,6 +9,7 @@ use hailort_sys::hes_vdevice;
 use super::api::Api;
 use super::error::NpuError;
 use super::infer_model::Model;
+use super::open_params::GroupId;
 use super::result;
 use super::sim::{self, Figure, SimProfile, SimStats};
 
@@ -55,11 +56,28 @@ pub enum Scheduling {
 }
 
 /// Options of [`Device::open_with`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DeviceOptions {
     pub scheduling: Scheduling,
-    /// Shared-VDevice key (`None`: HailoRT's "UNIQUE").
-    pub group_id: Option<String>,
+    /// VDevice group id (`None`: HailoRT's default, "UNIQUE"). Processes
+    /// that share one device open it with the same id other than "UNIQUE".
+    pub group_id: Option<GroupId>,
+    /// Maps every pooled buffer for DMA once (`VDevice::dma_map`), as
+    /// `hailortcli run2` does, instead of letting the driver map it on each
+    /// transfer. On by default: the pool reuses its buffers, so each is
+    /// mapped once for the model's life; over USB (no local driver) HailoRT
+    /// answers success and does nothing.
+    pub dma_map: bool,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> DeviceOptions {
+        DeviceOptions {
+            scheduling: Scheduling::default(),
+            group_id: None,
+            dma_map: true,
+        }
+    }
 }
 
 /// A raw handle whose table calls are serialised by a mutex.
@@ -101,6 +119,8 @@ pub(crate) struct DeviceInner {
     pub device_id: String,
     pub sim: Option<SimProfile>,
     pub scheduling: Scheduling,
+    /// Whether pooled buffers are mapped for DMA ([`DeviceOptions::dma_map`]).
+    pub dma_map: bool,
 }
 
 impl Drop for DeviceInner {
@@ -234,12 +254,12 @@ impl Device {
             Scheduling::None => 0,
             Scheduling::RoundRobin => 1,
         };
-        let handle = result::vdevice::create(&api, &ids, algorithm, options.group_id.as_deref())
-            .inspect_err(|_| {
-                if kind == BackendKind::Sim {
-                    ids.iter().for_each(|id| sim::registry::unregister(id));
-                }
-            })?;
+        let group = options.group_id.as_ref().map(GroupId::as_str);
+        let handle = result::vdevice::create(&api, &ids, algorithm, group).inspect_err(|_| {
+            if kind == BackendKind::Sim {
+                ids.iter().for_each(|id| sim::registry::unregister(id));
+            }
+        })?;
         // SAFETY: `handle` was just created by this table.
         let device_id = unsafe { result::vdevice::device_ids(&api, handle) }
             .ok()
@@ -254,6 +274,7 @@ impl Device {
                 device_id,
                 sim,
                 scheduling: options.scheduling,
+                dma_map: options.dma_map,
             }),
         })
     }
@@ -266,6 +287,11 @@ impl Device {
     /// The physical device id (BDF, IP address, or the simulator's id).
     pub fn device_id(&self) -> &str {
         &self.inner.device_id
+    }
+
+    /// Whether pooled buffers are mapped for DMA.
+    pub fn dma_map(&self) -> bool {
+        self.inner.dma_map
     }
 
     /// The scheduler this device was opened with.

@@ -66,7 +66,7 @@ macro_rules! hailo_statuses {
                 },
             )*
             /// A status this version does not know; the value is kept.
-            #[error("{call}: unknown hailo_status {code}{}", Detail(detail))]
+            #[error("{call}: unknown HailoRT status {code}{}", Detail(detail))]
             Unknown {
                 code: u32,
                 call: &'static str,

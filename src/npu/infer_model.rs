@@ -273,6 +273,19 @@ impl Model {
         self.with(|api, m| unsafe { result::infer_model::set_power_mode(api, m, u32::from(ultra)) })
     }
 
+    /// Asks HailoRT to measure hardware latency (`HAILO_LATENCY_MEASURE`, as
+    /// `hailortcli run2 --measure-latency` does). Takes effect at
+    /// [`Model::configure`]; read it with [`ConfiguredModel::hw_latency`].
+    ///
+    /// # Errors
+    /// The table's status.
+    #[doc(alias = "InferModel::set_hw_latency_measurement_flags")]
+    pub fn set_hw_latency_measurement(&mut self, measure: bool) -> Result<(), NpuError> {
+        let flags = u32::from(measure);
+        // SAFETY: the handle is live while `self` is.
+        self.with(|api, m| unsafe { result::infer_model::set_hw_latency_flags(api, m, flags) })
+    }
+
     /// Operations per frame the HEF states (`Hef::get_computational_ops`).
     ///
     /// # Errors

@@ -33,23 +33,25 @@
 //! to a channel.
 
 pub mod api;
-mod buffer;
+pub(crate) mod buffer;
 mod configured;
 mod device;
 pub mod error;
 mod infer_model;
 mod job;
+mod open_params;
 mod reaper;
 pub mod result;
 pub mod sim;
 
 pub use api::Api;
-pub use buffer::{PageBuf, PagePool, PAGE};
+pub use buffer::{page_size, BadPageSize, DmaMapper, PageBuf, PagePool};
 pub use configured::ConfiguredModel;
 pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, Scheduling};
 pub use error::{NpuError, Status};
 pub use infer_model::{Direction, FormatType, Model, StreamDesc};
 pub use job::{Bindings, Completion, Job};
+pub use open_params::{BadGroupId, GroupId};
 pub use sim::OutputKind;
 
 static_assertions::assert_impl_all!(Device: Send, Sync, Clone);

@@ -88,7 +88,8 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
         backend,
         DeviceOptions {
             scheduling,
-            group_id: None,
+            group_id: rig.device.group_id.clone(),
+            dma_map: rig.device.dma_map,
         },
     )
     .map_err(|source| RunError::OpenDevice {

@@ -50,6 +50,7 @@ pub fn open_manual_scheduling(profile: SimProfile) -> Device {
         DeviceOptions {
             scheduling: Scheduling::None,
             group_id: None,
+            ..DeviceOptions::default()
         },
     )
     .expect("open the simulator")

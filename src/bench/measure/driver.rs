@@ -145,6 +145,9 @@ fn load(
         .set_batch_size(batch)
         .map_err(npu(|| what("setting the batch size of")))?;
     let (ops, ops_source) = ops_of(device, &model, &hef, run)?;
+    model
+        .set_hw_latency_measurement(true)
+        .map_err(npu(|| what("asking for hardware latency of")))?;
     let cm = model.configure().map_err(npu(|| what("configuring")))?;
     cm.set_scheduler_threshold(config.threshold)
         .map_err(npu(|| what("setting the scheduler threshold of")))?;
@@ -304,7 +307,7 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
     let complete_cpu: Duration = fed.iter().map(|f| f.complete_cpu).sum();
     let graphs = fed
         .into_iter()
-        .map(|f| graph_measurement(device, &window, &provenance, config, f))
+        .map(|f| graph_measurement(device, &window, &provenance, f))
         .collect::<Vec<_>>();
     let device_figures = telemetry::device_figures(device, &window, &provenance, &graphs);
     let host_cpu = cpu_time
@@ -356,7 +359,6 @@ fn graph_measurement(
     device: &Device,
     window: &Window,
     provenance: &Provenance,
-    config: &RunConfig,
     mut f: Fed,
 ) -> GraphMeasurement {
     let frames = window.frames(&f.hef.name).unwrap_or(f.done);
@@ -366,8 +368,7 @@ fn graph_measurement(
         provenance: provenance.clone(),
     };
     let compute = compute_share(&f.ops, &fps, f.hef.precision);
-    let hw_latency =
-        telemetry::hw_latency(device, &f.hef, f.ops.value * 1e9, config.batch, provenance);
+    let hw_latency = telemetry::hw_latency(&f.cm, &f.hef.name, provenance);
     f.samples_ms.sort_by(f64::total_cmp);
     let host_latency = f.latency.summary().map(|summary| HostLatency {
         provenance: telemetry::host_latency_provenance(device, provenance),

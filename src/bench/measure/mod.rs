@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | device fps per graph | completions over wall time | frames over the modelled device time |
 //! | host latency (submit to completion) | host clock | host clock around the simulator |
-//! | hardware latency | not in the C table: `None` | the timing model's burst time |
+//! | hardware latency | `get_hw_latency_measurement` (configured with `HAILO_LATENCY_MEASURE`) | the timing model's burst time, through the same table entry |
 //! | busy % | `query_performance_stats` NN-core utilisation | modelled busy time over device time |
 //! | compute % INT8 / INT4 | ops per frame x fps / peak | the same, from modelled fps |
 //! | switches/s, time per switch | not visible without `HAILO_TRACE`: `None` | the timing model's switches |

@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use super::{DeviceMeasurement, GraphMeasurement};
 use crate::metrics::figure::{Assumption, Figure, Provenance, Unit};
-use crate::metrics::ops::hef::HefGraph;
 use crate::npu::sim::SimStats;
-use crate::npu::{BackendKind, Device};
+use crate::npu::{BackendKind, ConfiguredModel, Device};
 
 /// The time base of a run.
 pub(super) enum Window {
@@ -77,25 +76,21 @@ pub(super) fn host_latency_provenance(device: &Device, run: &Provenance) -> Prov
     }
 }
 
-/// Hardware latency of one burst of `batch` frames: the timing model's switch-free burst time
-/// on the simulator; HailoRT's hw latency measurement is not in the C table, so `None` there.
+/// Hardware latency as the backend reports it (`get_hw_latency_measurement`, the model being
+/// configured with `HAILO_LATENCY_MEASURE`): measured on the part; on the simulator the timing
+/// model's switch-free burst time, modelled. `None` when the backend has none.
 pub(super) fn hw_latency(
-    device: &Device,
-    hef: &HefGraph,
-    ops_per_frame: f64,
-    batch: u16,
+    cm: &ConfiguredModel,
+    graph: &str,
     provenance: &Provenance,
 ) -> Option<Figure> {
-    let profile = &device.sim_profile()?.device;
-    let n = u64::from(batch.max(1));
-    let s = profile.link.transfer_s(n * hef.bytes_in_per_frame)
-        + profile.compute_s(ops_per_frame * n as f64)
-        + profile.link.transfer_s(n * hef.bytes_out_per_frame);
-    Some(Figure {
-        value: s * 1e3,
-        unit: Unit::Milliseconds,
-        provenance: provenance.clone(),
-    })
+    match cm.hw_latency() {
+        Ok(latency) => latency.map(|d| fig(d.as_secs_f64() * 1e3, Unit::Milliseconds, provenance)),
+        Err(err) => {
+            log::warn!("{graph}: hardware latency: {err}");
+            None
+        }
+    }
 }
 
 fn fig(value: f64, unit: Unit, provenance: &Provenance) -> Figure {

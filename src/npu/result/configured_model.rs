@@ -38,6 +38,8 @@ entries! {
     fn deactivate = configured_model_deactivate(c: hes_configured_model);
     /// `configured_model_shutdown`: aborts in-flight jobs.
     fn shutdown = configured_model_shutdown(c: hes_configured_model);
+    /// `configured_model_hw_latency`: the average hardware latency, ns.
+    fn hw_latency = configured_model_hw_latency(c: hes_configured_model) -> u64;
 }
 
 /// `configured_model_run`: blocking inference.

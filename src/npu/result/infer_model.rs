@@ -135,6 +135,8 @@ entries! {
     fn set_power_mode = infer_model_set_power_mode(m: hes_infer_model, mode: u32);
     /// `infer_model_computational_ops`.
     fn computational_ops = infer_model_computational_ops(m: hes_infer_model) -> u64;
+    /// `infer_model_set_hw_latency_flags` (`hailo_latency_measurement_flags_t`).
+    fn set_hw_latency_flags = infer_model_set_hw_latency_flags(m: hes_infer_model, flags: u32);
     /// `infer_model_configure`.
     fn configure = infer_model_configure(m: hes_infer_model) -> handle hes_configured_model;
 }

@@ -10,20 +10,31 @@ pub fn version(api: &Api) -> Result<hes_version, NpuError> {
     Ok(out)
 }
 
-/// `get_status_message`: the backend's text for a status.
-pub fn status_message(api: &Api, status: hes_status) -> String {
-    match api.raw().get_status_message {
-        // SAFETY: the entry returns a static NUL-terminated string.
+/// How a status reads in messages: `"HAILO_TIMEOUT (4)"` from the name the
+/// backend gives, or `"unknown HailoRT status N"` when it gives none.
+///
+/// `hailo_get_status_message` returns the status *name*, not a description,
+/// and NULL from `HAILO_STATUS_COUNT` (98) on (HailoRT 5.2.0, `hailort.cpp`).
+pub fn status_text(status: hes_status, name: Option<&str>) -> String {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => format!("{name} ({status})"),
+        None => format!("unknown HailoRT status {status}"),
+    }
+}
+
+/// `get_status_message`: the backend's name for a status, as
+/// [`status_text`] formats it.
+pub fn status_name(api: &Api, status: hes_status) -> String {
+    let name = match api.raw().get_status_message {
+        // SAFETY: the entry returns NULL or a static NUL-terminated string,
+        // copied at once.
         Some(f) => unsafe {
             let ptr = f(status);
-            if ptr.is_null() {
-                String::new()
-            } else {
-                std::ffi::CStr::from_ptr(ptr).to_string_lossy().into_owned()
-            }
+            (!ptr.is_null()).then(|| std::ffi::CStr::from_ptr(ptr).to_string_lossy().into_owned())
         },
-        None => String::new(),
-    }
+        None => None,
+    };
+    status_text(status, name.as_deref())
 }
 
 /// `scan_devices`: ids of the devices present.
@@ -40,4 +51,38 @@ pub fn scan(api: &Api) -> Result<Vec<String>, NpuError> {
         first?;
     }
     Ok(ids[..count].iter().map(|d| from_c_chars(&d.id)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_reads_as_its_name_and_number_or_as_unknown() {
+        assert_eq!(status_text(4, Some("HAILO_TIMEOUT")), "HAILO_TIMEOUT (4)");
+        assert_eq!(status_text(98, None), "unknown HailoRT status 98");
+        assert_eq!(status_text(7, Some("")), "unknown HailoRT status 7");
+    }
+
+    #[test]
+    fn the_simulator_names_statuses_as_hailort_does() {
+        let sim = Api::sim();
+        assert_eq!(status_name(&sim, 4), "HAILO_TIMEOUT (4)");
+        assert_eq!(status_name(&sim, 73), "HAILO_DEVICE_IN_USE (73)");
+        assert_eq!(status_name(&sim, 0), "HAILO_SUCCESS (0)");
+        assert_eq!(status_name(&sim, 98), "unknown HailoRT status 98");
+        assert_eq!(
+            status_name(&sim, u32::MAX),
+            format!("unknown HailoRT status {}", u32::MAX)
+        );
+        let stub = Api::stub();
+        assert_eq!(status_name(&stub, 7), "HAILO_NOT_IMPLEMENTED (7)");
+        assert_eq!(status_name(&stub, 2), "unknown HailoRT status 2");
+    }
+
+    #[test]
+    fn an_unknown_status_error_says_so() {
+        let err = NpuError::from_status(98, "vdevice_create", String::new());
+        assert_eq!(err.to_string(), "vdevice_create: unknown HailoRT status 98");
+    }
 }

@@ -71,4 +71,20 @@ entries! {
     /// `vdevice_chip_temperature`.
     fn chip_temperature = vdevice_chip_temperature(v: hes_vdevice, index: usize)
         -> hes_chip_temperature;
+    /// `vdevice_dma_map` of `size` bytes at `address` (direction 0 = H2D, 1 = D2H,
+    /// 2 = BOTH). The memory must stay allocated until [`dma_unmap`] with the same
+    /// arguments or the vdevice's release.
+    fn dma_map = vdevice_dma_map(
+        v: hes_vdevice,
+        address: *mut c_void,
+        size: usize,
+        direction: u32
+    );
+    /// `vdevice_dma_unmap`: undoes [`dma_map`] with the same arguments.
+    fn dma_unmap = vdevice_dma_unmap(
+        v: hes_vdevice,
+        address: *mut c_void,
+        size: usize,
+        direction: u32
+    );
 }

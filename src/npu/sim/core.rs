@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::completion::{RawBuf, SimJob};
 use super::device_stats::SimStats;
 use super::faults::{Fault, FaultPlan};
+use super::measure::{DmaMaps, LatencyMeter};
 use super::model_spec::{fill_outputs, ModelSpec};
 use super::queue;
 use super::scheduler::{Decision, ModelState, Scheduler};
@@ -41,6 +42,7 @@ pub(super) struct SimModel {
     pub(super) in_flight: usize,
     /// The card shut this model down after an overflow: every job fails.
     pub(super) down: bool,
+    pub(super) latency: LatencyMeter,
 }
 
 impl AsRef<ModelState> for SimModel {
@@ -72,6 +74,8 @@ pub struct Core {
     faults: FaultPlan,
     /// A fixed async queue size for every model instead of HailoRT's rule.
     queue_size: Option<usize>,
+    /// Host buffers mapped for DMA by the device's VDevices.
+    pub(crate) dma: DmaMaps,
     pub(super) state: Mutex<CoreState>,
     pub(super) cv: Condvar,
     /// Notified whenever jobs complete and free queue slots.
@@ -125,6 +129,7 @@ impl Core {
             round_robin,
             faults,
             queue_size,
+            dma: DmaMaps::default(),
             state: Mutex::new(CoreState {
                 models: BTreeMap::new(),
                 scheduler: Scheduler::default(),
@@ -198,6 +203,7 @@ impl Core {
         let st = lock(&self.state);
         let mut stats = st.stats.clone();
         stats.now_ns = st.dev_now;
+        stats.mapped_buffers = self.dma.count() as u64;
         stats
     }
 
@@ -250,9 +256,29 @@ impl Core {
                 queue_size,
                 in_flight: 0,
                 down: false,
+                latency: LatencyMeter::default(),
             },
         );
         Ok(id)
+    }
+
+    /// Sets the hardware latency flags model `id` was configured with.
+    pub(crate) fn set_latency_flags(&self, id: u64, flags: u32) -> Result<(), Fail> {
+        self.with_model(id, |st| {
+            if let Some(m) = st.models.get_mut(&id) {
+                m.latency.set_flags(flags);
+            }
+            Ok(())
+        })
+    }
+
+    /// The average hardware latency of model `id` (named `name`, with
+    /// `inputs` input streams), ns.
+    pub(crate) fn hw_latency(&self, id: u64, name: &str, inputs: usize) -> Result<u64, Fail> {
+        self.with_model(id, |st| match st.models.get_mut(&id) {
+            Some(m) => m.latency.average(name, inputs),
+            None => Err((HAILO_NOT_FOUND, format!("configured model {id} is gone"))),
+        })
     }
 
     pub(super) fn with_model<R>(
@@ -401,6 +427,9 @@ impl Core {
             }
             _ => {}
         }
+        let cost = self.dma.cost(inputs.iter().chain(&outputs));
+        st.stats.bounce_copies += cost.bounce_copies;
+        st.stats.transfer_maps += cost.transfer_maps;
         let arrival = self.arrival_ns(&st);
         let model = st.models.get_mut(&id).expect("checked above");
         model.in_flight += 1;
@@ -568,6 +597,7 @@ impl Core {
         let total = switch_ns + in_ns + compute_ns + out_ns;
         let end = now + total;
         m.sched.last_run_end_ns = end;
+        m.latency.record(n, in_ns + compute_ns + out_ns);
         let s = &mut st.stats;
         s.busy_ns += total;
         s.compute_ns += compute_ns;

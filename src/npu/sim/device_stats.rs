@@ -31,6 +31,14 @@ pub struct SimStats {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub faults_injected: u64,
+    /// Frame buffers copied through a bounce buffer because they are not
+    /// page-aligned (one per buffer and transfer).
+    pub bounce_copies: u64,
+    /// Frame buffers the driver maps for one transfer because they were not
+    /// pre-mapped with `dma_map` (one per buffer and transfer).
+    pub transfer_maps: u64,
+    /// Host buffers mapped for DMA now (`dma_map` without its `dma_unmap`).
+    pub mapped_buffers: u64,
     /// Per model, by network group name.
     pub models: BTreeMap<String, ModelStats>,
 }

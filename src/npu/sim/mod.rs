@@ -25,6 +25,7 @@ mod core;
 mod device_stats;
 pub mod faults;
 mod jobs;
+mod measure;
 mod model_entries;
 pub mod model_spec;
 pub mod profile;
@@ -100,18 +101,19 @@ impl SimProfile {
     }
 }
 
-static MESSAGES: LazyLock<Vec<CString>> = LazyLock::new(|| {
+static NAMES: LazyLock<Vec<CString>> = LazyLock::new(|| {
     crate::npu::error::Status::ALL
         .iter()
-        .map(|s| CString::new(s.message()).unwrap_or_default())
+        .map(|s| CString::new(s.name()).unwrap_or_default())
         .collect()
 });
 
-/// HailoRT's message of a status as a static C string.
-pub(crate) fn status_message_c(status: crate::npu::error::Status) -> *const c_char {
+/// HailoRT's name of a status (`hailo_get_status_message` answers the name)
+/// as a static C string.
+pub(crate) fn status_name_c(status: crate::npu::error::Status) -> *const c_char {
     let index = crate::npu::error::Status::ALL
         .iter()
         .position(|&s| s == status)
         .unwrap_or(0);
-    MESSAGES.get(index).map_or(c"".as_ptr(), |m| m.as_ptr())
+    NAMES.get(index).map_or(c"".as_ptr(), |m| m.as_ptr())
 }

@@ -335,6 +335,8 @@ pub(super) unsafe extern "C" fn infer_model_configure(
         let spec = Arc::new(build_spec(&model)?);
         let core = Arc::clone(&model.device.core);
         let model_id = core.configure(Arc::clone(&spec))?;
+        let latency_flags = model.settings().latency_flags;
+        core.set_latency_flags(model_id, latency_flags)?;
         let configured = SimConfigured {
             core,
             model_id,

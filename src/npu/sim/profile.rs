@@ -143,6 +143,11 @@ pub struct DeviceProfile {
     /// Share of peak the compute achieves on these graphs.
     pub utilisation: Figure,
     pub precision: Precision,
+    /// How long a client asking for a "UNIQUE" VDevice waits for the
+    /// device's current holder to close it before HAILO_DEVICE_IN_USE,
+    /// seconds. Waited for on the real-time clock only; on a virtual clock
+    /// the answer comes at once.
+    pub vdevice_wait_s: Figure,
 }
 
 impl Default for DeviceProfile {
@@ -177,6 +182,10 @@ impl DeviceProfile {
             ),
             utilisation: Figure::assumed(0.30, "planning figure, to be replaced by measurement"),
             precision: Precision::Int8,
+            vdevice_wait_s: Figure::published(
+                5.0,
+                "HailoRT 5.2.0 hailort_server.cpp: WAIT_FOR_VDEVICE_TIMEOUT of the card's server",
+            ),
         }
     }
 
@@ -217,6 +226,13 @@ impl DeviceProfile {
     /// Same profile with another utilisation, marked assumed.
     pub fn with_utilisation(mut self, share: f64, source: &'static str) -> DeviceProfile {
         self.utilisation = Figure::assumed(share, source);
+        self
+    }
+
+    /// Same profile with another wait for a held device (seconds), marked
+    /// assumed.
+    pub fn with_vdevice_wait(mut self, seconds: f64, source: &'static str) -> DeviceProfile {
+        self.vdevice_wait_s = Figure::assumed(seconds, source);
         self
     }
 

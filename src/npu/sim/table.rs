@@ -18,6 +18,7 @@ use hailort_sys::*;
 use super::completion::{RawBuf, SimJob};
 use super::core::{Core, Fail};
 use super::jobs;
+use super::measure;
 use super::model_entries;
 use super::model_spec::ModelSpec;
 use super::registry;
@@ -194,9 +195,13 @@ unsafe extern "C" fn get_library_version(v: *mut hes_version) -> hes_status {
     })
 }
 
+/// As HailoRT: the status name, and NULL for a status it does not know.
 unsafe extern "C" fn get_status_message(status: hes_status) -> *const c_char {
-    crate::npu::error::Status::from_code(status)
-        .map_or(c"Success".as_ptr(), super::status_message_c)
+    match crate::npu::error::Status::from_code(status) {
+        Some(known) => super::status_name_c(known),
+        None if status == HAILO_SUCCESS => c"HAILO_SUCCESS".as_ptr(),
+        None => std::ptr::null(),
+    }
 }
 
 unsafe extern "C" fn last_error() -> *const c_char {
@@ -224,6 +229,7 @@ unsafe extern "C" fn vdevice_create(
         let params = unsafe { params.as_ref() };
         let mut ids = Vec::new();
         let mut round_robin = true;
+        let mut group = None;
         if let Some(p) = params {
             round_robin = p.scheduling_algorithm != 0;
             for i in 0..p.device_count {
@@ -231,8 +237,12 @@ unsafe extern "C" fn vdevice_create(
                 let raw = unsafe { &*p.device_ids.add(i) };
                 ids.push(crate::npu::result::from_c_chars(&raw.id));
             }
+            if !p.group_id.is_null() {
+                // SAFETY: a non-NULL group id is NUL-terminated (contract).
+                group = Some(unsafe { str_arg(p.group_id, "group id") }?);
+            }
         }
-        let device = SimVDevice::open(&ids, round_robin)?;
+        let device = SimVDevice::open(&ids, round_robin, group)?;
         // SAFETY: `v` is non-NULL and writable.
         unsafe { *v = insert(Obj::VDevice(Arc::new(device))) };
         Ok(())
@@ -240,7 +250,12 @@ unsafe extern "C" fn vdevice_create(
 }
 
 unsafe extern "C" fn vdevice_release(v: *mut hes_vdevice) -> hes_status {
-    guard(|| remove(v as usize, "vdevice").map(drop))
+    guard(|| {
+        if let Obj::VDevice(dev) = remove(v as usize, "vdevice")? {
+            dev.core.dma.forget(v as usize);
+        }
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn vdevice_device_ids(
@@ -398,6 +413,10 @@ static API: hes_api = hes_api {
     bindings_release: Some(jobs::bindings_release),
     job_wait: Some(jobs::job_wait),
     job_release: Some(jobs::job_release),
+    infer_model_set_hw_latency_flags: Some(measure::infer_model_set_hw_latency_flags),
+    configured_model_hw_latency: Some(measure::configured_model_hw_latency),
+    vdevice_dma_map: Some(measure::vdevice_dma_map),
+    vdevice_dma_unmap: Some(measure::vdevice_dma_unmap),
 };
 
 /// The simulator's table.

@@ -2,6 +2,7 @@
 //! HEFs, and turning a model's settings into what the device runs.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use hef::{ErrorClass, Hef, NetworkGroup};
 
@@ -9,6 +10,7 @@ use super::core::{Core, Fail, MAX_NETWORK_GROUPS};
 use super::model_spec::{ModelSpec, OpsSource, StreamSpec};
 use super::registry;
 use super::status::*;
+use super::time_base::TimeBase;
 use super::SimProfile;
 
 /// An open simulated device.
@@ -18,8 +20,20 @@ pub(crate) struct SimVDevice {
 }
 
 impl SimVDevice {
-    /// Opens the device `ids[0]` (the default device when empty).
-    pub fn open(ids: &[String], round_robin: bool) -> Result<SimVDevice, Fail> {
+    /// Opens the device `ids[0]` (the default device when empty) for a
+    /// VDevice of `group` (HailoRT's "UNIQUE" when `None`).
+    ///
+    /// A device held by another VDevice answers as HailoRT 5.2.0 does: the
+    /// card's server gives `HAILO_DEVICE_IN_USE`, after waiting for the
+    /// holder when the client is "UNIQUE" (`hailort_server.cpp`); a client
+    /// that named no device then tries the next one and, with none left,
+    /// answers `HAILO_OUT_OF_PHYSICAL_DEVICES`
+    /// (`vdevice_hrpc_client.cpp`, `create_available_vdevice`).
+    pub fn open(
+        ids: &[String],
+        round_robin: bool,
+        group: Option<&str>,
+    ) -> Result<SimVDevice, Fail> {
         if ids.len() > 1 {
             return Err((
                 HAILO_OUT_OF_PHYSICAL_DEVICES,
@@ -29,6 +43,7 @@ impl SimVDevice {
                 ),
             ));
         }
+        let group = group.unwrap_or(registry::UNIQUE_GROUP);
         let id = ids
             .first()
             .cloned()
@@ -39,7 +54,9 @@ impl SimVDevice {
                 format!("no simulated device with id '{id}'"),
             )
         })?;
-        let core = registry::open(&id, || {
+        let modelled_wait = Duration::from_secs_f64(profile.device.vdevice_wait_s.value.max(0.0));
+        let wait = matches!(profile.clock, TimeBase::RealTime).then_some(modelled_wait);
+        let core = registry::claim(&id, group, wait, || {
             Core::start(
                 id.clone(),
                 profile.device.clone(),
@@ -49,27 +66,52 @@ impl SimVDevice {
                 profile.async_queue_size,
             )
         })
-        .ok_or_else(|| {
-            (
-                HAILO_OUT_OF_PHYSICAL_DEVICES,
-                format!("simulated device '{id}' is already in use by another VDevice"),
-            )
-        })?;
+        .map_err(|held| in_use(&id, group, &held, modelled_wait, ids.is_empty()))?;
         Ok(SimVDevice { core, profile })
+    }
+}
+
+/// The refusal of a held device, in HailoRT's status.
+fn in_use(id: &str, group: &str, held: &registry::Held, wait: Duration, any_device: bool) -> Fail {
+    let why = if group == registry::UNIQUE_GROUP {
+        format!(
+            "a \"UNIQUE\" client waits {:.1} s for the holder (here {:.1} s: the wait is modelled, \
+             not slept, on a virtual clock)",
+            wait.as_secs_f64(),
+            held.waited.as_secs_f64()
+        )
+    } else {
+        format!("group id \"{group}\" differs from the holder's")
+    };
+    let held_text = format!(
+        "simulated device '{id}' is held by a VDevice of group \"{}\"; {why}",
+        held.group
+    );
+    if any_device {
+        (
+            HAILO_OUT_OF_PHYSICAL_DEVICES,
+            format!("no free device: {held_text}"),
+        )
+    } else {
+        (HAILO_DEVICE_IN_USE, held_text)
     }
 }
 
 impl Drop for SimVDevice {
     fn drop(&mut self) {
         super::queue::note_release("a device");
-        self.core.stop();
-        registry::close(&self.core.id);
+        if registry::leave(&self.core.id) {
+            self.core.stop();
+            registry::close(&self.core.id);
+        }
     }
 }
 
 /// A model's settings before configure.
 pub(crate) struct Settings {
     pub batch: u16,
+    /// `hailo_latency_measurement_flags_t`, applied at configure.
+    pub latency_flags: u32,
     pub inputs: Vec<StreamSpec>,
     pub outputs: Vec<StreamSpec>,
 }
@@ -108,6 +150,7 @@ impl SimInferModel {
         }
         let settings = Settings {
             batch: 0,
+            latency_flags: 0,
             inputs: group.inputs.iter().map(StreamSpec::from_hef).collect(),
             outputs: group.outputs.iter().map(StreamSpec::from_hef).collect(),
         };

@@ -8,6 +8,7 @@ use super::values::{BackendChoice, CameraSource, FitMode, KeypointsFrom, SimProf
 use crate::camera::PixelFormat;
 use crate::decode::Engine;
 use crate::npu::sim::TimeBase;
+use crate::npu::GroupId;
 
 /// Which NPU to open and how the simulator keeps time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +26,17 @@ pub struct DeviceConfig {
     /// Simulator clock: `realtime` or `virtual`.
     #[serde(default = "default_clock")]
     pub clock: TimeBase,
+    /// VDevice group id: HailoRT's default "UNIQUE" gives the device to one
+    /// process; processes opening it with one other id (e.g. "SHARED") share it.
+    #[serde(default)]
+    pub group_id: Option<GroupId>,
+    /// Map the pooled frame buffers for DMA once (default true).
+    #[serde(default = "default_dma_map")]
+    pub dma_map: bool,
+}
+
+fn default_dma_map() -> bool {
+    true
 }
 
 /// A rig runs at the cameras' pace unless it says otherwise.
@@ -39,6 +51,8 @@ impl Default for DeviceConfig {
             device_id: None,
             profile: SimProfileName::default(),
             clock: default_clock(),
+            group_id: None,
+            dma_map: default_dma_map(),
         }
     }
 }

@@ -288,3 +288,26 @@ fn graph_inputs_and_keypoint_slots_parse() {
         assert!(err.contains("keypoint_slots"), "{err}");
     }
 }
+
+#[test]
+fn the_group_id_and_dma_map_keys_parse_and_a_bad_group_id_names_its_key() {
+    let rig = parse(RIG).unwrap();
+    assert_eq!(rig.device.group_id, None);
+    assert!(rig.device.dma_map);
+    let shared = RIG.replace(
+        "backend = \"sim\"",
+        "backend = \"sim\"\ngroup_id = \"SHARED\"\ndma_map = false",
+    );
+    let rig = parse(&shared).unwrap();
+    assert_eq!(rig.device.group_id, Some(crate::npu::GroupId::shared()));
+    assert!(!rig.device.dma_map);
+    for bad in ["\"\"", "\"two words\""] {
+        let text = RIG.replace(
+            "backend = \"sim\"",
+            &format!("backend = \"sim\"\ngroup_id = {bad}"),
+        );
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("`device.group_id`"), "{err}");
+        assert!(err.contains("group id"), "{err}");
+    }
+}
