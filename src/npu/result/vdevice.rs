@@ -71,4 +71,6 @@ entries! {
     /// `vdevice_chip_temperature`.
     fn chip_temperature = vdevice_chip_temperature(v: hes_vdevice, index: usize)
         -> hes_chip_temperature;
+    /// `vdevice_identify`.
+    fn identify = vdevice_identify(v: hes_vdevice, index: usize) -> hes_identity;
 }
