@@ -33,22 +33,9 @@ const GEN3_X4: Option<(&str, &str)> = Some(("8.0 GT/s PCIe", "4"));
 const GEN1_X1: Option<(&str, &str)> = Some(("2.5 GT/s PCIe", "1"));
 
 /// A PCIe box as it should be: Hailo-10H on hailo1x_pci 5.2.0, libhailort
-/// 5.2.0, /dev/h1x-0 group-rw, our files installed, Gen3 x4.
+/// 5.2.0, /dev/hailo0 group-rw, our files installed, Gen3 x4.
 fn good_pcie_box() -> FakeBox {
-    let f = FakeBox::new();
-    f.other_pci("0000:00:02.0");
-    f.pci(
-        "0000:01:00.0",
-        0x45c4,
-        Some("hailo1x_pci"),
-        GEN3_X4,
-        GEN3_X4,
-    );
-    f.module("hailo1x_pci", "5.2.0");
-    f.library("/usr/lib", "5.2.0");
-    f.node("hailo1x", "h1x-0", 0o660);
-    f.install_all();
-    f
+    pcie_box("hailo_chardev", "hailo0")
 }
 
 fn run_pcie(f: &FakeBox, access: &FakeAccess) -> Report {
@@ -68,6 +55,9 @@ fn pcie_box_good() {
         "pcie.driver",
         "pcie.nodes",
         "pcie.link",
+        "pcie.chardev",
+        "pcie.holders",
+        "hailort.device_types",
         "installed.udev",
         "installed.network",
         "budget.link",
@@ -75,6 +65,7 @@ fn pcie_box_good() {
         assert_eq!(verdict(&r, id), Verdict::Ok, "{id}\n{r}");
     }
     assert_eq!(verdict(&r, "hailort.linked"), Verdict::Warn);
+    assert_eq!(verdict(&r, "backend.auto"), Verdict::Warn);
     for id in ["usb.gadget", "usb.speed", "net.usbnet0", "net.hrpc"] {
         assert_eq!(verdict(&r, id), Verdict::Skip, "{id}\n{r}");
     }
@@ -82,7 +73,7 @@ fn pcie_box_good() {
     assert!(detail(&r, "pcie.devices").contains("0000:01:00.0 Hailo-10H (1e60:45c4)"));
     assert!(!detail(&r, "pcie.devices").contains("0000:00:02.0"));
     assert!(detail(&r, "hailort.driver").contains("hailo1x_pci 5.2.0 = libhailort 5.2.0"));
-    assert!(detail(&r, "pcie.nodes").contains("/dev/h1x-0"));
+    assert!(detail(&r, "pcie.nodes").contains("/dev/hailo0"));
     let link = r.budget.as_ref().unwrap().link.as_ref().unwrap();
     assert!(link.name.contains("Gen3 x4"), "{}", link.name);
 }
@@ -122,24 +113,28 @@ fn unbound_hailo10h_warns_and_driverless_box_fails() {
 fn nodes_denied_missing_absent_or_world_writable() {
     let f = good_pcie_box();
     let denied = FakeAccess {
-        denied: [f.path("/dev/h1x-0")].into(),
+        denied: [f.path("/dev/hailo0")].into(),
     };
     let r = run_pcie(&f, &denied);
     assert_eq!(verdict(&r, "pcie.nodes"), Verdict::Fail);
     assert!(detail(&r, "pcie.nodes").contains("not read/write"));
     assert!(fix(&r, "pcie.nodes").contains("usermod -aG hailo"));
 
-    std::fs::set_permissions(f.path("/dev/h1x-0"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(
+        f.path("/dev/hailo0"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.nodes"), Verdict::Warn);
     assert!(detail(&r, "pcie.nodes").contains("world-writable"));
 
-    f.remove("/dev/h1x-0");
+    f.remove("/dev/hailo0");
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.nodes"), Verdict::Fail);
-    assert!(detail(&r, "pcie.nodes").contains("/dev/h1x-0 missing"));
+    assert!(detail(&r, "pcie.nodes").contains("/dev/hailo0 missing"));
 
-    f.remove("/sys/class/hailo1x");
+    f.remove("/sys/class/hailo_chardev");
     let r = run_pcie(&f, &FakeAccess::default());
     assert_eq!(verdict(&r, "pcie.nodes"), Verdict::Fail);
     assert!(detail(&r, "pcie.nodes").contains("no device node"));

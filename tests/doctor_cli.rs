@@ -13,7 +13,7 @@ fn pcie_box() -> FakeBox {
     f.pci("0000:01:00.0", 0x45c4, Some("hailo1x_pci"), gen3, gen3);
     f.module("hailo1x_pci", "5.2.0");
     f.library("/usr/lib", "5.2.0");
-    f.node("hailo1x", "h1x-0", 0o660);
+    f.node("hailo_chardev", "hailo0", 0o660);
     f.install_all();
     f
 }

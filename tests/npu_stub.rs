@@ -38,7 +38,7 @@ macro_rules! entries {
                 abi_version: _,
                 $($field: _,)*
             } = *hailort_sys::stub_api();
-            assert_eq!(ENTRIES.len(), 43);
+            assert_eq!(ENTRIES.len(), 44);
         }
 
         /// The simulator's table with `entry` taken from the stub.
@@ -65,6 +65,7 @@ entries! {
     vdevice_performance_stats => Error,
     vdevice_power => Error,
     vdevice_chip_temperature => Error,
+    vdevice_identify => Error,
     infer_model_create_from_file => Error,
     infer_model_create_from_memory => Error,
     infer_model_release => LoggedInDrop,
@@ -150,6 +151,7 @@ fn walk(table: Api) -> Result<(), NpuError> {
     device.performance_stats()?;
     unless_not_supported(device.power())?;
     unless_not_supported(device.chip_temperature())?;
+    device.identity()?;
 
     let from_file = device.load_model_file(fixture("backbone_288.hef"))?;
     from_file.computational_ops()?;

@@ -273,6 +273,34 @@ hes_status vdevice_chip_temperature(hes_vdevice *v, size_t index, hes_chip_tempe
     });
 }
 
+/** Copies a counted HailoRT string into a NUL-terminated field, cut to fit. */
+void copy_counted(char *dst, size_t capacity, const char *src, size_t length, size_t src_capacity)
+{
+    size_t n = std::min(std::min(length, src_capacity), capacity - 1);
+    std::memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+hes_status vdevice_identify(hes_vdevice *v, size_t index, hes_identity *out)
+{
+    return protect([&] {
+        require(out, "out");
+        auto id = take(physical(v, index).identify(), "Device::identify");
+        hes_identity r{};
+        r.protocol_version = id.protocol_version;
+        r.fw_version = hes_version{id.fw_version.major, id.fw_version.minor, id.fw_version.revision};
+        r.device_architecture = static_cast<uint32_t>(id.device_architecture);
+        r.is_release = id.is_release;
+        copy_counted(r.board_name, sizeof(r.board_name), id.board_name, id.board_name_length,
+            sizeof(id.board_name));
+        copy_counted(r.serial_number, sizeof(r.serial_number), id.serial_number, id.serial_number_length,
+            sizeof(id.serial_number));
+        copy_counted(r.product_name, sizeof(r.product_name), id.product_name, id.product_name_length,
+            sizeof(id.product_name));
+        *out = r;
+    });
+}
+
 hes_infer_model *wrap_model(std::shared_ptr<InferModel> model)
 {
     auto names = model->hef().get_network_groups_names();
@@ -630,6 +658,7 @@ const hes_api k_api = {
     vdevice_performance_stats,
     vdevice_power,
     vdevice_chip_temperature,
+    vdevice_identify,
     infer_model_create_from_file,
     infer_model_create_from_memory,
     infer_model_release,

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /** Version of this table layout; bumped on any change to hes_api. */
-#define HES_ABI_VERSION 2u
+#define HES_ABI_VERSION 3u
 
 /** Same limits as HailoRT's HAILO_MAX_NAME_SIZE / HAILO_MAX_DEVICE_ID_LENGTH. */
 #define HES_MAX_NAME 128u
@@ -120,6 +120,24 @@ typedef struct {
     uint16_t sample_count;
 } hes_chip_temperature;
 
+/** Room for HailoRT's identity strings (at most 42 bytes) and a NUL. */
+#define HES_MAX_IDENTITY_TEXT 64u
+
+/** Device::identify (hailo_device_identity_t), the fields the runtime reads.
+ *  Over hRPC the host library and the card's server exchange no version, so
+ *  fw_version is the only way to see that they differ. */
+typedef struct {
+    uint32_t protocol_version;
+    hes_version fw_version;
+    /** hailo_device_architecture_t (HAILO10H = 6). */
+    uint32_t device_architecture;
+    bool is_release;
+    /** NUL-terminated copies of the counted strings. */
+    char board_name[HES_MAX_IDENTITY_TEXT];
+    char serial_number[HES_MAX_IDENTITY_TEXT];
+    char product_name[HES_MAX_IDENTITY_TEXT];
+} hes_identity;
+
 /**
  * Completion of a run_async. Called exactly once, on a backend thread, iff
  * run_async returned HAILO_SUCCESS. Must not block and must not unwind.
@@ -153,6 +171,8 @@ typedef struct hes_api {
     /** Device::power_measurement (AUTO dvm, POWER), watts. */
     hes_status (*vdevice_power)(hes_vdevice *vdevice, size_t index, float *watts);
     hes_status (*vdevice_chip_temperature)(hes_vdevice *vdevice, size_t index, hes_chip_temperature *out);
+    /** Device::identify of physical device `index`. */
+    hes_status (*vdevice_identify)(hes_vdevice *vdevice, size_t index, hes_identity *out);
 
     /* --- infer model --- */
     hes_status (*infer_model_create_from_file)(hes_vdevice *vdevice, const char *path, hes_infer_model **out);

@@ -62,6 +62,7 @@ not_implemented! {
     vdevice_performance_stats(*mut hes_vdevice, usize, *mut hes_performance_stats);
     vdevice_power(*mut hes_vdevice, usize, *mut f32);
     vdevice_chip_temperature(*mut hes_vdevice, usize, *mut hes_chip_temperature);
+    vdevice_identify(*mut hes_vdevice, usize, *mut hes_identity);
 
     infer_model_create_from_file(*mut hes_vdevice, *const c_char, *mut *mut hes_infer_model);
     infer_model_create_from_memory(

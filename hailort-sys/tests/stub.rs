@@ -54,6 +54,10 @@ fn every_entry_answers_not_implemented_and_writes_nothing() {
         sample_count: 9,
         ..Default::default()
     };
+    let mut identity = hes_identity {
+        protocol_version: 9,
+        ..Default::default()
+    };
     let mut name = [7 as std::ffi::c_char; 8];
     let mut info = hes_stream_info {
         frame_size: 9,
@@ -89,6 +93,7 @@ fn every_entry_answers_not_implemented_and_writes_nothing() {
     call!(vdevice_performance_stats(v, 0, &mut stats));
     call!(vdevice_power(v, 0, &mut watts));
     call!(vdevice_chip_temperature(v, 0, &mut temp));
+    call!(vdevice_identify(v, 0, &mut identity));
     call!(infer_model_create_from_file(v, text, out(&mut ptr_out)));
     call!(infer_model_create_from_memory(
         v,
@@ -141,9 +146,9 @@ fn every_entry_answers_not_implemented_and_writes_nothing() {
     call!(vdevice_dma_map(v, text.cast_mut().cast(), 1, 0));
     call!(vdevice_dma_unmap(v, text.cast_mut().cast(), 1, 0));
 
-    // Every status-returning entry of the table was called (41 of them: the
-    // 44 fields less abi_version, get_status_message and last_error).
-    assert_eq!(statuses.len(), 41);
+    // Every status-returning entry of the table was called (42 of them: the
+    // 45 fields less abi_version, get_status_message and last_error).
+    assert_eq!(statuses.len(), 42);
     assert_eq!(latency, 9);
     for (entry, status) in &statuses {
         assert_eq!(*status, HES_NOT_IMPLEMENTED, "{entry}");
@@ -155,6 +160,7 @@ fn every_entry_answers_not_implemented_and_writes_nothing() {
     assert_eq!(stats.cpu_utilization, 1.5);
     assert_eq!(watts, 1.5);
     assert_eq!(temp.sample_count, 9);
+    assert_eq!(identity.protocol_version, 9);
     assert_eq!(name, [7; 8]);
     assert_eq!(info.frame_size, 9);
     assert_eq!(quant[0].scale, 1.5);

@@ -57,11 +57,13 @@ pub fn utilisation_report(sweep: &Sweep) -> Result<UtilisationReport, BenchError
         })
         .collect();
     let m = &first.measurement;
-    Ok(if m.on_device {
+    let mut report = if m.on_device {
         UtilisationReport::new(Backend::Hailort, Some(m.device_id.clone()), graphs)
     } else {
         UtilisationReport::new(Backend::Simulator, None, graphs)
-    })
+    };
+    report.warnings.extend(m.backend_warning.clone());
+    Ok(report)
 }
 
 /// A figure of a report whose provenance does not match the backend that produced it.

@@ -73,7 +73,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value = "both")]
     graphs: Graphs,
     /// Which device.
-    #[arg(long, value_enum, default_value = "sim")]
+    #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
     /// Simulator profile.
     #[arg(long, value_enum, default_value = "hailo10h")]
@@ -221,6 +221,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     files.extend(plots::write_plots(&sweep, &args.out)?);
 
     println!("backend: {}", sweep.backend);
+    for w in &report.warnings {
+        eprintln!("WARNING: {w}");
+    }
     println!("points: {}", sweep.points.len());
     println!();
     println!(

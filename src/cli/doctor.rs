@@ -9,12 +9,24 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use clap::ValueEnum;
 use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, Rig, ShapeSource};
-use hailo_edge::doctor::{
-    diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
-    SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
-};
+use hailo_edge::doctor::{run_checks, DoctorConfig, SysRoot, DEFAULT_CARD_ADDR};
 use hailo_edge::metrics::plan::CameraMode;
+use hailo_edge::npu::sim::SimProfile;
+use hailo_edge::npu::Backend;
+
+/// What `device.identify` and the `--hef` smoke tests open.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// As the runtime's `auto`: the part when HailoRT opens one, else the
+    /// simulator (a loud warning when a part is present).
+    Auto,
+    /// The simulator.
+    Sim,
+    /// HailoRT (refused, with the build command, when this build does not link it).
+    Hailort,
+}
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -26,15 +38,23 @@ pub struct DoctorArgs {
     /// 3x288@120 + 1x432@120.
     #[arg(long = "camera", value_name = "SIDE@FPS[:GRAPH]", value_parser = backbone_camera)]
     cameras: Vec<CameraMode>,
-    /// A HEF of the rig's graphs (repeat for each); each camera feeds the
-    /// graph whose input side equals its own. Without --hef the budget uses
-    /// the RF-DETR backbone's shapes.
+    /// A HEF of the rig's graphs (repeat for each): smoke-tested (open,
+    /// configure, one frame) on --backend, and each camera feeds the graph
+    /// whose input side equals its own in the link budget. Without --hef the
+    /// budget uses the RF-DETR backbone's shapes.
     #[arg(long = "hef", value_name = "FILE")]
     hefs: Vec<PathBuf>,
     /// A rig file (as for `hailo-edge run`): its cameras' rates and its graphs'
     /// HEFs give the link budget, instead of --camera and --hef.
     #[arg(long, value_name = "RIG.toml", conflicts_with_all = ["cameras", "hefs"])]
     config: Option<PathBuf>,
+    /// What `device.identify` and the --hef smoke tests open.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// The HailoRT device id the runtime is configured with (PCIe BDF, or
+    /// the USB part's IP address); a rig file's `device.device_id` otherwise.
+    #[arg(long, value_name = "ID")]
+    device: Option<String>,
     /// The USB part's hRPC address.
     #[arg(long, default_value_t = DEFAULT_CARD_ADDR)]
     card: SocketAddr,
@@ -53,8 +73,13 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.cameras
     };
+    let mut device_id = args.device.clone();
+    let mut smoke_hefs = args.hefs.clone();
     let rig = if let Some(path) = &args.config {
-        rig_from_config(path)?
+        let config = hailo_edge::rig::RigConfig::load(path)?;
+        device_id = device_id.or(config.device.device_id.clone());
+        smoke_hefs = config.graphs.iter().map(|g| g.hef.clone()).collect();
+        rig_from_config(path, &config)?
     } else if args.hefs.is_empty() {
         Rig::with_backbone(cameras).context("--camera")?
     } else {
@@ -69,18 +94,22 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         None => SysRoot::host(),
     };
-    let sysfs_usb = SysfsUsb(root.clone());
-    let usb: &dyn UsbBus = if root.is_host() { &HostUsb } else { &sysfs_usb };
-    let env = Environment {
+    let config = DoctorConfig {
         root,
-        usb,
-        net: &GetIfAddrs,
-        access: &ProcessAccess,
         card: args.card,
         connect_timeout: Duration::from_millis(args.timeout_ms),
-        hailort_linked: hailort_compiled_in(),
+        backend: match args.backend {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Sim => Backend::Sim(SimProfile::default()),
+            BackendArg::Hailort => Backend::HailoRt {
+                device_id: device_id.clone(),
+            },
+        },
+        device_id,
+        hefs: smoke_hefs,
+        rig,
     };
-    let report = diagnose(&env, &rig);
+    let report = run_checks(&config);
 
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
@@ -106,8 +135,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 
 /// The budget's rig from a rig file: each camera at its rate into the input
 /// side of its graph's HEF.
-fn rig_from_config(path: &Path) -> anyhow::Result<Rig> {
-    let config = hailo_edge::rig::RigConfig::load(path)?;
+fn rig_from_config(path: &Path, config: &hailo_edge::rig::RigConfig) -> anyhow::Result<Rig> {
     let mut graphs = Vec::new();
     let mut sides = Vec::new();
     for graph in &config.graphs {

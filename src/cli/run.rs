@@ -92,6 +92,9 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     let report = run(&rig, &origin, &options)?;
     let w = &report.what_ran;
     println!("ran: {} on {} ({})", w.rig, w.device, w.switching);
+    if let Some(warning) = &w.backend_warning {
+        eprintln!("WARNING: {warning}");
+    }
     println!(
         "decoder: {} x{} threads; fit keypoints: {}",
         w.decoder, w.decoder_threads, w.fit_keypoints

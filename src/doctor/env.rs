@@ -143,6 +143,9 @@ pub struct Environment<'a> {
     pub connect_timeout: Duration,
     /// Whether this build links HailoRT ([`super::hailort_compiled_in`]).
     pub hailort_linked: bool,
+    /// The device id the runtime is configured with (the rig's
+    /// `device.device_id`), if any.
+    pub device_id: Option<String>,
 }
 
 impl std::fmt::Debug for Environment<'_> {
@@ -152,6 +155,7 @@ impl std::fmt::Debug for Environment<'_> {
             .field("card", &self.card)
             .field("connect_timeout", &self.connect_timeout)
             .field("hailort_linked", &self.hailort_linked)
+            .field("device_id", &self.device_id)
             .finish_non_exhaustive()
     }
 }

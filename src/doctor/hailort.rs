@@ -109,7 +109,10 @@ pub fn checks(env: &Environment<'_>) -> Vec<Check> {
         Check::warn(
             "hailort.linked",
             "HailoRT is not linked into this build: the runtime uses its simulator",
-            "install HailoRT 5.x, then rebuild: cargo build --release",
+            format!(
+                "install HailoRT 5.x, then rebuild: `{}`",
+                crate::npu::probe::BUILD_WITH_HAILORT
+            ),
         )
     };
     vec![linked, library_check(&library_versions(&env.root))]
@@ -142,6 +145,33 @@ fn library_check(found: &[(Version, String)]) -> Check {
         );
     }
     Check::ok("hailort.library", format!("libhailort {newest} ({path})"))
+}
+
+/// `backend.auto`: what `--backend auto` runs. The simulator while a part
+/// is present is a loud warning: every figure would be modelled.
+pub fn auto_check(env: &Environment<'_>, parts: &[crate::npu::probe::Part]) -> Check {
+    const ID: &str = "backend.auto";
+    let list = crate::npu::probe::list(parts);
+    match (env.hailort_linked, parts.is_empty()) {
+        (false, false) => Check::warn(
+            ID,
+            format!(
+                "WARNING: a Hailo part is present ({list}) but this build does not link HailoRT: \
+                 --backend auto runs the SIMULATOR and every device figure is modelled"
+            ),
+            format!(
+                "install HailoRT 5.x, then `{}` (HAILORT_ROOT=DIR when it is not under /usr)",
+                crate::npu::probe::BUILD_WITH_HAILORT
+            ),
+        ),
+        (false, true) => Check::ok(ID, "no Hailo part: --backend auto runs the simulator"),
+        (true, false) => Check::ok(ID, format!("--backend auto opens HailoRT on: {list}")),
+        (true, true) => Check::warn(
+            ID,
+            "HailoRT is linked but no Hailo part is present: --backend auto runs the simulator",
+            "see pcie.devices and usb.gadget",
+        ),
+    }
 }
 
 /// `hailort.driver`: the PCIe driver's version equals the library's.

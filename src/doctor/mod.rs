@@ -12,20 +12,36 @@
 //! | module | checks |
 //! |---|---|
 //! | [`hailort`] | HailoRT linked in, library version, driver version equal to it |
+//! | [`hailort`] | `backend.auto`: what `--backend auto` runs, loudly when the simulator runs beside a part |
 //! | [`pcie`] | Hailo PCIe functions, bound driver, device nodes and their access, link |
+//! | [`chardev`] | `board_location` and `accelerator_type` under /sys/class/hailo_chardev; a Hailo-8 beside a Hailo-10H without a device id |
+//! | [`holders`] | the processes holding a device node (pid and command, from /proc) |
 //! | [`usb`] | the USB part's gadget (0525:a4a1) and its link speed |
 //! | [`net`] | `usbnet0` up with 192.168.10.11, the card's hRPC port reachable |
 //! | [`installed`] | our udev rules and network unit in `/etc`, unchanged |
 //! | [`budget`] | frames in and features out of a rig against the link's capacity |
+//! | [`identify`] | the part's identity; its firmware version equal to the library's |
+//! | [`smoke`] | `--hef`: open, configure and one frame through the safe API |
+//!
+//! [`run_checks`] runs them all from a [`DoctorConfig`]; other commands call
+//! it and print the [`DoctorReport`] (its `Display` is the table).
 
 pub mod budget;
+pub mod chardev;
+mod config;
 mod env;
 pub mod hailort;
+pub mod holders;
+pub mod identify;
 pub mod installed;
 pub mod net;
 pub mod pcie;
+pub mod smoke;
 pub mod usb;
 mod verdict;
+
+pub use config::{run_checks, DoctorConfig, DoctorReport};
+pub use smoke::{smoke_test, SmokeError, SmokeOutcome};
 
 pub use env::{
     Environment, GetIfAddrs, Interfaces, Permissions, ProcessAccess, SysRoot, DEFAULT_CARD_ADDR,
@@ -88,7 +104,14 @@ pub fn diagnose(env: &Environment<'_>, rig: &Rig) -> Report {
     };
 
     checks.push(hailort::driver_check(env, &transports));
+    let probe = crate::npu::probe::Probe::new(env.root.clone());
+    checks.push(hailort::auto_check(env, &probe.parts()));
     checks.extend(pcie::checks(env, &pci, &transports));
+    let nodes = probe.chardev_nodes();
+    checks.push(chardev::check(&nodes, &transports));
+    checks.push(chardev::types_check(&nodes, env.device_id.as_deref()));
+    let paths: Vec<String> = nodes.iter().map(|n| n.dev_path()).collect();
+    checks.push(holders::check(&env.root, &paths));
     checks.extend(usb::checks(&usb_devices, &transports));
     checks.extend(net::checks(env, &transports));
     checks.extend(installed::checks(&env.root));

@@ -136,6 +136,11 @@ impl Report {
         self.worst() == Verdict::Fail
     }
 
+    /// No check failed: the box can drive the part (warnings allowed).
+    pub fn passed(&self) -> bool {
+        !self.failed()
+    }
+
     /// The check with this id.
     pub fn check(&self, id: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.id == id)

@@ -147,6 +147,10 @@ pub struct UtilisationReport {
     pub device: Option<String>,
     /// One entry per graph.
     pub graphs: Vec<GraphUtilisation>,
+    /// What a reader must heed before trusting the figures, e.g. that the
+    /// simulator ran although a Hailo part is present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl UtilisationReport {
@@ -157,6 +161,7 @@ impl UtilisationReport {
             backend,
             device,
             graphs,
+            warnings: Vec::new(),
         }
     }
 

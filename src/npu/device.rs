@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex};
 use hailort_sys::hes_vdevice;
 
 use super::api::Api;
+use super::auto;
 use super::error::NpuError;
 use super::infer_model::Model;
 use super::open_params::GroupId;
+use super::probe::Probe;
 use super::result;
 use super::sim::{self, Figure, SimProfile, SimStats};
 
@@ -19,8 +21,10 @@ use super::sim::{self, Figure, SimProfile, SimStats};
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)]
 pub enum Backend {
-    /// The real part when this build links HailoRT and a device scans, else
-    /// the default simulator.
+    /// The real part when this build links HailoRT and HailoRT opens one
+    /// (a scanned PCIe or integrated part, else the USB card at its address
+    /// when `usbnet0` is up), else the default simulator; falling back while
+    /// a part is present sets [`Device::backend_warning`].
     Auto,
     /// HailoRT; `device_id` picks a device (PCIe BDF, or the IP address of
     /// the USB part), `None` takes any.
@@ -121,6 +125,8 @@ pub(crate) struct DeviceInner {
     pub scheduling: Scheduling,
     /// Whether pooled buffers are mapped for DMA ([`DeviceOptions::dma_map`]).
     pub dma_map: bool,
+    /// Why this device is the simulator although a part is present.
+    pub backend_warning: Option<String>,
 }
 
 impl Drop for DeviceInner {
@@ -158,11 +164,7 @@ impl std::fmt::Debug for Device {
 /// [`NpuError::BackendUnavailable`] when this build does not link HailoRT.
 #[doc(alias = "Device::scan")]
 pub fn scan_hailort() -> Result<Vec<String>, NpuError> {
-    let api = Api::hailort().ok_or_else(|| NpuError::BackendUnavailable {
-        backend: "hailort",
-        reason: "this build does not link HailoRT (build with --features hailort-sys/hailort)"
-            .into(),
-    })?;
+    let api = Api::hailort().ok_or_else(|| auto::not_linked(&Probe::host()))?;
     result::library::scan(&api)
 }
 
@@ -212,31 +214,20 @@ impl Device {
         options: DeviceOptions,
         table: Option<Api>,
     ) -> Result<Device, NpuError> {
+        if let (Backend::Auto, None) = (&backend, table) {
+            return auto::open(&Probe::host(), Api::hailort(), options);
+        }
         let (api, kind, ids, sim) = match backend {
-            Backend::Auto => match Api::hailort() {
-                Some(api) if result::library::scan(&api).is_ok_and(|ids| !ids.is_empty()) => {
-                    log::info!("NPU backend: HailoRT (a device was found)");
-                    (api, BackendKind::HailoRt, Vec::new(), None)
-                }
-                linked => {
-                    log::info!(
-                        "NPU backend: simulator ({})",
-                        if linked.is_some() {
-                            "HailoRT is linked but no device was found"
-                        } else {
-                            "this build does not link HailoRT"
-                        }
-                    );
-                    let profile = SimProfile::default();
-                    let id = sim::registry::register(profile.clone());
-                    (Api::sim(), BackendKind::Sim, vec![id], Some(profile))
-                }
-            },
+            // Only with a caller's table: the default simulator's ids on it.
+            Backend::Auto => {
+                let profile = SimProfile::default();
+                let id = sim::registry::register(profile.clone());
+                (Api::sim(), BackendKind::Sim, vec![id], Some(profile))
+            }
             Backend::HailoRt { device_id } => {
-                let api = Api::hailort().ok_or_else(|| NpuError::BackendUnavailable {
-                    backend: "hailort",
-                    reason: "this build does not link HailoRT (build with --features hailort-sys/hailort)".into(),
-                })?;
+                let api = table
+                    .or_else(Api::hailort)
+                    .ok_or_else(|| auto::not_linked(&Probe::host()))?;
                 (
                     api,
                     BackendKind::HailoRt,
@@ -275,8 +266,29 @@ impl Device {
                 sim,
                 scheduling: options.scheduling,
                 dma_map: options.dma_map,
+                backend_warning: None,
             }),
         })
+    }
+
+    /// This device carrying `warning` (set right after opening, while this
+    /// is the only handle).
+    pub(crate) fn with_backend_warning(mut self, warning: Option<String>) -> Device {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.backend_warning = warning,
+            None => log::warn!(
+                "device {}: warning not recorded: {}",
+                self.inner.device_id,
+                warning.as_deref().unwrap_or("")
+            ),
+        }
+        self
+    }
+
+    /// Why this device is the simulator although a Hailo part is present
+    /// (`Backend::Auto` only): reports carry it as a warning.
+    pub fn backend_warning(&self) -> Option<&str> {
+        self.inner.backend_warning.as_deref()
     }
 
     /// The backend this device runs on.

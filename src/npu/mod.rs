@@ -33,22 +33,27 @@
 //! to a channel.
 
 pub mod api;
+mod auto;
 pub(crate) mod buffer;
 mod configured;
 mod device;
 pub mod error;
+mod identity;
 mod infer_model;
 mod job;
 mod open_params;
 mod reaper;
+pub mod probe;
 pub mod result;
 pub mod sim;
 
 pub use api::Api;
+pub(crate) use auto::open as auto_open;
 pub use buffer::{page_size, BadPageSize, DmaMapper, PageBuf, PagePool};
 pub use configured::ConfiguredModel;
 pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, Scheduling};
 pub use error::{NpuError, Status};
+pub use identity::Identity;
 pub use infer_model::{Direction, FormatType, Model, StreamDesc};
 pub use job::{Bindings, Completion, Job};
 pub use open_params::{BadGroupId, GroupId};

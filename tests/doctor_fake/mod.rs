@@ -97,10 +97,18 @@ impl FakeBox {
         self.file(&format!("{dir}/libhailort.so"), "ELF");
     }
 
-    /// A device node: the class entry in sysfs and the node in /dev with
-    /// `mode`.
+    /// A device node of a Hailo-10H at 0000:01:00.0: the class entry in
+    /// sysfs with its attributes and the node in /dev with `mode`.
     pub fn node(&self, class: &str, name: &str, mode: u32) {
-        fs::create_dir_all(self.path(&format!("/sys/class/{class}/{name}"))).unwrap();
+        self.node_of(class, name, mode, "0000:01:00.0", "1");
+    }
+
+    /// A device node with `board_location` and `accelerator_type`
+    /// (0 = NNC, a Hailo-8; 1 = SOC, a Hailo-10H).
+    pub fn node_of(&self, class: &str, name: &str, mode: u32, bdf: &str, acc: &str) {
+        let dir = format!("/sys/class/{class}/{name}");
+        self.file(&format!("{dir}/board_location"), &format!("{bdf}\n"));
+        self.file(&format!("{dir}/accelerator_type"), &format!("{acc}\n"));
         let dev = format!("/dev/{name}");
         self.file(&dev, "");
         fs::set_permissions(self.path(&dev), fs::Permissions::from_mode(mode)).unwrap();
@@ -169,6 +177,27 @@ impl UsbBus for BrokenUsb {
     }
 }
 
+/// A PCIe box as it should be, its node `name` under `/sys/class/<class>`:
+/// Hailo-10H at 0000:01:00.0 on hailo1x_pci 5.2.0, libhailort 5.2.0, the
+/// node group-rw, our files installed, Gen3 x4, and a non-Hailo function.
+pub fn pcie_box(class: &str, name: &str) -> FakeBox {
+    let gen3_x4 = Some(("8.0 GT/s PCIe", "4"));
+    let f = FakeBox::new();
+    f.other_pci("0000:00:02.0");
+    f.pci(
+        "0000:01:00.0",
+        0x45c4,
+        Some("hailo1x_pci"),
+        gen3_x4,
+        gen3_x4,
+    );
+    f.module("hailo1x_pci", "5.2.0");
+    f.library("/usr/lib", "5.2.0");
+    f.node(class, name, 0o660);
+    f.install_all();
+    f
+}
+
 pub fn gadget(speed: UsbSpeed) -> UsbDevice {
     UsbDevice {
         bus: 2,
@@ -219,5 +248,6 @@ pub fn env<'a>(
         card,
         connect_timeout: Duration::from_secs(1),
         hailort_linked: false,
+        device_id: None,
     }
 }

@@ -333,6 +333,7 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
     Ok(RunMeasurement {
         backend: device.describe(),
         on_device: device.backend() == BackendKind::HailoRt,
+        backend_warning: device.backend_warning().map(str::to_owned),
         device_id: device.device_id().to_owned(),
         provenance,
         batch: config.batch,

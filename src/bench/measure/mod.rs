@@ -224,6 +224,10 @@ pub struct RunMeasurement {
     pub backend: String,
     /// True on a real part.
     pub on_device: bool,
+    /// Set when `Backend::Auto` ran the simulator although a Hailo part is
+    /// present ([`crate::npu::Device::backend_warning`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_warning: Option<String>,
     /// The device id (PCIe BDF, IP address, or the simulator's id).
     pub device_id: String,
     /// The provenance of every device figure of this run.

@@ -87,4 +87,6 @@ entries! {
         size: usize,
         direction: u32
     );
+    /// `vdevice_identify`.
+    fn identify = vdevice_identify(v: hes_vdevice, index: usize) -> hes_identity;
 }

@@ -331,6 +331,43 @@ unsafe extern "C" fn vdevice_chip_temperature(
     not_modelled(v, index, "temperature")
 }
 
+/// The simulated part's identity: a Hailo-10H whose firmware is the
+/// simulator's library version, as a card matched to its host would be.
+unsafe extern "C" fn vdevice_identify(
+    v: *mut hes_vdevice,
+    index: usize,
+    id: *mut hes_identity,
+) -> hes_status {
+    guard(|| {
+        let dev = lookup!(v, VDevice, "vdevice");
+        only_device(index)?;
+        let id = out(id)?;
+        let mut identity = hes_identity {
+            protocol_version: 2,
+            fw_version: hes_version {
+                major: 5,
+                minor: 2,
+                revision: 0,
+            },
+            device_architecture: 6,
+            is_release: true,
+            ..Default::default()
+        };
+        let text = |dst: &mut [c_char], src: &str| {
+            let room = dst.len().saturating_sub(1);
+            for (d, s) in dst.iter_mut().zip(src.bytes().take(room)) {
+                *d = s as c_char;
+            }
+        };
+        text(&mut identity.board_name, "hailo-edge simulator");
+        text(&mut identity.serial_number, "SIM");
+        text(&mut identity.product_name, &dev.core.profile.name);
+        // SAFETY: `id` is non-NULL and points to a writable hes_identity (contract).
+        unsafe { *id = identity };
+        Ok(())
+    })
+}
+
 /// A device reading the simulator has no model of: `HAILO_NOT_SUPPORTED`
 /// once the handle and device index check out.
 fn not_modelled(v: *mut hes_vdevice, index: usize, what: &str) -> hes_status {
@@ -384,6 +421,7 @@ static API: hes_api = hes_api {
     vdevice_performance_stats: Some(vdevice_performance_stats),
     vdevice_power: Some(vdevice_power),
     vdevice_chip_temperature: Some(vdevice_chip_temperature),
+    vdevice_identify: Some(vdevice_identify),
     infer_model_create_from_file: Some(model_entries::infer_model_create_from_file),
     infer_model_create_from_memory: Some(model_entries::infer_model_create_from_memory),
     infer_model_release: Some(model_entries::infer_model_release),

@@ -15,6 +15,9 @@ pub struct WhatRan {
     pub rig: String,
     pub backend: BackendKind,
     pub device: String,
+    /// Set when `auto` ran the simulator although a Hailo part is present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_warning: Option<String>,
     pub simulator_clock: Option<String>,
     /// Where the NPU outputs came from (device, reference ONNX, synthetic).
     pub npu_outputs: String,

@@ -18,6 +18,7 @@ pub(super) fn what_ran(f: &RunFacts<'_>, switching: &str) -> WhatRan {
         rig: f.origin.clone(),
         backend: f.device.backend(),
         device: f.device.describe(),
+        backend_warning: f.device.backend_warning().map(str::to_owned),
         simulator_clock: f.device.sim_profile().map(|p| p.clock.name().to_string()),
         npu_outputs: f
             .device
