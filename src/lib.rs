@@ -33,6 +33,7 @@ pub mod body;
 pub mod camera;
 pub mod decode;
 pub mod doctor;
+pub mod first_light;
 pub mod geom;
 pub mod metrics;
 pub mod npu;

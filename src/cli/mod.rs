@@ -9,6 +9,7 @@ mod body;
 mod cameras;
 mod decoder_graph;
 mod doctor;
+mod first_light;
 mod hef;
 mod ops;
 mod plan;
@@ -35,6 +36,9 @@ enum Command {
     /// Measure fps, latency, busy and compute share over a sweep of batch sizes and scheduler
     /// settings; write report.json (for `plan --from`), report.csv and plots.
     Bench(bench::BenchArgs),
+    /// From a new box to a measured utilisation: doctor, gate, bench, switch cost and plan in
+    /// order, stopping at the first failure with its fix; one report and the plots.
+    FirstLight(first_light::FirstLightArgs),
     /// Share of one Hailo-10H a rig of cameras needs, and the fps headroom (INT8 and INT4).
     Plan(plan::PlanArgs),
     /// Run the rig: cameras, two graphs on one NPU, decoder, fit (no --config: the demo rig).
@@ -56,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Ops(args) => ops::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::FirstLight(args) => first_light::run(args),
         Command::Run(args) => run::run_cmd(args),
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),

@@ -9,7 +9,7 @@ use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, CameraMode, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
 };
-use hailo_edge::metrics::utilisation_report::UtilisationReport;
+use hailo_edge::metrics::utilisation_report::{self as report, LoadedReport};
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;
@@ -35,7 +35,8 @@ pub struct PlanArgs {
     /// Utilisation of the peak to plan with (assumed).
     #[arg(long, default_value_t = plan::DEFAULT_UTILISATION, conflicts_with = "from")]
     utilisation: f64,
-    /// Plan with the utilisation measured in a report.json (schema hailo-edge.utilisation/1).
+    /// Plan with the utilisation in a report: bench's report.json (schema
+    /// hailo-edge.utilisation/1) or the report `run --report` writes (hailo-edge.run-report/1).
     #[arg(long, value_name = "REPORT")]
     from: Option<PathBuf>,
     /// Check a planning table (TOML [[row]] or CSV: side, gmac, fps_int8, fps_int4, utilisation): flag rows whose
@@ -129,17 +130,48 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         cameras.extend(file.camera);
     }
-    let utilisation = match &args.from {
-        Some(path) => Utilisation::from_report(&UtilisationReport::from_path(path)?),
+    let loaded = args.from.as_deref().map(report::load_any).transpose()?;
+    let utilisation = match &loaded {
+        Some(l) => Utilisation::from_report(&l.report),
         None => Utilisation::assumed(args.utilisation)?,
     };
     let rig = plan::plan(&cameras, &costs, &utilisation)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rig)?);
+        let from = loaded.as_ref().map(|l| FromReport {
+            file: args.from.as_ref().map(|p| p.display().to_string()),
+            kind: l.kind,
+            note: l.note(),
+        });
+        let out = PlanJson { from, plan: &rig };
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print_plan(&rig, args.from.is_some());
+        if let (Some(l), Some(path)) = (&loaded, &args.from) {
+            print_source(l, path);
+        }
+        print_plan(&rig, loaded.is_some());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plan --json`: the plan and the report it was made from.
+#[derive(serde::Serialize)]
+struct PlanJson<'a> {
+    /// The report given with `--from`, and its kind.
+    from: Option<FromReport>,
+    #[serde(flatten)]
+    plan: &'a RigPlan,
+}
+
+#[derive(serde::Serialize)]
+struct FromReport {
+    file: Option<String>,
+    kind: report::ReportKind,
+    note: &'static str,
+}
+
+fn print_source(l: &LoadedReport, path: &std::path::Path) {
+    println!("from: {} is a {}", path.display(), l.kind);
+    println!("  ({})", l.note());
 }
 
 fn split_pair<'a>(spec: &'a str, flag: &str, form: &str) -> anyhow::Result<(u32, &'a str)> {

@@ -19,6 +19,13 @@
 //!
 //! Every figure carries its provenance; the planner keeps it, so a plan made from a simulator
 //! report says "modelled" and one made from a device says which device.
+//!
+//! [`load_any`] also reads the report `hailo-edge run` writes, telling the two apart by their
+//! `schema` tag ([`from_run`]).
+
+mod from_run;
+
+pub use from_run::{load_any, parse_any, LoadedReport, ReportKind, RUN_SCHEMA};
 
 use std::path::Path;
 
@@ -52,6 +59,16 @@ pub enum ReportError {
         path: String,
         /// What serde said.
         reason: String,
+    },
+    /// The file is neither kind of report the planner reads.
+    #[error("{path}: {found}; {expected}")]
+    NotAReport {
+        /// The file.
+        path: String,
+        /// What the file holds instead.
+        found: String,
+        /// The kinds of report expected.
+        expected: &'static str,
     },
     /// A field has an impossible value.
     #[error("{path}: {field}: {reason}")]
@@ -135,6 +152,15 @@ impl GraphUtilisation {
     }
 }
 
+/// The file's name as errors give it, and its text.
+fn read_text(path: &Path) -> Result<(String, String), ReportError> {
+    let p = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((p, text)),
+        Err(source) => Err(ReportError::Read { path: p, source }),
+    }
+}
+
 /// The utilisation report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -173,11 +199,7 @@ impl UtilisationReport {
 
     /// Reads and validates a report file.
     pub fn from_path(path: &Path) -> Result<Self, ReportError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-            path: p.clone(),
-            source,
-        })?;
+        let (p, text) = read_text(path)?;
         Self::from_json(&p, &text)
     }
 

@@ -18,7 +18,7 @@ use crate::metrics::utilisation::compute_share;
 use crate::npu::{BackendKind, Bindings, ConfiguredModel, Device, NpuError};
 
 /// How long the loop waits for any completion before calling the run stalled.
-const STALL: Duration = Duration::from_secs(30);
+pub(super) const STALL: Duration = Duration::from_secs(30);
 
 /// Frames kept in flight per graph, in batches of its weight: enough that the device never
 /// waits for the host between bursts, within the model's async queue (see [`in_flight_cap`]).
@@ -43,14 +43,14 @@ fn npu(what: impl FnOnce() -> String) -> impl FnOnce(NpuError) -> MeasureError {
 }
 
 /// One configured graph and its bookkeeping.
-struct Fed {
-    hef: HefGraph,
+pub(super) struct Fed {
+    pub(super) hef: HefGraph,
     weight: u32,
-    cm: ConfiguredModel,
+    pub(super) cm: ConfiguredModel,
     ops: Figure,
     ops_source: String,
     cap: usize,
-    in_flight: usize,
+    pub(super) in_flight: usize,
     done: u64,
     spare: Vec<Bindings>,
     submitted_at: HashMap<u64, Instant>,
@@ -62,7 +62,7 @@ struct Fed {
 }
 
 impl Fed {
-    fn submit(&mut self) -> Result<(), MeasureError> {
+    pub(super) fn submit(&mut self) -> Result<(), MeasureError> {
         let cpu = ThreadCpu::start();
         let bindings = match self.spare.pop() {
             Some(b) => b,
@@ -82,7 +82,7 @@ impl Fed {
         Ok(())
     }
 
-    fn complete(&mut self, c: crate::npu::Completion) -> Result<(), MeasureError> {
+    pub(super) fn complete(&mut self, c: crate::npu::Completion) -> Result<(), MeasureError> {
         let cpu = ThreadCpu::start();
         let now = Instant::now();
         c.status
@@ -126,7 +126,7 @@ fn collect(fed: &mut [Fed]) -> Result<(), MeasureError> {
     Ok(())
 }
 
-fn load(
+pub(super) fn load(
     device: &Device,
     run: &GraphRun,
     batch: u16,
@@ -347,7 +347,7 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
 }
 
 /// Time the run has covered: the simulated device's time on a virtual clock, else wall time.
-fn elapsed(device: &Device, virtual_time: bool, start: Instant) -> Duration {
+pub(super) fn elapsed(device: &Device, virtual_time: bool, start: Instant) -> Duration {
     if virtual_time {
         if let Some(stats) = device.sim_stats() {
             return Duration::from_nanos(stats.now_ns);

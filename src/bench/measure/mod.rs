@@ -12,7 +12,7 @@
 //! | hardware latency | `get_hw_latency_measurement` (configured with `HAILO_LATENCY_MEASURE`) | the timing model's burst time, through the same table entry |
 //! | busy % | `query_performance_stats` NN-core utilisation | modelled busy time over device time |
 //! | compute % INT8 / INT4 | ops per frame x fps / peak | the same, from modelled fps |
-//! | switches/s, time per switch | not visible without `HAILO_TRACE`: `None` | the timing model's switches |
+//! | switches/s, time per switch | not visible to a client: `None`; [`switch_cost`] infers the time per switch | the timing model's switches |
 //! | link bytes/s in and out | frame sizes x completions over wall time | modelled bytes over device time |
 //! | power, temperature | where the device reports them | not modelled: `None`, with a note |
 //! | host CPU | thread CPU time of the submit/complete loop | the same (a real host measurement) |
@@ -21,6 +21,7 @@
 //! values; from a real part they are [`Provenance::Measured`] naming the device.
 
 mod driver;
+pub mod switch_cost;
 mod telemetry;
 
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ use serde::Serialize;
 
 pub use crate::geom::time::ThreadCpu;
 pub use driver::measure;
+pub use switch_cost::{infer_switch_cost, SwitchCost, SwitchCostConfig};
 
 use crate::metrics::figure::{Assumption, Figure, Provenance};
 use crate::metrics::ops::hef::HefOpsError;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use crate::metrics::figure::{Figure, Provenance, Unit};
+use crate::metrics::ops::hef::read_hef;
 use crate::metrics::stats::FrameCounts;
 use crate::npu::sim::SimStats;
 use crate::npu::{BackendKind, Device};
@@ -80,8 +81,13 @@ pub(super) fn graphs(f: &RunFacts<'_>, secs: f64, device: &DeviceFigures) -> Vec
         .map(|(i, g)| {
             let frames = f.stats.graphs[i].completed.load(Ordering::Relaxed);
             let pairing = f.pairings.get(i);
+            let hef = read_hef(&g.hef).ok().and_then(|v| v.into_iter().next());
             GraphReport {
                 name: g.name.clone(),
+                hef: g.hef.display().to_string(),
+                side: hef.as_ref().and_then(|h| h.side),
+                hef_precision: hef.as_ref().map(|h| h.precision),
+                ops_per_frame: hef.as_ref().and_then(|h| h.ops_figure()),
                 decoder: f.decoders.get(i).map_or("none".into(), |d| d.describe()),
                 split: pairing.map_or("not paired".into(), |p| p.split_text().to_owned()),
                 pairing: pairing.map(|p| p.lines()).unwrap_or_default(),

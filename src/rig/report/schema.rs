@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::metrics::figure::{Assumption, Figure};
 use crate::metrics::stats::FrameCounts;
+use crate::metrics::utilisation::Precision;
 use crate::npu::BackendKind;
 
 /// What ran.
@@ -49,6 +50,14 @@ pub struct CameraReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphReport {
     pub name: String,
+    /// The HEF that ran.
+    pub hef: String,
+    /// Square side of the HEF's first input, which `plan --from` matches cameras on.
+    pub side: Option<u32>,
+    /// The precision the HEF is quoted against.
+    pub hef_precision: Option<Precision>,
+    /// Operations per frame (2 x MACs) the HEF carries, GOPS; `None` when it carries none.
+    pub ops_per_frame: Option<Figure>,
     /// The decoder ONNX that ran: the rig's file, or the generated graph.
     pub decoder: String,
     /// The device/host split the decoder is built for, in words.
