@@ -259,3 +259,61 @@ impl RunMeasurement {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bench::{utilisation_report, PointResult, Sweep};
+    use crate::doctor::SysRoot;
+    use crate::metrics::utilisation_report::UtilisationReport;
+    use crate::npu::probe::{fake, Probe};
+    use crate::npu::{auto_open, DeviceOptions};
+
+    fn report_of(root: &Path) -> UtilisationReport {
+        let device = auto_open(
+            &Probe::new(SysRoot::new(root)),
+            None,
+            DeviceOptions::default(),
+        )
+        .unwrap();
+        let hef = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/backbone_288.hef");
+        let config = RunConfig {
+            graphs: vec![GraphRun::new(hef)],
+            batch: 1,
+            threshold: 0,
+            timeout: Duration::ZERO,
+            duration: Duration::from_millis(50),
+        };
+        let measurement = measure(&device, &config).unwrap();
+        let sweep = Sweep {
+            backend: measurement.backend.clone(),
+            points: vec![PointResult {
+                label: "p".into(),
+                mode: "alone",
+                measurement,
+            }],
+        };
+        utilisation_report(&sweep).unwrap()
+    }
+
+    #[test]
+    fn fallback_beside_a_part_is_carried_into_the_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let quiet = report_of(dir.path());
+        assert!(quiet.warnings.is_empty(), "no part, no warning");
+        assert!(!quiet.to_json().contains("\"warnings\""));
+        fake::usbnet(dir.path(), "up");
+        let loud = report_of(dir.path());
+        assert_eq!(loud.warnings.len(), 1);
+        assert!(
+            loud.warnings[0].contains("192.168.10.12"),
+            "{}",
+            loud.warnings[0]
+        );
+        let back = UtilisationReport::from_json("report.json", &loud.to_json()).unwrap();
+        assert_eq!(back.warnings, loud.warnings);
+    }
+}
