@@ -88,8 +88,17 @@ fn perturbed(channel: usize, delta: f32) -> pb::ModelProto {
 }
 
 fn config(dir: &Path, hef: PathBuf, sim_onnx: Option<PathBuf>) -> GateConfig {
+    config_on(dir, hef, sim_onnx, FrameSource::Synthetic { frames: 2 })
+}
+
+fn config_on(
+    dir: &Path,
+    hef: PathBuf,
+    sim_onnx: Option<PathBuf>,
+    frames: FrameSource,
+) -> GateConfig {
     let onnx = write(dir, "device_half_288.onnx", &stand_in());
-    let mut config = GateConfig::new(hef, onnx, FrameSource::Synthetic { frames: 2 });
+    let mut config = GateConfig::new(hef, onnx, frames);
     config.backend = GateBackend::Sim;
     config.sim_onnx = sim_onnx;
     config
@@ -127,7 +136,12 @@ fn calibrated(dir: &Path, ranges: &[(String, [f32; 2])]) -> (PathBuf, Vec<f32>) 
 /// The gate on the fixture as committed (its quant info is not the stand-in's), then on
 /// the fixture calibrated on what the first run saw.
 fn calibrated_config(dir: &Path) -> (GateConfig, Vec<f32>) {
-    let first = gate::run(&config(dir, fixture("backbone_288.hef"), None)).unwrap();
+    calibrated_on(dir, FrameSource::Synthetic { frames: 2 })
+}
+
+fn calibrated_on(dir: &Path, frames: FrameSource) -> (GateConfig, Vec<f32>) {
+    let committed = fixture("backbone_288.hef");
+    let first = gate::run(&config_on(dir, committed, None, frames.clone())).unwrap();
     // Negative control of the calibration: the stand-in's maps are a few hundredths wide
     // and the fixture's steps are 0.02 and 0.024; a map rounded to a couple of levels
     // fails the relative bound even though no element is off by more than half a step.
@@ -145,7 +159,7 @@ fn calibrated_config(dir: &Path) -> (GateConfig, Vec<f32>) {
         .map(|o| (o.stream.clone(), o.reference_range))
         .collect();
     let (hef, scales) = calibrated(dir, &ranges);
-    (config(dir, hef, None), scales)
+    (config_on(dir, hef, None, frames), scales)
 }
 
 #[test]
@@ -336,4 +350,69 @@ fn the_simulator_quantises_float_inputs_as_hailort_does() {
         (got[1] - 0.0).abs() < 1e-5 && (got[2] - 1.0).abs() < 1e-5,
         "{got:?}"
     );
+}
+
+/// An RGB image of `w` x `h` with a gradient and a block, seeded by `seed`.
+fn picture(w: u32, h: u32, seed: u32) -> image::RgbImage {
+    image::RgbImage::from_fn(w, h, |x, y| {
+        let block = (x / 40 + y / 40 + seed).is_multiple_of(3);
+        let v = |k: u32| ((x * k + y * (k + 1) + seed * 17) % 256) as u8;
+        if block {
+            image::Rgb([200, 40, 90])
+        } else {
+            image::Rgb([v(1), v(2), v(3)])
+        }
+    })
+}
+
+#[test]
+fn the_command_reads_images_prints_the_pairing_and_exits_by_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("a.png");
+    picture(320, 240, 1).save(&png).unwrap();
+    let jpg = dir.path().join("b.jpg");
+    let rgb = picture(200, 300, 2);
+    jpeg_encoder::Encoder::new_file(&jpg, 95)
+        .unwrap()
+        .encode(rgb.as_raw(), 200, 300, jpeg_encoder::ColorType::Rgb)
+        .unwrap();
+    let images = FrameSource::Images(vec![png.clone(), jpg.clone()]);
+    let (config, _) = calibrated_on(dir.path(), images);
+    let report_path = dir.path().join("gate.json");
+    let gate_cmd = |sim_onnx: Option<&Path>| {
+        let mut cmd = common::cli::hailo_edge();
+        cmd.arg("gate")
+            .arg("--hef")
+            .arg(&config.hef)
+            .arg("--onnx")
+            .arg(&config.onnx)
+            .arg("--image")
+            .arg(&png)
+            .arg("--image")
+            .arg(&jpg)
+            .args(["--backend", "sim", "--report"])
+            .arg(&report_path);
+        if let Some(path) = sim_onnx {
+            cmd.arg("--sim-onnx").arg(path);
+        }
+        cmd
+    };
+    let out = common::cli::succeed(&mut gate_cmd(None));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("backbone_288/features -> features (ONNX output 0)")
+            && stdout.contains("verdict: pass")
+            && stdout.contains("2 frame(s) from images"),
+        "{stdout}"
+    );
+    let json = common::cli::read_json(&report_path);
+    assert_eq!(json["passed"], true);
+    assert_eq!(json["frames"][1]["frame"], "200x300 mjpeg");
+    // The swapped device: exit 1, the report says which outputs broke the bound.
+    let swapped_path = write(dir.path(), "swapped.onnx", &swapped());
+    let out = gate_cmd(Some(&swapped_path)).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("verdict: FAIL"), "{stdout}");
+    assert_eq!(common::cli::read_json(&report_path)["passed"], false);
 }

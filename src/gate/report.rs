@@ -85,7 +85,7 @@ impl GateReport {
             ),
             format!("reference: {}", self.engine),
             format!(
-                "inputs: {} {} frame(s) into {}",
+                "inputs: {} frame(s) from {} into {}",
                 self.frames.len(),
                 self.input_source,
                 self.input_stream
