@@ -416,3 +416,72 @@ fn the_command_reads_images_prints_the_pairing_and_exits_by_the_bound() {
     assert!(stdout.contains("verdict: FAIL"), "{stdout}");
     assert_eq!(common::cli::read_json(&report_path)["passed"], false);
 }
+
+#[test]
+fn a_recordings_camera_gives_the_frames_and_a_missing_camera_is_named() {
+    use hailo_edge::camera::record::{RecordedCamera, Recorder};
+    use hailo_edge::camera::{
+        CameraId, Frame, PixelFormat, PooledBuffer, SourceInfo, TimestampSource,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rig.mcap");
+    let info = |camera: u32| SourceInfo {
+        camera: CameraId(camera),
+        name: format!("cam{camera}"),
+        format: PixelFormat::Rgb24,
+        width: 96,
+        height: 64,
+        fps: 30.0,
+        timestamp_source: TimestampSource::Synthetic,
+    };
+    let cams: Vec<RecordedCamera> = (0..2)
+        .map(|c| RecordedCamera {
+            info: info(c),
+            calibration: None,
+        })
+        .collect();
+    let mut rec = Recorder::create(&path, &cams).unwrap();
+    for sequence in 0..3u64 {
+        for camera in 0..2u32 {
+            let rgb = picture(96, 64, camera * 10 + sequence as u32);
+            rec.write(&Frame {
+                camera: CameraId(camera),
+                format: PixelFormat::Rgb24,
+                width: 96,
+                height: 64,
+                capture_ns: 1_000_000 * (sequence + 1),
+                sequence,
+                timestamp_source: TimestampSource::Synthetic,
+                data: PooledBuffer::detached(rgb.into_raw()),
+                truth: None,
+            })
+            .unwrap();
+        }
+    }
+    rec.finish().unwrap();
+    let recording = |camera| FrameSource::Recording {
+        path: path.clone(),
+        camera,
+        frames: 2,
+    };
+    let hef = fixture("backbone_288.hef");
+    let report = gate::run(&config_on(
+        dir.path(),
+        hef.clone(),
+        None,
+        recording(Some(1)),
+    ))
+    .unwrap();
+    assert_eq!(report.input_source, "recording");
+    let frames: Vec<&str> = report.frames.iter().map(|f| f.frame.as_str()).collect();
+    assert_eq!(frames, ["96x64 rgb24", "96x64 rgb24"]);
+    assert!(
+        report.frames[1].source.ends_with("#1"),
+        "{:?}",
+        report.frames
+    );
+    // Negative control: a camera the recording does not have is an error naming those it has.
+    let err = gate::run(&config_on(dir.path(), hef, None, recording(Some(5)))).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("cam5") && msg.contains("cam0, cam1"), "{msg}");
+}

@@ -38,7 +38,7 @@ pub struct GateReport {
     /// reference path.
     pub device_outputs: OutputKind,
     /// On the simulator, the ONNX its reference path ran (the gate's own unless another
-    /// was given).
+    /// is given).
     pub sim_onnx: Option<PathBuf>,
     /// The engine that ran the reference ONNX.
     pub engine: &'static str,
