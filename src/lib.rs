@@ -26,6 +26,7 @@
 //! | [`metrics`] | figures with provenance, statistics, utilisation, op counts, the planner |
 //! | [`geom`] | the one camera model and the clocks every stamp is taken on |
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
+//! | [`gate`] | a HEF's outputs on the device against its reference ONNX, by name, within a bound |
 //! | [`hef`] | the HEF container: reader and writer |
 
 pub mod bench;
@@ -34,6 +35,7 @@ pub mod camera;
 pub mod decode;
 pub mod doctor;
 pub mod first_light;
+pub mod gate;
 pub mod geom;
 pub mod metrics;
 pub mod npu;

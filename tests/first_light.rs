@@ -64,7 +64,7 @@ fn first_light_runs_end_to_end_on_the_simulator_and_labels_every_figure() {
     let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["doctor", "gate", "bench", "switch-cost", "plan"]);
     let status = |i: usize| steps[i]["status"].as_str().unwrap();
-    assert_eq!(status(1), "skipped", "the gate slot is empty");
+    assert_eq!(status(1), "skipped", "no --onnx: nothing to gate");
     for i in [0, 2, 3, 4] {
         assert_eq!(status(i), "passed", "{}", steps[i]);
     }
@@ -177,6 +177,51 @@ fn a_failing_step_stops_the_chain_with_its_fix() {
     let report = first_light::run(config, &mut steps).unwrap();
     assert!(report.passed(), "{}", report.to_json());
     assert!(dir.path().join("bench/report.json").is_file());
+}
+
+#[test]
+fn the_gate_step_compares_each_hef_with_its_onnx_and_stops_out_of_bound() {
+    use hailo_edge::metrics::ops::device_half::stand_in_onnx;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = sim_config(
+        dir.path(),
+        &["backbone_288.hef", "backbone_432.hef"],
+        Rig::demo_cameras(),
+    );
+    // One ONNX for two HEFs: the pairing would be a guess.
+    let onnx: Vec<PathBuf> = [288, 432]
+        .iter()
+        .map(|&side| {
+            let path = dir.path().join(format!("device_half_{side}.onnx"));
+            std::fs::write(&path, stand_in_onnx(side).unwrap()).unwrap();
+            path
+        })
+        .collect();
+    config.onnx = onnx[..1].to_vec();
+    let report = first_light::run(config.clone(), &mut first_light::default_steps()).unwrap();
+    assert_eq!(report.stopped_at, Some("gate"));
+    assert_eq!(
+        report.fix(),
+        Some("give one --onnx per --hef, in the same order")
+    );
+
+    // The committed fixtures' output steps are as wide as the stand-in's maps, so the real
+    // gate runs, pairs by name and finds them out of bound (tests/gate.rs passes a HEF
+    // calibrated on the stand-in).
+    config.onnx = onnx;
+    let report = first_light::run(config, &mut first_light::default_steps()).unwrap();
+    assert_eq!(report.stopped_at, Some("gate"), "{}", report.to_json());
+    let gate = &report.steps[1].outcome;
+    let Status::Failed { error, .. } = &gate.status else {
+        panic!("{}", report.to_json())
+    };
+    assert!(error.contains("features"), "{error}");
+    assert!(dir.path().join("gate_0.json").is_file());
+    assert!(
+        gate.notes.iter().any(|n| n.contains("pairing (by name)")),
+        "{:?}",
+        gate.notes
+    );
 }
 
 #[test]

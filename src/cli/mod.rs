@@ -10,6 +10,7 @@ mod cameras;
 mod decoder_graph;
 mod doctor;
 mod first_light;
+mod gate;
 mod hef;
 mod ops;
 mod plan;
@@ -31,6 +32,9 @@ enum Command {
     /// Check that this box can drive a Hailo part (HailoRT, PCIe, USB,
     /// network, udev, link budget); exit 1 when a check fails.
     Doctor(doctor::DoctorArgs),
+    /// Run a HEF on the device and its reference ONNX on the CPU over the same frames; compare
+    /// outputs paired by name against a bound; write gate.json; exit 1 when the bound breaks.
+    Gate(gate::GateArgs),
     /// Count MACs per node of an ONNX model (exit 2 when the count is incomplete).
     Ops(ops::OpsArgs),
     /// Measure fps, latency, busy and compute share over a sweep of batch sizes and scheduler
@@ -59,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
         Command::Ops(args) => ops::run(args),
+        Command::Gate(args) => gate::run(args),
         Command::Plan(args) => plan::run(args),
         Command::FirstLight(args) => first_light::run(args),
         Command::Run(args) => run::run_cmd(args),

@@ -8,7 +8,7 @@
 //! | step | module | what it gives |
 //! |---|---|---|
 //! | `doctor` | [`steps::DoctorStep`] | the box's checks; on the simulator its failures are recorded, not fatal |
-//! | `gate` | [`steps::GateSlot`] | the slot for `hailo-edge gate` (HEF against its ONNX) |
+//! | `gate` | [`steps::GateStep`] | `hailo-edge gate`: each HEF against its `--onnx`, by name |
 //! | `bench` | [`steps::BenchStep`] | fps, compute share and busy per graph, with plots |
 //! | `switch-cost` | [`steps::SwitchCostStep`] | the time per switch between the two graphs |
 //! | `plan` | [`steps::PlanStep`] | the rig's share of one part, planned from the bench report |
@@ -218,11 +218,11 @@ impl FirstLightReport {
     }
 }
 
-/// The default chain: doctor, the gate slot, bench, switch cost, plan.
+/// The default chain: doctor, gate, bench, switch cost, plan.
 pub fn default_steps() -> Vec<Box<dyn Step>> {
     vec![
         Box::new(steps::DoctorStep),
-        Box::new(steps::GateSlot::pending()),
+        Box::new(steps::GateStep),
         Box::new(steps::BenchStep),
         Box::new(steps::SwitchCostStep),
         Box::new(steps::PlanStep),

@@ -42,8 +42,8 @@ mod identity;
 mod infer_model;
 mod job;
 mod open_params;
-mod reaper;
 pub mod probe;
+mod reaper;
 pub mod result;
 pub mod sim;
 

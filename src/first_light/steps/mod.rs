@@ -1,19 +1,16 @@
 //! The steps of the default chain.
 
 mod bench;
+mod gate;
 mod plan;
 
-use std::time::Duration;
-
 pub use bench::{BenchStep, SwitchCostStep};
+pub use gate::GateStep;
 pub use plan::PlanStep;
 
 use super::{Context, Outcome, Step};
 use crate::doctor::budget::{graphs_from_hefs, Rig, ShapeSource};
-use crate::doctor::{
-    diagnose, hailort_compiled_in, Environment, GetIfAddrs, HostUsb, ProcessAccess, SysRoot,
-    SysfsUsb, UsbBus, Verdict, DEFAULT_CARD_ADDR,
-};
+use crate::doctor::{run_checks, DoctorConfig, SysRoot, Verdict};
 
 /// Writes `value` as JSON to `name` in the output directory and adds the file to `out`; a file
 /// that cannot be written fails the step.
@@ -36,22 +33,6 @@ fn write_json(
             format!("writing {}: {e}", path.display()),
             "give an --out directory this user can write",
         ),
-    }
-}
-
-/// How long the doctor waits for the card's TCP handshake.
-const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
-
-/// The doctor's view of this box (or of the tree under `root`).
-fn environment(root: SysRoot, usb: &dyn UsbBus) -> Environment<'_> {
-    Environment {
-        hailort_linked: hailort_compiled_in(),
-        card: DEFAULT_CARD_ADDR,
-        connect_timeout: CONNECT_TIMEOUT,
-        net: &GetIfAddrs,
-        access: &ProcessAccess,
-        root,
-        usb,
     }
 }
 
@@ -80,13 +61,13 @@ impl Step for DoctorStep {
                 )
             }
         };
-        let report = match &ctx.config.doctor_root {
-            Some(dir) => {
-                let usb = SysfsUsb(SysRoot::new(dir));
-                diagnose(&environment(SysRoot::new(dir), &usb), &rig)
-            }
-            None => diagnose(&environment(SysRoot::host(), &HostUsb), &rig),
-        };
+        let mut doctor = DoctorConfig::host(rig);
+        if let Some(dir) = &ctx.config.doctor_root {
+            doctor.root = SysRoot::new(dir);
+        }
+        doctor.backend = ctx.config.backend.clone();
+        doctor.hefs = ctx.config.hefs.clone();
+        let report = run_checks(&doctor);
         let failed: Vec<_> = report
             .checks
             .iter()
@@ -122,24 +103,19 @@ impl Step for DoctorStep {
     }
 }
 
-/// What the gate runs: the HEF on the device and its ONNX on the same inputs.
+/// A gate step given as a function, in place of [`GateStep`] (a chain that gates another way,
+/// or a test of the chain).
 pub type GateFn = Box<dyn FnMut(&mut Context) -> Outcome>;
 
-/// The slot of the gate step: `hailo-edge gate` fills it with [`GateSlot::with`]; until then
-/// [`GateSlot::pending`] reports the step as skipped, saying so.
+/// The gate step as [`GateFn`] runs it.
 pub struct GateSlot {
-    gate: Option<GateFn>,
+    gate: GateFn,
 }
 
 impl GateSlot {
-    /// The slot with no gate in it.
-    pub fn pending() -> Self {
-        Self { gate: None }
-    }
-
-    /// The slot running `gate`.
+    /// The step running `gate`.
     pub fn with(gate: GateFn) -> Self {
-        Self { gate: Some(gate) }
+        Self { gate }
     }
 }
 
@@ -149,20 +125,6 @@ impl Step for GateSlot {
     }
 
     fn run(&mut self, ctx: &mut Context) -> Outcome {
-        match &mut self.gate {
-            Some(gate) => gate(ctx),
-            None => {
-                let mut out = Outcome::skipped(
-                    "the gate is not in this build's chain: no HEF was compared with its ONNX",
-                );
-                if !ctx.config.onnx.is_empty() {
-                    out.notes.push(format!(
-                        "{} ONNX file(s) given and not compared",
-                        ctx.config.onnx.len()
-                    ));
-                }
-                out
-            }
-        }
+        (self.gate)(ctx)
     }
 }

@@ -233,29 +233,6 @@ pub fn quantize_into(spec: &StreamSpec, values: &[f32], out: &mut [u8]) {
     });
 }
 
-/// Reads a user input buffer back as real values.
-pub fn dequantize_input(spec: &StreamSpec, data: &[u8]) -> Vec<f32> {
-    match spec.format_type {
-        FORMAT_TYPE_FLOAT32 => data
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        FORMAT_TYPE_UINT16 => data
-            .chunks_exact(2)
-            .enumerate()
-            .map(|(i, c)| {
-                spec.quant_of(i)
-                    .dequantize(f32::from(u16::from_le_bytes([c[0], c[1]])))
-            })
-            .collect(),
-        _ => data
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| spec.quant_of(i).dequantize(f32::from(b)))
-            .collect(),
-    }
-}
-
 /// A job's outputs could not be made: its graph's reference model failed.
 #[derive(Debug, thiserror::Error)]
 #[error("reference ONNX of '{group}' failed: {source}")]
