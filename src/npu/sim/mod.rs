@@ -8,6 +8,8 @@
 //!   switch cost, utilisation), each marked published or assumed;
 //! - [`scheduler`]: HailoRT's model scheduler rules as a pure function;
 //! - `core`: the device thread: queues, bursts, timing, statistics;
+//! - `queue`: each model's async queue (HailoRT's size rule, the card's
+//!   answer past it) and the marking of completion callbacks;
 //! - [`time_base`]: real-time, virtual and manual (deterministic) time;
 //! - [`model_spec`] and [`mod@reference`]: the streams and how outputs are made;
 //! - [`faults`]: timeouts, closed communication, unavailable device, at
