@@ -110,10 +110,12 @@ fn fps_follows_the_pcie_profile_and_grows_with_batch() {
         );
         let hw = g.hw_latency.as_ref().unwrap();
         // HailoRT's average over frames: a frame of a full burst is charged that burst's
-        // time, one of a partial burst (the run's first and last) less.
+        // time, one of a partial burst (the scheduler runs what is queued) less, down to a
+        // one-frame burst's.
         let full = 1e3 * burst_s(&p, &m, n);
+        let single = 1e3 * burst_s(&p, &m, 1);
         assert!(
-            hw.value <= full + 1e-5 && hw.value >= 0.99 * full,
+            hw.value <= full + 1e-5 && hw.value >= single - 1e-5,
             "batch {batch}: hw latency {} ms, full burst {full} ms",
             hw.value
         );
