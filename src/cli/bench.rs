@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::backend::BackendArg;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
-use hailo_edge::npu::{Backend, Device, DeviceOptions, GroupId};
+use hailo_edge::npu::{Device, DeviceOptions, GroupId};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -17,17 +18,6 @@ enum Graphs {
     One,
     Two,
     Both,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// HailoRT when linked and a device is present, else the default simulator (hailo10h,
-    /// virtual clock; --profile and --clock apply to `sim` only).
-    Auto,
-    /// The simulator.
-    Sim,
-    /// HailoRT (fails when this build does not link it).
-    Hailort,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -72,7 +62,7 @@ pub struct BenchArgs {
     /// Each HEF alone, the first two together at 3:1, or both.
     #[arg(long, value_enum, default_value = "both")]
     graphs: Graphs,
-    /// Which device.
+    /// Which device (--profile and --clock apply to `sim` only).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
     /// Simulator profile.
@@ -172,13 +162,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .collect::<anyhow::Result<_>>()?,
     };
     let n = config.points()?.len();
-    let backend = match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Sim => Backend::Sim(sim_profile(&args)),
-        BackendArg::Hailort => Backend::HailoRt {
-            device_id: args.device.clone(),
-        },
-    };
+    let backend = args
+        .backend
+        .backend(args.device.clone(), || sim_profile(&args));
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
     // indicatif hides the bar when stderr is not a terminal.

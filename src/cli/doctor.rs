@@ -7,26 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::backend::BackendArg;
 use anyhow::Context;
 use clap::Args;
-use clap::ValueEnum;
 use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, Rig, ShapeSource};
 use hailo_edge::doctor::{run_checks, DoctorConfig, SysRoot, DEFAULT_CARD_ADDR};
 use hailo_edge::metrics::plan::CameraMode;
 use hailo_edge::npu::sim::SimProfile;
-use hailo_edge::npu::Backend;
-
-/// What `device.identify` and the `--hef` smoke tests open.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// As the runtime's `auto`: the part when HailoRT opens one, else the
-    /// simulator (a loud warning when a part is present).
-    Auto,
-    /// The simulator.
-    Sim,
-    /// HailoRT (refused, with the build command, when this build does not link it).
-    Hailort,
-}
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -98,13 +85,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         root,
         card: args.card,
         connect_timeout: Duration::from_millis(args.timeout_ms),
-        backend: match args.backend {
-            BackendArg::Auto => Backend::Auto,
-            BackendArg::Sim => Backend::Sim(SimProfile::default()),
-            BackendArg::Hailort => Backend::HailoRt {
-                device_id: device_id.clone(),
-            },
-        },
+        backend: args.backend.backend(device_id.clone(), SimProfile::default),
         device_id,
         hefs: smoke_hefs,
         rig,

@@ -4,22 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use super::backend::BackendArg;
+use clap::Args;
 use hailo_edge::doctor::budget::{backbone_camera, Rig};
 use hailo_edge::first_light::{self, FirstLightConfig, Status};
 use hailo_edge::metrics::plan::CameraMode;
 use hailo_edge::npu::sim::SimProfile;
-use hailo_edge::npu::Backend;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// HailoRT when linked and a part is present, else the simulator.
-    Auto,
-    /// The simulator (hailo10h, virtual clock).
-    Sim,
-    /// HailoRT (fails when this build does not link it).
-    Hailort,
-}
 
 #[derive(Debug, Args)]
 pub struct FirstLightArgs {
@@ -54,13 +44,9 @@ pub struct FirstLightArgs {
 }
 
 pub fn run(args: FirstLightArgs) -> anyhow::Result<ExitCode> {
-    let backend = match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Sim => Backend::Sim(SimProfile::default()),
-        BackendArg::Hailort => Backend::HailoRt {
-            device_id: args.device.clone(),
-        },
-    };
+    let backend = args
+        .backend
+        .backend(args.device.clone(), SimProfile::default);
     let config = FirstLightConfig {
         hefs: args.hefs,
         onnx: args.onnx,

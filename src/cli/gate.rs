@@ -5,20 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use super::backend::BackendArg;
+use clap::Args;
 use hailo_edge::camera::v4l2::V4l2Config;
 use hailo_edge::camera::{CameraId, PixelFormat};
 use hailo_edge::gate::{self, Bound, FrameSource, GateBackend, GateConfig, GateFile};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// HailoRT when linked and a device is present, else the simulator.
-    Auto,
-    /// The simulator: its reference path, quantised with the HEF's quant info.
-    Sim,
-    /// HailoRT (fails when this build does not link it).
-    Hailort,
-}
 
 #[derive(Debug, Args)]
 pub struct GateArgs {

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod backend;
 mod bench;
 mod body;
 mod cameras;
