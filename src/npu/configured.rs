@@ -487,8 +487,14 @@ impl ConfiguredModel {
 impl Drop for ConfiguredModel {
     fn drop(&mut self) {
         // Completions that arrive from now on go to the reaper thread.
-        let gate = self.shared.queue_gate.lock().map(|mut g| g.take());
-        drop(gate);
+        // A poisoned lock still closes the gate: a completion left open would keep the model.
+        drop(
+            self.shared
+                .queue_gate
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         let callbacks = || self.shared.callbacks.load(Ordering::Acquire);
         if callbacks() > 0 {
             if self.pending() > 0 {

@@ -227,7 +227,15 @@ impl Route {
 /// - `HAILO_COMMUNICATION_CLOSED` (62): the hRPC message loop ended and
 ///   answers every request with it (hrpc/client.cpp:57-71).
 pub(crate) fn fatal_to_model(status: hes_status) -> bool {
-    matches!(status, 62 | 63 | 72 | 82)
+    matches!(
+        Status::from_code(status),
+        Some(
+            Status::QueueIsFull
+                | Status::StreamAbort
+                | Status::StreamNotActivated
+                | Status::CommunicationClosed
+        )
+    )
 }
 
 /// What the C callback owns while a job runs.

@@ -49,7 +49,7 @@ pub(super) struct Fed {
     pub(super) cm: ConfiguredModel,
     ops: Figure,
     ops_source: String,
-    cap: usize,
+    pub(super) cap: usize,
     pub(super) in_flight: usize,
     done: u64,
     spare: Vec<Bindings>,
@@ -270,9 +270,7 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
         .iter()
         .map(|g| load(device, g, config.batch, config))
         .collect::<Result<Vec<_>, _>>()?;
-    let virtual_time = device
-        .sim_profile()
-        .is_some_and(|p| !matches!(p.clock, crate::npu::sim::TimeBase::RealTime));
+    let virtual_time = virtual_time(device);
     let cpu = ThreadCpu::start();
     let start = Instant::now();
     let mut rounds = 0u64;
@@ -344,6 +342,14 @@ pub fn measure(device: &Device, config: &RunConfig) -> Result<RunMeasurement, Me
         device: device_figures,
         host_cpu,
     })
+}
+
+/// Whether the run's time is the simulator's device time (its virtual clock) rather than wall
+/// time.
+pub(super) fn virtual_time(device: &Device) -> bool {
+    device
+        .sim_profile()
+        .is_some_and(|p| !matches!(p.clock, crate::npu::sim::TimeBase::RealTime))
 }
 
 /// Time the run has covered: the simulated device's time on a virtual clock, else wall time.

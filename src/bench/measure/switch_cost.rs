@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::driver::{elapsed, load, Fed, STALL};
+use super::driver::{elapsed, load, virtual_time, Fed, STALL};
 use super::{telemetry, GraphRun, MeasureError, RunConfig};
 use crate::metrics::figure::{Assumption, Figure, Unit};
-use crate::npu::{BackendKind, Device};
+use crate::npu::Device;
 
 /// How the switch cost was obtained, as reports name it.
 pub const METHOD: &str = "inferred from completion times: each graph alone, then both in \
@@ -105,8 +105,18 @@ pub fn infer_switch_cost(
         .iter()
         .map(|g| load(device, g, config.batch, &run))
         .collect::<Result<Vec<_>, _>>()?;
-    let clock = Clock::new(device);
     let bursts = [config.first.weight, config.second.weight];
+    for (f, &frames) in fed.iter().zip(&bursts) {
+        // A burst is submitted whole; past the async queue the card would refuse a frame.
+        if frames as usize > f.cap {
+            return Err(MeasureError::Config(format!(
+                "switch cost: {}: a burst of {frames} frames exceeds the {} the model keeps \
+                 in flight (its async queue); give a smaller weight",
+                f.hef.name, f.cap
+            )));
+        }
+    }
+    let clock = Clock::new(device);
     let a = timed(&clock, &mut fed, &[(0, bursts[0])], config.cycles)?;
     let b = timed(&clock, &mut fed, &[(1, bursts[1])], config.cycles)?;
     let ab = timed(
@@ -179,13 +189,9 @@ struct Clock<'a> {
 
 impl<'a> Clock<'a> {
     fn new(device: &'a Device) -> Self {
-        let virtual_time = device.backend() == BackendKind::Sim
-            && device
-                .sim_profile()
-                .is_some_and(|p| !matches!(p.clock, crate::npu::sim::TimeBase::RealTime));
         Self {
             device,
-            virtual_time,
+            virtual_time: virtual_time(device),
             start: Instant::now(),
         }
     }
@@ -292,6 +298,15 @@ mod tests {
         let err = infer_switch_cost(&device, &c).unwrap_err().to_string();
         assert!(
             err.contains("backbone_432") && err.contains("0 frames"),
+            "{err}"
+        );
+        // A burst past the model's async queue would be refused by the card mid-measurement.
+        let small =
+            Device::open(Backend::Sim(SimProfile::default().with_async_queue_size(2))).unwrap();
+        let c = SwitchCostConfig::rig_ratio(GraphRun::new(A), GraphRun::new(B));
+        let err = infer_switch_cost(&small, &c).unwrap_err().to_string();
+        assert!(
+            err.contains("backbone_288") && err.contains("burst of 3 frames"),
             "{err}"
         );
     }
