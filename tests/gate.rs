@@ -9,8 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hailo_edge::gate::{self, Bound, FrameSource, GateBackend, GateConfig, GateError};
+use hailo_edge::gate::{self, Bound, FrameSource, GateConfig, GateError};
 use hailo_edge::metrics::ops::device_half::stand_in_onnx;
+use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
+use hailo_edge::npu::Backend;
 use prost::Message;
 use tract_onnx::pb;
 
@@ -99,7 +101,8 @@ fn config_on(
 ) -> GateConfig {
     let onnx = write(dir, "device_half_288.onnx", &stand_in());
     let mut config = GateConfig::new(hef, onnx, frames);
-    config.backend = GateBackend::Sim;
+    config.backend =
+        Backend::Sim(SimProfile::new(DeviceProfile::hailo10h()).with_clock(TimeBase::Virtual));
     config.sim_onnx = sim_onnx;
     config
 }
@@ -303,7 +306,7 @@ fn identity_onnx() -> Vec<u8> {
 
 #[test]
 fn the_simulator_quantises_float_inputs_as_hailort_does() {
-    use hailo_edge::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
+    use hailo_edge::npu::sim::ReferenceModel;
     use hailo_edge::npu::{Direction, FormatType};
 
     let reference = ReferenceModel::from_onnx_bytes(&identity_onnx()).unwrap();

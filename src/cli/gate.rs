@@ -9,7 +9,8 @@ use super::backend::BackendArg;
 use clap::Args;
 use hailo_edge::camera::v4l2::V4l2Config;
 use hailo_edge::camera::{CameraId, PixelFormat};
-use hailo_edge::gate::{self, Bound, FrameSource, GateBackend, GateConfig, GateFile};
+use hailo_edge::gate::{self, Bound, FrameSource, GateConfig, GateFile};
+use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
 
 #[derive(Debug, Args)]
 pub struct GateArgs {
@@ -118,13 +119,9 @@ fn config(args: &GateArgs) -> anyhow::Result<GateConfig> {
         max_steps: args.max_steps.unwrap_or(config.bound.max_steps),
     };
     config.bound = bound;
-    config.backend = match args.backend {
-        BackendArg::Auto => GateBackend::Auto,
-        BackendArg::Sim => GateBackend::Sim,
-        BackendArg::Hailort => GateBackend::HailoRt {
-            device_id: args.device_id.clone(),
-        },
-    };
+    config.backend = args.backend.backend(args.device_id.clone(), || {
+        SimProfile::new(DeviceProfile::hailo10h()).with_clock(TimeBase::Virtual)
+    });
     config.sim_onnx = args.sim_onnx.clone();
     config.timeout = Duration::try_from_secs_f64(args.timeout)
         .map_err(|_| anyhow::anyhow!("--timeout {}: not a duration in seconds", args.timeout))?;

@@ -43,21 +43,8 @@ pub use run::run;
 use crate::camera::replay::ReplayError;
 use crate::camera::SourceError;
 use crate::npu::sim::ReferenceError;
-use crate::npu::NpuError;
+use crate::npu::{Backend, NpuError};
 use crate::preprocess::{PreprocessConfig, PreprocessError};
-
-/// Which device runs the HEF.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum GateBackend {
-    /// The part when this build links HailoRT and one is present, else the simulator.
-    #[default]
-    Auto,
-    /// The simulated Hailo-10H (virtual clock), its outputs from the reference path.
-    Sim,
-    /// HailoRT; `device_id` picks a device (PCIe BDF or the USB part's address).
-    HailoRt { device_id: Option<String> },
-}
 
 /// What [`run`] gates.
 #[derive(Debug, Clone)]
@@ -72,7 +59,7 @@ pub struct GateConfig {
     /// How frames become the input tensor (fit, filter, normalisation), as in a rig file.
     pub preprocess: PreprocessConfig,
     /// The device.
-    pub backend: GateBackend,
+    pub backend: Backend,
     /// What each output may differ by.
     pub bound: Bound,
     /// On the simulator, the ONNX its reference path runs (default: [`GateConfig::onnx`]).
@@ -89,7 +76,7 @@ impl GateConfig {
             onnx: onnx.as_ref().to_path_buf(),
             frames,
             preprocess: PreprocessConfig::default(),
-            backend: GateBackend::Auto,
+            backend: Backend::Auto,
             bound: Bound::default(),
             sim_onnx: None,
             timeout: Duration::from_secs(60),

@@ -54,14 +54,14 @@ pub struct GateReport {
     pub bound: Bound,
     /// Figures per HEF output, in the HEF's order.
     pub outputs: Vec<OutputFigures>,
-    /// Whether every output is within the bound.
-    pub passed: bool,
+    /// Whether every output is within the bound (as [`GateReport::passed`], for the JSON).
+    pub(crate) passed: bool,
 }
 
 impl GateReport {
     /// Whether every output is within the bound (the exit status of `hailo-edge gate`).
     pub fn passed(&self) -> bool {
-        self.passed
+        self.outputs.iter().all(|o| o.passed)
     }
 
     /// The outputs outside the bound.

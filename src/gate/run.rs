@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::compare::Accumulator;
 use super::frames;
 use super::report::{GateReport, PairLine};
-use super::{GateBackend, GateConfig, GateError};
+use super::{GateConfig, GateError};
 use crate::npu::sim::model_spec::StreamSpec;
 use crate::npu::sim::reference::device_input_values;
 use crate::npu::sim::{DeviceProfile, OutputKind, ReferenceModel, SimProfile, TimeBase};
@@ -114,27 +114,23 @@ fn open_device(
     group: &str,
     reference: &Arc<ReferenceModel>,
 ) -> Result<(Device, Option<std::path::PathBuf>), GateError> {
-    let open = |backend| Device::open(backend).map_err(device_err("open the device"));
     let device = match &config.backend {
-        GateBackend::HailoRt { device_id } => open(Backend::HailoRt {
-            device_id: device_id.clone(),
-        })?,
-        GateBackend::Auto => {
-            let device = open(Backend::Auto)?;
-            if device.backend() == BackendKind::HailoRt {
-                return Ok((device, None));
-            }
-            drop(device);
-            return open_sim(config, group, reference);
-        }
-        GateBackend::Sim => return open_sim(config, group, reference),
+        Backend::Sim(profile) => return open_sim(config, profile.clone(), group, reference),
+        other => Device::open(other.clone()).map_err(device_err("open the device"))?,
     };
-    Ok((device, None))
+    if device.backend() == BackendKind::HailoRt {
+        return Ok((device, None));
+    }
+    // Auto found no part: the simulator again, with the reference path for this HEF.
+    drop(device);
+    let profile = SimProfile::new(DeviceProfile::hailo10h()).with_clock(TimeBase::Virtual);
+    open_sim(config, profile, group, reference)
 }
 
-/// The simulated Hailo-10H on the virtual clock, with a reference path for `group`.
+/// The simulator of `profile`, with a reference path for `group`.
 fn open_sim(
     config: &GateConfig,
+    mut profile: SimProfile,
     group: &str,
     reference: &Arc<ReferenceModel>,
 ) -> Result<(Device, Option<std::path::PathBuf>), GateError> {
@@ -144,7 +140,6 @@ fn open_sim(
         ),
         None => Arc::clone(reference),
     };
-    let mut profile = SimProfile::new(DeviceProfile::hailo10h()).with_clock(TimeBase::Virtual);
     profile.references.insert(group.to_owned(), sim_reference);
     let device = Device::open(Backend::Sim(profile)).map_err(device_err("open the simulator"))?;
     let onnx = config

@@ -4,8 +4,7 @@
 use std::path::Path;
 
 use super::super::{Context, Outcome, Step};
-use crate::gate::{self, FrameSource, GateBackend, GateConfig, GateReport};
-use crate::npu::{Backend, BackendKind};
+use crate::gate::{self, FrameSource, GateConfig, GateReport};
 
 /// Frames the gate compares in the chain: rendered ones, so a box with no camera runs it too.
 const SYNTHETIC_FRAMES: usize = 4;
@@ -38,7 +37,6 @@ impl Step for GateStep {
                 "give one --onnx per --hef, in the same order",
             );
         }
-        let backend = gate_backend(ctx.backend, &config.backend);
         let mut out = Outcome::passed();
         for (i, (hef, onnx)) in config.hefs.iter().zip(&config.onnx).enumerate() {
             let mut gc = GateConfig::new(
@@ -48,7 +46,7 @@ impl Step for GateStep {
                     frames: SYNTHETIC_FRAMES,
                 },
             );
-            gc.backend = backend.clone();
+            gc.backend = config.backend.clone();
             let report = match gate::run(&gc) {
                 Ok(report) => report,
                 Err(e) => {
@@ -73,17 +71,6 @@ impl Step for GateStep {
             }
         }
         out
-    }
-}
-
-/// The gate's device: the one the chain resolved to, with the id it was given.
-fn gate_backend(kind: BackendKind, requested: &Backend) -> GateBackend {
-    match (kind, requested) {
-        (BackendKind::Sim, _) => GateBackend::Sim,
-        (BackendKind::HailoRt, Backend::HailoRt { device_id }) => GateBackend::HailoRt {
-            device_id: device_id.clone(),
-        },
-        (BackendKind::HailoRt, _) => GateBackend::HailoRt { device_id: None },
     }
 }
 
