@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::backend::BackendArg;
 use clap::Args;
 use hailo_edge::doctor::budget::{backbone_camera, Rig};
-use hailo_edge::first_light::{self, FirstLightConfig, Status};
+use hailo_edge::first_light::{self, FirstLightConfig};
 use hailo_edge::metrics::plan::CameraMode;
 use hailo_edge::npu::sim::SimProfile;
 
@@ -64,13 +64,7 @@ pub fn run(args: FirstLightArgs) -> anyhow::Result<ExitCode> {
     let report = first_light::run(config, &mut first_light::default_steps())?;
     println!("device: {}", report.device);
     for s in &report.steps {
-        let word = match &s.outcome.status {
-            Status::Passed => "passed".to_owned(),
-            Status::Skipped { reason } => format!("skipped: {reason}"),
-            Status::Failed { error, .. } => format!("FAILED: {error}"),
-            Status::NotRun => "not run".to_owned(),
-        };
-        println!("{:<12} {word}", s.name);
+        println!("{:<12} {}", s.name, s.outcome.status.summary(false));
     }
     let (measured, modelled): (Vec<_>, Vec<_>) = report
         .figures()

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{FirstLightReport, Status};
+use super::FirstLightReport;
 use crate::metrics::figure::{Figure, Provenance};
 
 /// Where a figure of the report comes from.
@@ -110,12 +110,7 @@ pub fn markdown(report: &FirstLightReport) -> String {
     );
     let _ = writeln!(s, "| step | outcome |\n|---|---|");
     for step in &report.steps {
-        let outcome = match &step.outcome.status {
-            Status::Passed => "passed".to_owned(),
-            Status::Skipped { reason } => format!("skipped: {reason}"),
-            Status::Failed { error, fix } => format!("FAILED: {error}; fix: {fix}"),
-            Status::NotRun => "not run".to_owned(),
-        };
+        let outcome = step.outcome.status.summary(true);
         let _ = writeln!(s, "| {} | {} |", step.name, outcome.replace('|', "/"));
     }
     for step in &report.steps {

@@ -114,6 +114,19 @@ pub enum Status {
     NotRun,
 }
 
+impl Status {
+    /// One line for a table: the outcome, and for a failure its error (and fix, when asked).
+    pub fn summary(&self, with_fix: bool) -> String {
+        match self {
+            Status::Passed => "passed".to_owned(),
+            Status::Skipped { reason } => format!("skipped: {reason}"),
+            Status::Failed { error, fix } if with_fix => format!("FAILED: {error}; fix: {fix}"),
+            Status::Failed { error, .. } => format!("FAILED: {error}"),
+            Status::NotRun => "not run".to_owned(),
+        }
+    }
+}
+
 /// What one step gave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
