@@ -96,27 +96,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             }
             None => (None, spec.as_str()),
         };
-        let graphs = ops::hef::read_hef(file.as_ref()).with_context(|| format!("--hef {spec}"))?;
-        let g = graphs
-            .first()
-            .with_context(|| format!("--hef {spec}: no network group"))?;
-        let gmac = g.gmac().with_context(|| {
-            format!(
-                "--hef {spec}: network group {} carries no computational ops; give --gmac SIDE=GMAC",
-                g.name
-            )
-        })?;
-        let side = side.or(g.side).with_context(|| {
-            format!("--hef {spec}: the HEF's input is not square; give SIDE=FILE")
-        })?;
-        costs.set(
-            side,
-            gmac,
-            CostSource::Hef {
-                file: file.to_owned(),
-                graph: g.name.clone(),
-            },
-        )?;
+        costs
+            .set_from_hef(file.as_ref(), side)
+            .with_context(|| format!("--hef {spec}"))?;
     }
     let mut cameras = args
         .cameras

@@ -3,8 +3,7 @@
 use super::write_json;
 use crate::first_light::{Context, FigureEntry, Outcome, Step};
 use crate::metrics::figure::{Figure, Unit};
-use crate::metrics::ops::hef::read_hef;
-use crate::metrics::plan::{self, CostModel, CostSource, Utilisation};
+use crate::metrics::plan::{self, CostModel, Utilisation};
 use crate::metrics::utilisation_report::load_any;
 
 /// Plans the chain's cameras with the utilisation of the bench report and the GMAC the HEFs
@@ -12,27 +11,16 @@ use crate::metrics::utilisation_report::load_any;
 pub struct PlanStep;
 
 impl PlanStep {
-    fn costs(ctx: &Context) -> Result<(CostModel, Vec<String>), String> {
+    fn costs(ctx: &Context) -> (CostModel, Vec<String>) {
         let mut costs = CostModel::rfdetr_backbone();
-        let mut notes = Vec::new();
-        for hef in &ctx.config.hefs {
-            let graphs = read_hef(hef).map_err(|e| e.to_string())?;
-            let Some(g) = graphs.first() else { continue };
-            match (g.gmac(), g.side) {
-                (Some(gmac), Some(side)) => {
-                    let source = CostSource::Hef {
-                        file: hef.display().to_string(),
-                        graph: g.name.clone(),
-                    };
-                    costs.set(side, gmac, source).map_err(|e| e.to_string())?;
-                }
-                _ => notes.push(format!(
-                    "{}: no computational ops or no square input; its side uses the planning model",
-                    hef.display()
-                )),
-            }
-        }
-        Ok((costs, notes))
+        let notes = ctx
+            .config
+            .hefs
+            .iter()
+            .filter_map(|hef| costs.set_from_hef(hef, None).err())
+            .map(|e| format!("{e}; its side uses the planning model"))
+            .collect();
+        (costs, notes)
     }
 }
 
@@ -57,10 +45,7 @@ impl Step for PlanStep {
                 )
             }
         };
-        let (costs, cost_notes) = match Self::costs(ctx) {
-            Ok(c) => c,
-            Err(e) => return Outcome::failed(e, "give readable HEFs with --hef"),
-        };
+        let (costs, cost_notes) = Self::costs(ctx);
         let utilisation = Utilisation::from_report(&loaded.report);
         let rig = match plan::plan(&ctx.config.cameras, &costs, &utilisation) {
             Ok(r) => r,

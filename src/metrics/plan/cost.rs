@@ -2,10 +2,12 @@
 //! its rows, and figures given on the command line or counted from an ONNX file.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Serialize;
 
 use super::PlanError;
+use crate::metrics::ops::hef::read_hef;
 
 /// GMAC per frame of the RF-DETR keypoint device half (ViT-S/12 + projectors, num_windows = 1)
 /// that the chain was planned with, by input side.
@@ -103,6 +105,38 @@ impl CostModel {
         }
         self.known.insert(side, GraphCost { side, gmac, source });
         Ok(())
+    }
+
+    /// Sets the cost of a HEF's first network group from the computational ops it carries,
+    /// at `side` or, when `None`, at the side of its square input; returns the side.
+    ///
+    /// # Errors
+    /// [`PlanError::File`] naming the HEF when it is unreadable, has no network group, carries
+    /// no computational ops, or (with no `side`) has no square input.
+    pub fn set_from_hef(&mut self, path: &Path, side: Option<u32>) -> Result<u32, PlanError> {
+        let file = |reason: String| PlanError::File {
+            path: path.display().to_string(),
+            reason,
+        };
+        let graphs = read_hef(path).map_err(|e| file(e.to_string()))?;
+        let g = graphs
+            .first()
+            .ok_or_else(|| file("no network group".into()))?;
+        let gmac = g.gmac().ok_or_else(|| {
+            file(format!(
+                "network group {} carries no computational ops; give --gmac SIDE=GMAC",
+                g.name
+            ))
+        })?;
+        let side = side
+            .or(g.side)
+            .ok_or_else(|| file("the HEF's input is not square; give SIDE=FILE".into()))?;
+        let source = CostSource::Hef {
+            file: path.display().to_string(),
+            graph: g.name.clone(),
+        };
+        self.set(side, gmac, source)?;
+        Ok(side)
     }
 
     /// The cost at `side`: a figure given or counted for it, or the planning model for sides
