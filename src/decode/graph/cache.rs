@@ -43,7 +43,6 @@ pub(super) fn dir_from(
 /// [`GraphError::Side`] for a bad side, [`GraphError::NoCacheDir`], or [`GraphError::Io`]
 /// naming the file that could not be written.
 pub fn cached(graph: &HostGraph) -> Result<PathBuf, GraphError> {
-    graph.validate()?;
     cached_in(&cache_dir()?, graph)
 }
 

@@ -8,8 +8,8 @@ use super::selection::{class_head, EPS};
 use super::{Sizes, CLASSES, KEYPOINTS, KEYPOINT_FIELDS, REGRESSION_STD};
 use crate::metrics::ops::builder::Attr;
 
-/// The graph's output names.
-pub const OUTPUTS: [&str; 3] = ["dets", "labels", "keypoints"];
+/// The graph's output names: the ones the engines read.
+pub use crate::decode::engine::OUTPUT_NAMES as OUTPUTS;
 
 /// Writes `dets` (1, Q, 4), `labels` (1, Q, 91) and `keypoints` (1, K, 17, 8).
 ///

@@ -61,8 +61,8 @@ const OPSET: i64 = 17;
 pub const CLASSES: usize = 91;
 /// Keypoints per query (COCO).
 pub const KEYPOINTS: usize = 17;
-/// Fields per keypoint.
-pub const KEYPOINT_FIELDS: usize = 8;
+/// Fields per keypoint, as the decoder reads them.
+pub use crate::decode::keypoints::FIELDS as KEYPOINT_FIELDS;
 /// Patch side of the ViT: one memory token per 12 x 12 pixels.
 const PATCH: usize = 12;
 /// The side must be a multiple of this (patch 12 times two windows per side).
