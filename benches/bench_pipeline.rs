@@ -85,7 +85,10 @@ fn timed(
 fn demo() -> Option<f64> {
     let rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
     let (d, report) = timed(&rig, "demo", DEMO_SECS, RunOptions::default());
-    println!("== (a) demo rig, {d} s on {}", report.what_ran.device);
+    println!(
+        "== (a) demo rig, {d} s on {}",
+        report.what_ran.ran_on.device
+    );
     for c in &report.cameras {
         println!(
             "   {:<6} {:.1} fps captured, {:.1} fps fitted, dropped {:?}",

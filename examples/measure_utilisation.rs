@@ -87,13 +87,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("not reported: {note}");
     }
     println!();
-    if m.on_device {
-        println!("device figures: MEASURED on {}", m.device_id);
-    } else {
-        println!("device figures: MODELLED by the simulator, resting on these assumed values:");
-        for a in m.assumptions() {
-            println!("  {} = {}", a.name, a.value);
-        }
+    for line in m.provenance_lines() {
+        println!("{line}");
     }
     Ok(())
 }

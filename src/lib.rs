@@ -28,11 +28,13 @@
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
 //! | [`gate`] | a HEF's outputs on the device against its reference ONNX, by name, within a bound |
 //! | [`hef`] | the HEF container: reader and writer |
+//! | [`digest`] | SHA-256 in the hex form cache names and provenance records carry |
 
 pub mod bench;
 pub mod body;
 pub mod camera;
 pub mod decode;
+pub mod digest;
 pub mod doctor;
 pub mod first_light;
 pub mod gate;
@@ -44,3 +46,11 @@ pub mod rig;
 pub mod scene;
 
 pub use hef;
+
+/// The repository's `fixtures/` file `name`, which unit tests read.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}

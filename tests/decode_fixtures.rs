@@ -1,18 +1,15 @@
 //! The committed reduced-width decoder fixtures load and run with every engine this
 //! build has, the fast kernels change no result, and the maps reach the decoder by name.
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::fixture;
 use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::keypoints::{top_detections, AffineMapping};
 use hailo_edge::decode::{Decoder, FeatureMaps, MapSpec, Split};
 use hailo_edge::metrics::ops::device_half::stand_in_onnx;
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 /// The reduced-width design-split decoder fixture at `side`.
 fn decoder(side: usize) -> PathBuf {

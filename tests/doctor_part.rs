@@ -2,11 +2,13 @@
 //! beside a Hailo-10H, the holder of a node, the loud fallback to the
 //! simulator, and the library call with its identify and smoke rows.
 
+mod common;
 mod doctor_fake;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use common::fixture;
 use doctor_fake::*;
 use hailo_edge::doctor::budget::Rig;
 use hailo_edge::doctor::{diagnose, run_checks, DoctorConfig, Report, Verdict};
@@ -113,12 +115,6 @@ fn simulator_beside_a_part_is_a_loud_warning_with_the_build_command() {
     // Negative control: no part, no warning.
     let empty = FakeBox::new();
     assert_eq!(row(&run(&empty, None), "backend.auto").verdict, Verdict::Ok);
-}
-
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::cli::{hailo_edge, read_json, succeed};
+use common::fixture;
 use hailo_edge::camera::PixelFormat;
 use hailo_edge::doctor::budget::Rig;
 use hailo_edge::first_light::{self, FirstLightConfig, Outcome, Status};
@@ -15,12 +16,6 @@ use hailo_edge::metrics::utilisation_report::{load_any, Backend, ReportError, Re
 use hailo_edge::npu::sim::SimProfile;
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 use serde_json::Value;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 /// Runs `cmd`, asserts it failed and returns what it wrote to stderr.
 fn failing_stderr(cmd: &mut assert_cmd::Command) -> String {

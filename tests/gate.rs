@@ -7,8 +7,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use common::fixture;
 use hailo_edge::gate::{self, Bound, FrameSource, GateConfig, GateError};
 use hailo_edge::metrics::ops::device_half::stand_in_onnx;
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
@@ -18,12 +18,6 @@ use tract_onnx::pb;
 
 const FEATURES: &str = "features";
 const CROSS: &str = "cross_attn_features";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 fn stand_in() -> pb::ModelProto {
     pb::ModelProto::decode(stand_in_onnx(288).unwrap().as_slice()).unwrap()
@@ -328,15 +322,7 @@ fn the_simulator_quantises_float_inputs_as_hailort_does() {
         0.5, -0.5, 1.7, 0.2, 0.9, 0.0, 1.0, -3.0, 2.5, 0.25, 0.75, 0.4,
     ];
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let mut b = cm.bindings().unwrap();
-    b.write_input("ref/input", &bytes).unwrap();
-    let b = cm.run(b, Duration::from_secs(10)).unwrap();
-    let got: Vec<f32> = b
-        .output("ref/output")
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let got = common::run_f32(&cm, "ref/input", &bytes, "ref/output");
     for (i, (&x, &y)) in x.iter().zip(&got).enumerate() {
         // HailoRT's input transform: clip to the limvals, x / scale + zp, ties to even.
         let q_in = (x.clamp(0.0, 1.0) / (1.0 / 255.0)).round_ties_even();

@@ -1,9 +1,11 @@
 //! Measurement on the virtual-clock simulator gives what its timing model implies, and the
 //! bench report is labelled honestly and feeds the planner.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
+use common::fixture;
 use hailo_edge::bench::measure::{self, GraphRun, RunConfig, RunMeasurement};
 use hailo_edge::bench::{self, GraphsMode, SweepConfig};
 use hailo_edge::metrics::figure::{Assumption, Figure, Provenance, Unit};
@@ -11,12 +13,6 @@ use hailo_edge::metrics::plan::Utilisation;
 use hailo_edge::metrics::utilisation_report::UtilisationReport;
 use hailo_edge::npu::sim::{DeviceProfile, Link, SimProfile, TimeBase};
 use hailo_edge::npu::{Backend, Device};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 fn sim(profile: DeviceProfile) -> Device {
     Device::open(Backend::Sim(

@@ -55,10 +55,7 @@ fn full_path_on_the_288_backbone_fixture() {
     let first: Vec<u8> = b.output(&out0.name).unwrap().to_vec();
     assert_eq!(first.len(), out0.frame_size * 4);
     // Dequantised floats are finite values within the quant range.
-    let floats: Vec<f32> = first
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let floats = common::f32s(&first);
     let q = out0.quant[0];
     assert!(floats
         .iter()

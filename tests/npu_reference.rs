@@ -106,15 +106,7 @@ fn outputs_are_the_reference_graph_quantised() {
         .set_format_type(Direction::Output, "ref/output", FormatType::Float32)
         .unwrap();
     let cm = model.configure().unwrap();
-    let mut b = cm.bindings().unwrap();
-    b.write_input("ref/input", &input).unwrap();
-    let b = cm.run(b, Duration::from_secs(10)).unwrap();
-    let floats: Vec<f32> = b
-        .output("ref/output")
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let floats = common::run_f32(&cm, "ref/input", &input, "ref/output");
     for (f, q) in floats.iter().zip(&want) {
         assert!((f - (f32::from(*q) - 128.0) * 0.01).abs() < 1e-6);
     }

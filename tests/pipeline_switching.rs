@@ -3,9 +3,11 @@
 //! NPU stage alternates blocks of K frames between the graphs while both have
 //! frames, and the device counts one switch per activation.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 
+use common::fixture;
 use crossbeam_channel::{bounded, unbounded};
 use nalgebra::{Point3, Vector3};
 
@@ -20,12 +22,6 @@ use hailo_edge::rig::stage::npu::{Lane, NpuStage, Switching};
 use hailo_edge::rig::stage::Stage;
 use hailo_edge::rig::stats::LiveStats;
 use hailo_edge::scene::MarkerScene;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 /// Runs `frames` frames per camera (three cameras on the 288 graph, one on the
 /// 432 graph) through the stage with K = `k`; returns (device switches, app switches).

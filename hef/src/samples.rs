@@ -358,7 +358,9 @@ pub fn fixture_files() -> Result<Vec<(&'static str, Vec<u8>)>, WriteError> {
     let mut h8l = tiny(HeaderVersion::V1);
     h8l.hw_arch = HwArch::HAILO8L;
 
-    let base = HefBuilder::new(&v2).ccw_bytes(ccws.clone()).build()?;
+    // Every fixture with a code-word section carries the same one.
+    let with_ccws = |hef| HefBuilder::new(hef).ccw_bytes(ccws.clone());
+    let base = with_ccws(&v2).build()?;
     let mut bad_magic = base.clone();
     bad_magic[..4].copy_from_slice(b"\x01ELF");
     let mut unknown_version = base.clone();
@@ -371,58 +373,31 @@ pub fn fixture_files() -> Result<Vec<(&'static str, Vec<u8>)>, WriteError> {
     checksum_mismatch[last] ^= 0x55;
 
     Ok(vec![
-        (
-            "backbone_288.hef",
-            HefBuilder::new(&b288).ccw_bytes(ccws.clone()).build()?,
-        ),
-        (
-            "backbone_432.hef",
-            HefBuilder::new(&b432).ccw_bytes(ccws.clone()).build()?,
-        ),
-        (
-            "backbone_taps_288.hef",
-            HefBuilder::new(&taps288).ccw_bytes(ccws.clone()).build()?,
-        ),
-        (
-            "two_groups.hef",
-            HefBuilder::new(&two).ccw_bytes(ccws.clone()).build()?,
-        ),
+        ("backbone_288.hef", with_ccws(&b288).build()?),
+        ("backbone_432.hef", with_ccws(&b432).build()?),
+        ("backbone_taps_288.hef", with_ccws(&taps288).build()?),
+        ("two_groups.hef", with_ccws(&two).build()?),
         (
             "multi_context.hef",
-            HefBuilder::new(&multi)
-                .ccw_bytes(ccws.clone())
-                .mux_outputs(true)
-                .build()?,
+            with_ccws(&multi).mux_outputs(true).build()?,
         ),
         (
             "header_v0.hef",
             HefBuilder::new(&v0).net_flow(false).build()?,
         ),
-        (
-            "header_v1.hef",
-            HefBuilder::new(&v1).ccw_bytes(ccws.clone()).build()?,
-        ),
+        ("header_v1.hef", with_ccws(&v1).build()?),
         ("header_v2.hef", base.clone()),
         (
             "header_v3.hef",
-            HefBuilder::new(&v3)
-                .ccw_bytes(ccws.clone())
-                .additional_info(vec![7; 32])
-                .build()?,
+            with_ccws(&v3).additional_info(vec![7; 32]).build()?,
         ),
         (
             "header_v3_proto_hash.hef",
-            HefBuilder::new(&v3)
-                .ccw_bytes(ccws.clone())
-                .proto_only_hash(true)
-                .build()?,
+            with_ccws(&v3).proto_only_hash(true).build()?,
         ),
         (
             "hailo8l_multi_layout.hef",
-            HefBuilder::new(&h8l)
-                .ccw_bytes(ccws.clone())
-                .net_flow(false)
-                .build()?,
+            with_ccws(&h8l).net_flow(false).build()?,
         ),
         ("corrupt_bad_magic.hef", bad_magic),
         ("corrupt_unknown_version.hef", unknown_version),

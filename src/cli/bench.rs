@@ -244,13 +244,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     println!();
     if let Some(first) = sweep.points.first() {
         let m = &first.measurement;
-        if m.on_device {
-            println!("every figure is measured on {}", m.device_id);
-        } else {
-            println!("every device figure is MODELLED by the simulator; assumed values:");
-            for a in m.assumptions() {
-                println!("  {} = {}", a.name, a.value);
-            }
+        for line in m.provenance_lines() {
+            println!("{line}");
         }
         for note in &m.device.not_reported {
             println!("not reported: {note}");

@@ -91,8 +91,8 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("installing the Ctrl-C handler")?;
     let report = run(&rig, &origin, &options)?;
     let w = &report.what_ran;
-    println!("ran: {} on {} ({})", w.rig, w.device, w.switching);
-    if let Some(warning) = &w.backend_warning {
+    println!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
+    if let Some(warning) = &w.ran_on.backend_warning {
         eprintln!("WARNING: {warning}");
     }
     println!(

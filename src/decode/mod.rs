@@ -32,7 +32,7 @@ use ndarray::{Array2, Array3, ArrayView1};
 pub use input::{FeatureMaps, MapSpec};
 pub use keypoints::{Detection, Keypoint, KeypointMapping};
 pub use pairing::{Pairing, PairingError};
-pub use split::{KeypointSlots, Split};
+pub use split::{KeypointSlots, Split, PATCH, SIDE_MULTIPLE};
 
 /// Errors of the decoder.
 #[derive(Debug, thiserror::Error)]

@@ -14,6 +14,13 @@
 use std::fmt;
 use std::num::NonZeroUsize;
 
+/// Patch side of the device half's ViT, pixels: one feature-map cell per 12 x 12
+/// pixels, so the maps of a `side` input are `side / PATCH` cells square.
+pub const PATCH: u32 = 12;
+
+/// Every input side is a multiple of this: the patch times two windows per side.
+pub const SIDE_MULTIPLE: u32 = 2 * PATCH;
+
 /// The device/host split a decoder graph is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Split {
@@ -37,7 +44,7 @@ impl Split {
     }
 
     /// Channels of each map.
-    pub fn channels(self) -> usize {
+    pub const fn channels(self) -> usize {
         match self {
             Self::Design => 256,
             Self::Taps => 384,

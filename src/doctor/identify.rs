@@ -11,38 +11,32 @@ const ID: &str = "device.identify";
 
 /// Opens a device with `open` and checks its identity.
 pub fn check(open: impl FnOnce() -> Result<Device, NpuError>) -> Check {
-    let device = match open() {
-        Ok(d) => d,
-        Err(e) => {
-            return Check::fail(
-                ID,
-                format!("opening the device: {e}"),
-                "fix the failing rows above; a Hailo-10H over PCIe must have booted and started its HailoRT server",
-            )
-        }
-    };
-    let identity = match device.identity() {
-        Ok(i) => i,
-        Err(e) => {
-            return Check::fail(
-                ID,
-                format!("Device::identify on {}: {e}", device.describe()),
-                "`hailortcli fw-control identify` shows HailoRT's own answer",
-            )
-        }
-    };
-    let library = match device.library_version() {
-        Ok(v) => v,
-        Err(e) => {
-            return Check::fail(
-                ID,
-                format!("library version on {}: {e}", device.describe()),
-                "reinstall libhailort",
-            )
-        }
-    };
+    identify(open).unwrap_or_else(|failed| failed)
+}
+
+/// [`check`], with a step that fails giving its row as the error.
+fn identify(open: impl FnOnce() -> Result<Device, NpuError>) -> Result<Check, Check> {
+    let failed = |detail: String, fix: &str| Check::fail(ID, detail, fix);
+    let device = open().map_err(|e| {
+        failed(
+            format!("opening the device: {e}"),
+            "fix the failing rows above; a Hailo-10H over PCIe must have booted and started its HailoRT server",
+        )
+    })?;
+    let identity = device.identity().map_err(|e| {
+        failed(
+            format!("Device::identify on {}: {e}", device.describe()),
+            "`hailortcli fw-control identify` shows HailoRT's own answer",
+        )
+    })?;
+    let library = device.library_version().map_err(|e| {
+        failed(
+            format!("library version on {}: {e}", device.describe()),
+            "reinstall libhailort",
+        )
+    })?;
     let check = firmware_check(library, &identity, &device.describe());
-    match (device.backend(), device.backend_warning()) {
+    Ok(match (device.backend(), device.backend_warning()) {
         (BackendKind::Sim, Some(w)) => Check::warn(
             ID,
             format!("{}; NOT the part: {w}", check.detail),
@@ -51,7 +45,7 @@ pub fn check(open: impl FnOnce() -> Result<Device, NpuError>) -> Check {
                 .unwrap_or_else(|| format!("`{}`", crate::npu::probe::BUILD_WITH_HAILORT)),
         ),
         _ => check,
-    }
+    })
 }
 
 /// The identity as a row: ok when the firmware equals the library's

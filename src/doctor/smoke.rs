@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::npu::{BackendKind, Device, NpuError};
+use crate::npu::{Device, NpuError, RanOn};
 
 use super::Check;
 
@@ -49,12 +49,9 @@ pub enum SmokeError {
 pub struct SmokeOutcome {
     /// The HEF.
     pub hef: PathBuf,
-    /// Which backend ran, and on which device ([`Device::describe`]).
-    pub ran_on: String,
-    /// Whether that was the real part.
-    pub on_device: bool,
-    /// Set when the simulator ran although a part is present.
-    pub backend_warning: Option<String>,
+    /// Which backend ran, on which device, and why the simulator ran if a
+    /// part is present.
+    pub ran_on: RanOn,
     /// Network group of the HEF.
     pub network_group: String,
     /// Wall time of the frame, submit to completion.
@@ -71,8 +68,8 @@ pub fn smoke_test(
     hef: &Path,
 ) -> Result<SmokeOutcome, SmokeError> {
     let device = open().map_err(SmokeError::Open)?;
-    let ran_on = device.describe();
-    let at = |source| (hef.to_path_buf(), ran_on.clone(), source);
+    let ran_on = device.ran_on();
+    let at = |source| (hef.to_path_buf(), ran_on.device.clone(), source);
     let model = device.load_model_file(hef).map_err(|e| {
         let (path, backend, source) = at(e);
         SmokeError::Load {
@@ -108,8 +105,6 @@ pub fn smoke_test(
     })?;
     Ok(SmokeOutcome {
         hef: hef.to_path_buf(),
-        on_device: device.backend() == BackendKind::HailoRt,
-        backend_warning: device.backend_warning().map(str::to_owned),
         ran_on,
         network_group,
         frame_ms,
@@ -126,9 +121,9 @@ pub fn check(result: &Result<SmokeOutcome, SmokeError>) -> Check {
                 o.hef.display(),
                 o.network_group,
                 o.frame_ms,
-                o.ran_on
+                o.ran_on.device
             );
-            match &o.backend_warning {
+            match &o.ran_on.backend_warning {
                 Some(w) => Check::warn(
                     ID,
                     format!("{detail}; NOT on the part: {w}"),
@@ -163,14 +158,9 @@ pub fn check(result: &Result<SmokeOutcome, SmokeError>) -> Check {
 mod tests {
     use super::*;
     use crate::doctor::Verdict;
+    use crate::fixture;
     use crate::npu::sim::SimProfile;
     use crate::npu::Backend;
-
-    fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(name)
-    }
 
     #[test]
     fn one_frame_runs_on_the_simulator_and_says_so() {

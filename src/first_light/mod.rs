@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::metrics::plan::CameraMode;
-use crate::npu::{Backend, BackendKind, Device, NpuError};
+use crate::npu::{Backend, BackendKind, Device, NpuError, RanOn};
 pub use entry::{FigureEntry, Label};
 
 /// The schema tag of the first-light report.
@@ -69,10 +69,9 @@ pub struct FirstLightConfig {
 pub struct Context {
     /// The inputs.
     pub config: FirstLightConfig,
-    /// The backend the chain runs on (the one [`Backend::Auto`] resolved to).
-    pub backend: BackendKind,
-    /// [`Device::describe`] of it.
-    pub device: String,
+    /// The backend the chain runs on (the one [`Backend::Auto`] resolved to)
+    /// and its device.
+    pub ran_on: RanOn,
     /// `report.json` of the bench step, for the plan.
     pub bench_report: Option<PathBuf>,
 }
@@ -88,7 +87,7 @@ impl Context {
 
     /// True when the chain runs on a real part.
     pub fn on_part(&self) -> bool {
-        self.backend == BackendKind::HailoRt
+        self.ran_on.on_part()
     }
 }
 
@@ -261,14 +260,17 @@ pub fn run(
         path: config.out.display().to_string(),
         source,
     })?;
-    let (backend, device) = match Device::open(config.backend.clone()) {
-        Ok(d) => (d.backend(), d.describe()),
-        Err(e) => (BackendKind::HailoRt, format!("no device opened: {e}")),
+    let ran_on = match Device::open(config.backend.clone()) {
+        Ok(d) => d.ran_on(),
+        Err(e) => RanOn {
+            backend: BackendKind::HailoRt,
+            device: format!("no device opened: {e}"),
+            backend_warning: None,
+        },
     };
     let mut ctx = Context {
         config,
-        backend,
-        device,
+        ran_on,
         bench_report: None,
     };
     let mut records = Vec::with_capacity(steps.len());
@@ -290,7 +292,7 @@ pub fn run(
     }
     let report = FirstLightReport {
         schema: SCHEMA,
-        device: ctx.device.clone(),
+        device: ctx.ran_on.device.clone(),
         on_part: ctx.on_part(),
         steps: records,
         stopped_at,

@@ -175,16 +175,16 @@ fn image_frame(path: &Path, sequence: u64) -> Result<Frame, GateError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let bad = |reason: String| GateError::Image {
+    let bad = |reason: &dyn std::fmt::Display| GateError::Image {
         path: path.to_path_buf(),
-        reason,
+        reason: reason.to_string(),
     };
     let (format, width, height, data) = if bytes.starts_with(&[0xFF, 0xD8]) {
-        let (w, h) = jpeg_size(&bytes).map_err(bad)?;
+        let (w, h) = jpeg_size(&bytes).map_err(|e| bad(&e))?;
         (PixelFormat::Mjpeg, w, h, bytes)
     } else {
         let rgb = image::load_from_memory(&bytes)
-            .map_err(|e| bad(e.to_string()))?
+            .map_err(|e| bad(&e))?
             .to_rgb8();
         let (w, h) = rgb.dimensions();
         (PixelFormat::Rgb24, w, h, rgb.into_raw())
@@ -202,16 +202,27 @@ fn image_frame(path: &Path, sequence: u64) -> Result<Frame, GateError> {
     })
 }
 
-/// The size a JPEG's header states (the decoder runs under `catch_unwind`: a malformed
-/// header can trip an assertion inside it).
-fn jpeg_size(bytes: &[u8]) -> Result<(u32, u32), String> {
+/// The size a JPEG's header states, or why it cannot be read (the decoder runs under
+/// `catch_unwind`: a malformed header can trip an assertion inside it).
+fn jpeg_size(bytes: &[u8]) -> Result<(u32, u32), JpegHeader> {
     let outcome = std::panic::catch_unwind(|| {
         let mut decoder = zune_jpeg::JpegDecoder::new(bytes);
-        decoder.decode_headers().map_err(|e| e.to_string())?;
+        decoder.decode_headers().map_err(JpegHeader::Decoder)?;
         decoder
             .info()
             .map(|i| (u32::from(i.width), u32::from(i.height)))
-            .ok_or_else(|| "no image header".to_owned())
+            .ok_or(JpegHeader::Missing)
     });
-    outcome.unwrap_or_else(|_| Err("malformed JPEG header".into()))
+    outcome.unwrap_or(Err(JpegHeader::Malformed))
+}
+
+/// Why a JPEG's header cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum JpegHeader {
+    #[error("{0}")]
+    Decoder(zune_jpeg::errors::DecodeErrors),
+    #[error("no image header")]
+    Missing,
+    #[error("malformed JPEG header")]
+    Malformed,
 }

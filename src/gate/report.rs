@@ -8,7 +8,7 @@ use super::compare::{Bound, OutputFigures};
 use super::frames::FrameInfo;
 use super::GateError;
 use crate::npu::sim::OutputKind;
-use crate::npu::BackendKind;
+use crate::npu::RanOn;
 
 /// One HEF output and the reference output it is compared with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,10 +30,11 @@ pub struct GateReport {
     pub network_group: String,
     /// The reference ONNX.
     pub onnx: PathBuf,
-    /// The backend the HEF ran on.
-    pub backend: BackendKind,
-    /// One line naming the device (and, on the simulator, its profile and clock).
-    pub device: String,
+    /// The backend and device the HEF ran on (flattened: `backend`, `device`
+    /// naming it with, on the simulator, its profile and clock, and
+    /// `backend_warning` when `auto` fell back to the simulator beside a part).
+    #[serde(flatten)]
+    pub ran_on: RanOn,
     /// Where the device's outputs came from: the part, or the simulator's quantised
     /// reference path.
     pub device_outputs: OutputKind,
@@ -80,7 +81,7 @@ impl GateReport {
             ),
             format!(
                 "device: {} ({})",
-                self.device,
+                self.ran_on.device,
                 outputs_text(self.device_outputs)
             ),
             format!("reference: {}", self.engine),

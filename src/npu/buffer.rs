@@ -37,9 +37,10 @@ pub fn page_size() -> usize {
 }
 
 /// A page size the pool was given that it cannot align to.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("page size {page} is not a power of two of at least 64 bytes (HailoRT's smallest DMA alignment)")]
-pub struct BadPageSize {
+pub(crate) struct BadPageSize {
     pub page: usize,
 }
 
@@ -180,11 +181,13 @@ impl std::fmt::Debug for PagePool {
 }
 
 impl PagePool {
-    /// A pool on pages of `page` bytes instead of the host's.
+    /// A pool on pages of `page` bytes instead of the host's, so that tests
+    /// on a 4 KiB host cover the 16 KiB pages of some ARM hosts.
     ///
     /// # Errors
     /// [`BadPageSize`] unless `page` is a power of two of at least 64.
-    pub fn with_page_size(page: usize) -> Result<PagePool, BadPageSize> {
+    #[cfg(test)]
+    pub(crate) fn with_page_size(page: usize) -> Result<PagePool, BadPageSize> {
         if !page.is_power_of_two() || page < 64 {
             return Err(BadPageSize { page });
         }

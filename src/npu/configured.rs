@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use hailort_sys::hes_configured_model;
 
 use super::buffer::PagePool;
@@ -31,9 +31,9 @@ pub(crate) struct CmShared {
     pending: Arc<AtomicUsize>,
     callbacks: Arc<AtomicUsize>,
     broken: Mutex<Option<String>>,
-    /// The sending end of the completion queue, `None` once the configured
-    /// model is dropped (see [`Route::Queue`]).
-    queue_gate: Arc<Mutex<Option<Sender<Completion>>>>,
+    /// The sending end of the completion queue, closed once the configured
+    /// model is dropped.
+    queue_gate: Route,
     queue_rx: Receiver<Completion>,
     /// HailoRT's `get_async_queue_size`, read once.
     queue_size: OnceLock<usize>,
@@ -119,7 +119,7 @@ impl ConfiguredModel {
                 pending: Arc::new(AtomicUsize::new(0)),
                 callbacks: Arc::new(AtomicUsize::new(0)),
                 broken: Mutex::new(None),
-                queue_gate: Arc::new(Mutex::new(Some(queue_tx))),
+                queue_gate: Route::open(queue_tx),
                 queue_rx,
                 queue_size: OnceLock::new(),
                 drop_timeout: Mutex::new(DRAIN_TIMEOUT),
@@ -428,20 +428,9 @@ impl ConfiguredModel {
     #[doc(alias = "ConfiguredInferModel::run_async")]
     pub fn run_async(&self, bindings: Bindings) -> Result<Job, NpuError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let open = Arc::new(Mutex::new(true));
-        let route = Route::Job {
-            tx,
-            open: Arc::clone(&open),
-        };
-        let (id, handle) = self.launch(bindings, route)?;
-        Ok(Job {
-            id,
-            rx,
-            open,
-            handle,
-            cm: Arc::clone(&self.shared),
-            delivered: false,
-        })
+        let route = Route::open(tx);
+        let (id, handle) = self.launch(bindings, route.clone())?;
+        Ok(Job::new(id, rx, &route, handle, Arc::clone(&self.shared)))
     }
 
     /// Starts one frame whose completion goes to this model's queue (see
@@ -450,7 +439,7 @@ impl ConfiguredModel {
     /// # Errors
     /// As [`ConfiguredModel::run_async`].
     pub fn submit(&self, bindings: Bindings) -> Result<u64, NpuError> {
-        let route = Route::Queue(Arc::clone(&self.shared.queue_gate));
+        let route = self.shared.queue_gate.clone();
         let (id, handle) = self.launch(bindings, route)?;
         if let Some(handle) = handle {
             let api = self.shared.device.api;
@@ -487,14 +476,7 @@ impl ConfiguredModel {
 impl Drop for ConfiguredModel {
     fn drop(&mut self) {
         // Completions that arrive from now on go to the reaper thread.
-        // A poisoned lock still closes the gate: a completion left open would keep the model.
-        drop(
-            self.shared
-                .queue_gate
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        self.shared.queue_gate.close();
         let callbacks = || self.shared.callbacks.load(Ordering::Acquire);
         if callbacks() > 0 {
             if self.pending() > 0 {

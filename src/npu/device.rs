@@ -49,6 +49,26 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
+/// Which backend ran and on which device, as every report names them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RanOn {
+    /// The backend that ran.
+    pub backend: BackendKind,
+    /// One line naming the device ([`Device::describe`]).
+    pub device: String,
+    /// Set when `auto` ran the simulator although a Hailo part is present
+    /// ([`Device::backend_warning`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_warning: Option<String>,
+}
+
+impl RanOn {
+    /// True when the real part ran.
+    pub fn on_part(&self) -> bool {
+        self.backend == BackendKind::HailoRt
+    }
+}
+
 /// The model scheduler of a VDevice (`hailo_scheduling_algorithm_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scheduling {
@@ -289,6 +309,15 @@ impl Device {
     /// (`Backend::Auto` only): reports carry it as a warning.
     pub fn backend_warning(&self) -> Option<&str> {
         self.inner.backend_warning.as_deref()
+    }
+
+    /// The backend, device and fallback warning, for a report.
+    pub fn ran_on(&self) -> RanOn {
+        RanOn {
+            backend: self.backend(),
+            device: self.describe(),
+            backend_warning: self.backend_warning().map(str::to_owned),
+        }
     }
 
     /// The backend this device runs on.

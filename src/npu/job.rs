@@ -11,7 +11,7 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -177,40 +177,51 @@ pub struct Completion {
     pub output_kind: OutputKind,
 }
 
-/// Where a completion goes. Each way is behind a gate that its receiving
-/// side closes under the same lock before it drains, so a completion is
-/// either taken by the receiver or handed to the reaper, never dropped with
-/// the callback's end of the channel.
-pub(crate) enum Route {
-    /// The job's own channel, open while its [`Job`] lives.
-    Job {
-        tx: Sender<Completion>,
-        open: Arc<Mutex<bool>>,
-    },
-    /// The model's completion queue, open while its configured model lives.
-    Queue(Arc<Mutex<Option<Sender<Completion>>>>),
-}
+/// Where a completion goes: a job's own channel (open while its [`Job`]
+/// lives) or a model's completion queue (open while its configured model
+/// lives). The sender is behind a gate that the receiving side closes under
+/// the same lock before it drains, so a completion is either taken by the
+/// receiver or handed to the reaper, never dropped with the callback's end of
+/// the channel.
+#[derive(Clone)]
+pub(crate) struct Route(Arc<Gate>);
+
+/// A completion channel's sender, `None` once its receiving side closed it.
+type Gate = Mutex<Option<Sender<Completion>>>;
 
 impl Route {
+    /// An open gate in front of `tx`.
+    pub(crate) fn open(tx: Sender<Completion>) -> Route {
+        Route(Arc::new(Mutex::new(Some(tx))))
+    }
+
+    /// Closes the gate: what arrives from now on goes to the reaper. A
+    /// poisoned lock still closes it, since a gate left open would keep the
+    /// receiver's model alive.
+    pub(crate) fn close(&self) {
+        close_gate(&self.0);
+    }
+
+    /// A handle that closes this gate without keeping its sender alive, so
+    /// the receiver still sees the channel disconnect when the callback's end
+    /// is dropped undelivered.
+    fn closer(&self) -> Weak<Gate> {
+        Arc::downgrade(&self.0)
+    }
+
     fn deliver(&self, c: Completion) {
-        let undelivered = match self {
-            Route::Job { tx, open } => {
-                let open = open.lock().unwrap_or_else(|e| e.into_inner());
-                if *open {
-                    tx.send(c).err().map(|e| e.into_inner())
-                } else {
-                    Some(c)
-                }
-            }
-            Route::Queue(gate) => match &*gate.lock().unwrap_or_else(|e| e.into_inner()) {
-                Some(tx) => tx.send(c).err().map(|e| e.into_inner()),
-                None => Some(c),
-            },
+        let undelivered = match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(tx) => tx.send(c).err().map(|e| e.into_inner()),
+            None => Some(c),
         };
         if let Some(c) = undelivered {
             super::reaper::bury(c);
         }
     }
+}
+
+fn close_gate(gate: &Gate) {
+    drop(gate.lock().unwrap_or_else(|e| e.into_inner()).take());
 }
 
 /// HailoRT completion statuses after which the configured model is unusable
@@ -303,8 +314,8 @@ pub(crate) unsafe extern "C" fn on_complete(status: hes_status, user_data: *mut 
 pub struct Job {
     pub(crate) id: u64,
     pub(crate) rx: Receiver<Completion>,
-    /// The gate of the job's channel (see [`Route::Job`]).
-    pub(crate) open: Arc<Mutex<bool>>,
+    /// The gate of the job's channel (see [`Route`]).
+    gate: Weak<Gate>,
     pub(crate) handle: Option<Handle<hes_job>>,
     pub(crate) cm: Arc<CmShared>,
     pub(crate) delivered: bool,
@@ -320,6 +331,24 @@ impl std::fmt::Debug for Job {
 }
 
 impl Job {
+    /// A job whose completion arrives on `rx`, through `route`.
+    pub(crate) fn new(
+        id: u64,
+        rx: Receiver<Completion>,
+        route: &Route,
+        handle: Option<Handle<hes_job>>,
+        cm: Arc<CmShared>,
+    ) -> Job {
+        Job {
+            id,
+            rx,
+            gate: route.closer(),
+            handle,
+            cm,
+            delivered: false,
+        }
+    }
+
     /// The job's number.
     pub fn id(&self) -> u64 {
         self.id
@@ -393,7 +422,9 @@ impl Drop for Job {
     fn drop(&mut self) {
         // Close the gate, then take what came before it closed: the callback's
         // end of the channel then never holds a completion when it drops.
-        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        if let Some(gate) = self.gate.upgrade() {
+            close_gate(&gate);
+        }
         while let Ok(c) = self.rx.try_recv() {
             drop(c);
         }

@@ -49,9 +49,9 @@ pub mod sim;
 
 pub use api::Api;
 pub(crate) use auto::open as auto_open;
-pub use buffer::{page_size, BadPageSize, DmaMapper, PageBuf, PagePool};
+pub use buffer::{page_size, DmaMapper, PageBuf, PagePool};
 pub use configured::ConfiguredModel;
-pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, Scheduling};
+pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, RanOn, Scheduling};
 pub use error::{NpuError, Status};
 pub use identity::Identity;
 pub use infer_model::{Direction, FormatType, Model, StreamDesc};

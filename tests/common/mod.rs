@@ -32,6 +32,23 @@ pub fn open_manual_clock() -> (ManualClock, Device) {
     (clock, device)
 }
 
+/// The little-endian f32 values of a FLOAT32 stream's buffer.
+pub fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// One frame through `cm`: `frame` written to the input stream `input`, the
+/// FLOAT32 output stream `output` read back.
+pub fn run_f32(cm: &ConfiguredModel, input: &str, frame: &[u8], output: &str) -> Vec<f32> {
+    let mut b = cm.bindings().unwrap();
+    b.write_input(input, frame).unwrap();
+    let b = cm.run(b, std::time::Duration::from_secs(10)).unwrap();
+    f32s(b.output(output).unwrap())
+}
+
 /// `hef` loaded on `device` and configured with the defaults.
 pub fn configured(device: &Device, hef: &[u8]) -> ConfiguredModel {
     device.load_model(hef).unwrap().configure().unwrap()

@@ -251,6 +251,24 @@ pub struct RunMeasurement {
 }
 
 impl RunMeasurement {
+    /// Where the run's device figures come from, for the terminal: the device
+    /// they are measured on, or that the simulator models them, with its
+    /// assumed values one a line.
+    pub fn provenance_lines(&self) -> Vec<String> {
+        if self.on_device {
+            return vec![format!("device figures: MEASURED on {}", self.device_id)];
+        }
+        std::iter::once(
+            "device figures: MODELLED by the simulator, resting on these assumed values:".into(),
+        )
+        .chain(
+            self.assumptions()
+                .iter()
+                .map(|a| format!("  {} = {}", a.name, a.value)),
+        )
+        .collect()
+    }
+
     /// The assumptions the run's figures rest on (empty on a real part).
     pub fn assumptions(&self) -> &[Assumption] {
         match &self.provenance {
@@ -272,6 +290,18 @@ mod tests {
     use crate::npu::probe::{fake, Probe};
     use crate::npu::{auto_open, DeviceOptions};
 
+    /// 50 ms of the 288 backbone fixture on `device`.
+    fn measure_288(device: &crate::npu::Device) -> RunMeasurement {
+        let config = RunConfig {
+            graphs: vec![GraphRun::new(crate::fixture("backbone_288.hef"))],
+            batch: 1,
+            threshold: 0,
+            timeout: Duration::ZERO,
+            duration: Duration::from_millis(50),
+        };
+        measure(device, &config).unwrap()
+    }
+
     fn report_of(root: &Path) -> UtilisationReport {
         let device = auto_open(
             &Probe::new(SysRoot::new(root)),
@@ -279,15 +309,7 @@ mod tests {
             DeviceOptions::default(),
         )
         .unwrap();
-        let hef = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/backbone_288.hef");
-        let config = RunConfig {
-            graphs: vec![GraphRun::new(hef)],
-            batch: 1,
-            threshold: 0,
-            timeout: Duration::ZERO,
-            duration: Duration::from_millis(50),
-        };
-        let measurement = measure(&device, &config).unwrap();
+        let measurement = measure_288(&device);
         let sweep = Sweep {
             backend: measurement.backend.clone(),
             points: vec![PointResult {
@@ -315,5 +337,25 @@ mod tests {
         );
         let back = UtilisationReport::from_json("report.json", &loud.to_json()).unwrap();
         assert_eq!(back.warnings, loud.warnings);
+    }
+
+    #[test]
+    fn provenance_lines_name_the_part_or_every_assumed_value() {
+        let device =
+            crate::npu::Device::open(crate::npu::Backend::Sim(Default::default())).unwrap();
+        let mut m = measure_288(&device);
+        let modelled = m.provenance_lines();
+        assert!(modelled[0].contains("MODELLED"), "{modelled:?}");
+        assert!(!m.assumptions().is_empty());
+        assert_eq!(modelled.len(), 1 + m.assumptions().len());
+        let first = &m.assumptions()[0];
+        assert_eq!(modelled[1], format!("  {} = {}", first.name, first.value));
+        // Negative control: a run on the part names it and assumes nothing.
+        m.on_device = true;
+        m.device_id = "0000:01:00.0".into();
+        assert_eq!(
+            m.provenance_lines(),
+            ["device figures: MEASURED on 0000:01:00.0"]
+        );
     }
 }

@@ -107,6 +107,21 @@ impl Device {
         Ok(arg)
     }
 
+    /// One entry of an enumeration ioctl (`init` sets its index and filter);
+    /// `None` past the list's end.
+    fn entry<T: Pod>(
+        &self,
+        request: u64,
+        what: &'static str,
+        init: impl FnOnce(&mut T),
+    ) -> Result<Option<T>, V4l2Error> {
+        match self.ioctl(request, what, init) {
+            Ok(arg) => Ok(Some(arg)),
+            Err(e) if e.is_end_of_list() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Capabilities of the device node.
     ///
     /// # Errors
@@ -134,13 +149,13 @@ impl Device {
     pub fn formats(&self) -> Result<Vec<FormatInfo>, V4l2Error> {
         let mut out = Vec::new();
         for index in 0.. {
-            let d = match self.ioctl::<sys::FmtDesc>(sys::VIDIOC_ENUM_FMT, "VIDIOC_ENUM_FMT", |d| {
-                d.index = index;
-                d.type_ = sys::VIDEO_CAPTURE;
-            }) {
-                Ok(d) => d,
-                Err(e) if e.is_end_of_list() => break,
-                Err(e) => return Err(e),
+            let Some(d) =
+                self.entry::<sys::FmtDesc>(sys::VIDIOC_ENUM_FMT, "VIDIOC_ENUM_FMT", |d| {
+                    d.index = index;
+                    d.type_ = sys::VIDEO_CAPTURE;
+                })?
+            else {
+                break;
             };
             let sizes = self.frame_sizes(d.pixelformat)?;
             let mut rates = Vec::new();
@@ -163,17 +178,16 @@ impl Device {
     fn frame_sizes(&self, fourcc: u32) -> Result<Sizes, V4l2Error> {
         let mut discrete = Vec::new();
         for index in 0.. {
-            let s = match self.ioctl::<sys::FrmSizeEnum>(
+            let Some(s) = self.entry::<sys::FrmSizeEnum>(
                 sys::VIDIOC_ENUM_FRAMESIZES,
                 "VIDIOC_ENUM_FRAMESIZES",
                 |s| {
                     s.index = index;
                     s.pixel_format = fourcc;
                 },
-            ) {
-                Ok(s) => s,
-                Err(e) if e.is_end_of_list() => break,
-                Err(e) => return Err(e),
+            )?
+            else {
+                break;
             };
             match s.type_ {
                 sys::FRMSIZE_TYPE_DISCRETE => discrete.push((s.size[0], s.size[1])),
@@ -186,7 +200,7 @@ impl Device {
     fn frame_rates(&self, fourcc: u32, width: u32, height: u32) -> Result<Vec<f64>, V4l2Error> {
         let mut fps = Vec::new();
         for index in 0.. {
-            let iv = match self.ioctl::<sys::FrmIvalEnum>(
+            let Some(iv) = self.entry::<sys::FrmIvalEnum>(
                 sys::VIDIOC_ENUM_FRAMEINTERVALS,
                 "VIDIOC_ENUM_FRAMEINTERVALS",
                 |i| {
@@ -195,10 +209,9 @@ impl Device {
                     i.width = width;
                     i.height = height;
                 },
-            ) {
-                Ok(i) => i,
-                Err(e) if e.is_end_of_list() => break,
-                Err(e) => return Err(e),
+            )?
+            else {
+                break;
             };
             // For stepwise intervals list the fastest and slowest.
             let list: &[sys::Fract] = if iv.type_ == sys::FRMSIZE_TYPE_DISCRETE {

@@ -24,6 +24,44 @@ pub(crate) struct GraphInputs {
 }
 
 impl GraphInputs {
+    /// The graph at `path` with input `maps`, once it has at least one map and
+    /// outputs named as [`OUTPUT_NAMES`]; gives the index of each of those among
+    /// `outputs` (the graph's output names, in its order).
+    ///
+    /// # Errors
+    /// [`DecodeError::Graph`] naming the file and what is missing.
+    pub(crate) fn new<S: AsRef<str>>(
+        path: &std::path::Path,
+        maps: Vec<MapSpec>,
+        outputs: &[S],
+    ) -> Result<(GraphInputs, [usize; 3]), DecodeError> {
+        let graph_err = |message: String| DecodeError::Graph {
+            path: path.to_path_buf(),
+            message,
+        };
+        let mut index = [0; 3];
+        for (slot, want) in index.iter_mut().zip(OUTPUT_NAMES) {
+            *slot = outputs
+                .iter()
+                .position(|n| n.as_ref() == want)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = outputs.iter().map(AsRef::as_ref).collect();
+                    graph_err(format!(
+                        "no output named \"{want}\" (outputs: {})",
+                        names.join(", ")
+                    ))
+                })?;
+        }
+        if maps.is_empty() {
+            return Err(graph_err("no inputs, expected feature maps".into()));
+        }
+        let graph = GraphInputs {
+            path: path.to_path_buf(),
+            maps,
+        };
+        Ok((graph, index))
+    }
+
     /// [`DecodeError::InputMaps`] unless `maps` are the graph's inputs (names and
     /// shapes, in order).
     pub(crate) fn check(&self, maps: &FeatureMaps) -> Result<(), DecodeError> {

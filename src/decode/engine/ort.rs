@@ -100,10 +100,6 @@ impl OrtDecoder {
             .and_then(|b| Ok(b.with_parallel_execution(false)?))
             .and_then(|mut b| b.commit_from_file(path))
             .map_err(|e| load_err(e.to_string()))?;
-        let graph_err = |message: String| DecodeError::Graph {
-            path: path.to_path_buf(),
-            message,
-        };
         let mut maps = Vec::new();
         for input in session.inputs() {
             let shape = input
@@ -117,30 +113,14 @@ impl OrtDecoder {
             let found = format!("{}", input.dtype());
             maps.push(map_spec(path, input.name(), shape, is_f32, &found)?);
         }
-        if maps.is_empty() {
-            return Err(graph_err("no inputs, expected feature maps".into()));
-        }
         let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
-        for want in OUTPUT_NAMES {
-            if !outputs.contains(&want) {
-                return Err(graph_err(format!(
-                    "no output named \"{want}\" (outputs: {})",
-                    outputs.join(", ")
-                )));
-            }
-        }
+        let (graph, _) = GraphInputs::new(path, maps, &outputs)?;
         log::info!(
             "decoder {}: ONNX Runtime, {threads} thread(s), inputs {}",
             path.display(),
-            specs_text(&maps)
+            specs_text(&graph.maps)
         );
-        Ok(Self {
-            graph: GraphInputs {
-                path: path.to_path_buf(),
-                maps,
-            },
-            session,
-        })
+        Ok(Self { graph, session })
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use tract_onnx::prelude::*;
 
-use super::{map_spec, raw_output, GraphInputs, OUTPUT_NAMES};
+use super::{map_spec, raw_output, GraphInputs};
 use crate::decode::input::specs_text;
 use crate::decode::ops::attention::fuse_attention;
 use crate::decode::ops::deform_project::fuse_value_projection;
@@ -72,10 +72,6 @@ impl TractDecoder {
             path: path.to_path_buf(),
             message: format!("{e:#}"),
         };
-        let graph_err = |message: String| DecodeError::Graph {
-            path: path.to_path_buf(),
-            message,
-        };
         let model = read(path, kernel).map_err(load_err)?;
         let names: Vec<String> = model
             .output_outlets()
@@ -88,15 +84,6 @@ impl TractDecoder {
                     .to_string()
             })
             .collect();
-        let mut output_index = [0; 3];
-        for (slot, want) in output_index.iter_mut().zip(OUTPUT_NAMES) {
-            *slot = names.iter().position(|n| n == want).ok_or_else(|| {
-                graph_err(format!(
-                    "no output named \"{want}\" (outputs: {})",
-                    names.join(", ")
-                ))
-            })?;
-        }
         let mut maps = Vec::new();
         for (i, outlet) in model.input_outlets().map_err(load_err)?.iter().enumerate() {
             let fact = model.input_fact(i).map_err(load_err)?;
@@ -108,9 +95,7 @@ impl TractDecoder {
                 &fact.format_dt_shape(),
             )?);
         }
-        if maps.is_empty() {
-            return Err(graph_err("no inputs, expected feature maps".into()));
-        }
+        let (graph, output_index) = GraphInputs::new(path, maps, &names)?;
         let (model, feed_shapes) = prepare(model, kernel).map_err(load_err)?;
         log::debug!("{}: inputs fed as {feed_shapes:?}", path.display());
         let plan = model.into_runnable().map_err(load_err)?;
@@ -119,13 +104,10 @@ impl TractDecoder {
             "decoder {}: tract, {} kernels, inputs {}",
             path.display(),
             kernel.name(),
-            specs_text(&maps)
+            specs_text(&graph.maps)
         );
         Ok(Self {
-            graph: GraphInputs {
-                path: path.to_path_buf(),
-                maps,
-            },
+            graph,
             state,
             feed_shapes,
             output_index,

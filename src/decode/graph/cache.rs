@@ -12,7 +12,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use crate::digest::sha256_hex;
 
 use super::{GraphError, HostGraph};
 
@@ -66,7 +66,7 @@ pub(super) fn cached_in(dir: &Path, graph: &HostGraph) -> Result<PathBuf, GraphE
         }
     }
     let bytes = graph.encode()?;
-    let digest = hex(&Sha256::digest(&bytes));
+    let digest = sha256_hex(&bytes);
     write_atomic(&path, &bytes)?;
     write_atomic(&digest_path, digest.as_bytes())?;
     Ok(path)
@@ -97,7 +97,7 @@ fn check(path: &Path, digest_path: &Path) -> Check {
         Ok(b) => b,
         Err(e) => return Check::Invalid(format!("unreadable ({e})")),
     };
-    let got = hex(&Sha256::digest(&bytes));
+    let got = sha256_hex(&bytes);
     if got == want.trim() {
         Check::Valid
     } else {
@@ -125,8 +125,4 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GraphError> {
         path: path.to_owned(),
         source,
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

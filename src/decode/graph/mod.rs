@@ -53,7 +53,7 @@ use keypoint::Slots;
 use layer::LayerInputs;
 use net::Net;
 
-use crate::decode::{KeypointSlots, Split};
+use crate::decode::{KeypointSlots, Split, PATCH, SIDE_MULTIPLE};
 
 /// ONNX operator set of the generated graphs (GridSample needs 16).
 const OPSET: i64 = 17;
@@ -63,10 +63,6 @@ pub const CLASSES: usize = 91;
 pub const KEYPOINTS: usize = 17;
 /// Fields per keypoint, as the decoder reads them.
 pub use crate::decode::keypoints::FIELDS as KEYPOINT_FIELDS;
-/// Patch side of the ViT: one memory token per 12 x 12 pixels.
-const PATCH: usize = 12;
-/// The side must be a multiple of this (patch 12 times two windows per side).
-pub const SIDE_MULTIPLE: usize = 24;
 /// Standard deviation of the last layer of the regression heads (upstream zero-initialises
 /// them; a random export perturbs them with N(0, 0.02)).
 const REGRESSION_STD: f32 = 0.02;
@@ -83,7 +79,7 @@ pub const DEFAULT_SEED: u64 = 7;
 #[non_exhaustive]
 pub enum GraphError {
     /// The side is not a positive multiple of 24.
-    #[error("decoder graph side {side}: expected a positive multiple of {SIDE_MULTIPLE} (patch 12, two windows per side)")]
+    #[error("decoder graph side {side}: expected a positive multiple of {SIDE_MULTIPLE} (patch {PATCH}, two windows per side)")]
     Side {
         /// The side asked for.
         side: usize,
@@ -228,7 +224,7 @@ impl HostGraph {
 
     /// The memory grid side (side / 12).
     pub fn grid(&self) -> usize {
-        self.side / PATCH
+        self.side / PATCH as usize
     }
 
     /// Query slots of the graph.
@@ -279,7 +275,7 @@ impl HostGraph {
     /// # Errors
     /// [`GraphError::Side`] when the side is not a positive multiple of 24.
     pub fn validate(&self) -> Result<(), GraphError> {
-        if self.side == 0 || !self.side.is_multiple_of(SIDE_MULTIPLE) {
+        if self.side == 0 || !self.side.is_multiple_of(SIDE_MULTIPLE as usize) {
             return Err(GraphError::Side { side: self.side });
         }
         Ok(())

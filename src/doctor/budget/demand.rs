@@ -4,18 +4,18 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::decode::Split;
+use crate::decode::{Split, PATCH};
 
 use crate::doctor::DoctorError;
 use crate::metrics::plan::CameraMode;
 
 /// A `--camera` value for the budget: [`CameraMode`] text whose side the backbone takes
-/// (divisible by [`BACKBONE_STRIDE`]), e.g. `288@120` or `432@120:face`.
+/// (divisible by [`PATCH`]), e.g. `288@120` or `432@120:face`.
 ///
 /// # Errors
 /// [`DoctorError::BadCamera`] naming `spec` and what is wrong with it.
 pub fn backbone_camera(spec: &str) -> Result<CameraMode, DoctorError> {
-    Ok(CameraMode::parse_with_stride(spec, BACKBONE_STRIDE)?)
+    Ok(CameraMode::parse_with_stride(spec, PATCH)?)
 }
 
 /// Bytes in and out of one inference of a graph.
@@ -28,9 +28,6 @@ pub struct GraphIo {
     pub out_bytes: u64,
 }
 
-/// Stride of the backbone's feature maps.
-pub const BACKBONE_STRIDE: u32 = 12;
-
 impl GraphIo {
     /// The device half of the RF-DETR keypoint model at `side`, at the design split:
     /// input side*side*3 UINT8, outputs two (g, g, 256) UINT8 with g = side/12.
@@ -42,7 +39,7 @@ impl GraphIo {
     /// or four (g, g, 384) taps, UINT8.
     pub fn backbone_at(side: u32, split: Split) -> Self {
         let s = u64::from(side);
-        let g = u64::from(side / BACKBONE_STRIDE);
+        let g = u64::from(side / PATCH);
         let maps = split.input_names().len() as u64;
         Self {
             name: format!("rf-detr device half {side} ({} split)", split.key()),

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::Check;
 use crate::metrics::plan::CameraMode;
 
-pub use demand::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource, BACKBONE_STRIDE};
+pub use demand::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource};
 pub use link::{
     pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
 };

@@ -13,7 +13,7 @@ use tract_onnx::pb;
 
 use super::builder::{encode, value_info};
 use super::vit::{SpecError, VitSpec};
-use crate::decode::Split;
+use crate::decode::{Split, PATCH};
 
 /// The stand-in's ViT: real patch, layers, taps and projectors, a narrow width.
 pub fn stand_in_spec(side: usize) -> VitSpec {
@@ -54,12 +54,17 @@ fn to_device_layout(graph: &mut pb::GraphProto, side: usize) {
     let mut nodes = vec![transpose("image", NCHW, [0, 3, 1, 2])];
     let projected: Vec<String> = graph.output.iter().map(|o| o.name.clone()).collect();
     graph.output.clear();
-    let g = side / 12;
+    let g = side / PATCH as usize;
     for (from, name) in projected.iter().zip(Split::Design.input_names()) {
         graph.node.push(transpose(from, name, [0, 2, 3, 1]));
         graph.output.push(value_info(
             name,
-            &[1.into(), g.into(), g.into(), 256.into()],
+            &[
+                1.into(),
+                g.into(),
+                g.into(),
+                Split::Design.channels().into(),
+            ],
         ));
     }
     nodes.append(&mut graph.node);

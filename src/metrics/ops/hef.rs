@@ -129,12 +129,7 @@ fn graph_of(file: &str, g: &hef::NetworkGroup) -> HefGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(name)
-    }
+    use crate::fixture;
 
     #[test]
     fn backbone_fixtures_carry_their_ops() {

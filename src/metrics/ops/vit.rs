@@ -17,6 +17,7 @@
 use tract_onnx::pb;
 
 use super::builder::{Attr, Dim, GraphBuilder};
+use crate::decode::{Split, PATCH};
 
 /// A backbone spec that cannot be built, with the fields that disagree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,7 +84,7 @@ pub struct VitSpec {
 }
 
 /// Output channels of a projector.
-const PROJ_OUT: usize = 256;
+const PROJ_OUT: usize = Split::Design.channels();
 /// Hidden channels of the C2f (`out * 0.5`).
 const C2F_HIDDEN: usize = 128;
 /// Bottlenecks per C2f.
@@ -96,7 +97,7 @@ impl VitSpec {
     pub fn rfdetr_keypoint(side: usize) -> Self {
         Self {
             side,
-            patch: 12,
+            patch: PATCH as usize,
             embed: 384,
             layers: 12,
             heads: 6,

@@ -7,15 +7,12 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::PlanError;
+use crate::decode::{PATCH, SIDE_MULTIPLE};
 use crate::metrics::ops::hef::read_hef;
 
 /// GMAC per frame of the RF-DETR keypoint device half (ViT-S/12 + projectors, num_windows = 1)
 /// that the chain was planned with, by input side.
 pub const RFDETR_BACKBONE_GMAC: [(u32, f64); 3] = [(288, 17.8), (432, 48.7), (576, 107.9)];
-
-/// Patch size of the backbone, and the multiple every side must be (patch x 2 windows).
-const PATCH: u32 = 12;
-const SIDE_MULTIPLE: u32 = 24;
 
 /// Where a GMAC figure comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -149,7 +146,7 @@ impl CostModel {
             return Err(PlanError::NoCost {
                 side,
                 reason: format!(
-                    "not given and not a multiple of {SIDE_MULTIPLE} (patch 12 x 2 windows); \
+                    "not given and not a multiple of {SIDE_MULTIPLE} (patch {PATCH} x 2 windows); \
                      give it with --gmac {side}=GMAC or --onnx {side}=FILE"
                 ),
             });

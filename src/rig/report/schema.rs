@@ -8,17 +8,16 @@ use serde::Serialize;
 use crate::metrics::figure::{Assumption, Figure};
 use crate::metrics::stats::FrameCounts;
 use crate::metrics::utilisation::Precision;
-use crate::npu::BackendKind;
+use crate::npu::RanOn;
 
 /// What ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct WhatRan {
     pub rig: String,
-    pub backend: BackendKind,
-    pub device: String,
-    /// Set when `auto` ran the simulator although a Hailo part is present.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend_warning: Option<String>,
+    /// Backend, device and fallback warning (flattened: `backend`, `device`,
+    /// `backend_warning`).
+    #[serde(flatten)]
+    pub ran_on: RanOn,
     pub simulator_clock: Option<String>,
     /// Where the NPU outputs came from (device, reference ONNX, synthetic).
     pub npu_outputs: String,

@@ -16,9 +16,7 @@ pub(super) fn what_ran(f: &RunFacts<'_>, switching: &str) -> WhatRan {
     };
     WhatRan {
         rig: f.origin.clone(),
-        backend: f.device.backend(),
-        device: f.device.describe(),
-        backend_warning: f.device.backend_warning().map(str::to_owned),
+        ran_on: f.device.ran_on(),
         simulator_clock: f.device.sim_profile().map(|p| p.clock.name().to_string()),
         npu_outputs: f
             .device

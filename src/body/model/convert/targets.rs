@@ -39,80 +39,63 @@ fn row(block: &str, components: &[&str], member: String) -> Row {
     }
 }
 
+/// Every combination of one value per axis, in order, the last axis varying fastest.
+fn combinations<'a>(axes: &[&[&'a str]]) -> Vec<Vec<&'a str>> {
+    axes.iter().fold(vec![Vec::new()], |done, values| {
+        done.iter()
+            .flat_map(|head| {
+                values.iter().map(move |value| {
+                    let mut c = head.clone();
+                    c.push(*value);
+                    c
+                })
+            })
+            .collect()
+    })
+}
+
 /// The rows whose coefficient can be non-zero with the default phenotypes (gender, age,
 /// muscle, weight, height, proportions free; cup size and firmness at 0.5, which gives the
 /// average anchor weight 1 and the others exactly 0; race at 1/3 each). `exists` says whether
 /// a breast target is present (the package skips the missing ones).
 pub fn default_rows(exists: impl Fn(&str) -> bool) -> Vec<Row> {
-    let baby = |a: &str| if a == "newborn" { "baby" } else { a }.to_string();
+    let (gender, age, muscle, weight) = (v("gender"), v("age"), v("muscle"), v("weight"));
+    let grown: Vec<&str> = age
+        .iter()
+        .copied()
+        .filter(|a| !matches!(*a, "newborn" | "baby"))
+        .collect();
+    // Block, file name prefix under `macrodetails/`, axes; newborn rows load the baby target.
+    let macrodetails: [(&str, &str, Vec<&[&str]>); 4] = [
+        ("universal", "universal-", vec![gender, age, muscle, weight]),
+        ("race", "", vec![v("race"), gender, age]),
+        (
+            "height",
+            "height/",
+            vec![gender, age, muscle, weight, v("height")],
+        ),
+        (
+            "proportions",
+            "proportions/",
+            vec![gender, &grown, muscle, weight, v("proportions")],
+        ),
+    ];
     let mut rows = Vec::new();
-    for g in v("gender") {
-        for a in v("age") {
-            for m in v("muscle") {
-                for w in v("weight") {
-                    let member = format!(
-                        "{ROOT}/macrodetails/universal-{g}-{}-{m}-{w}.target.gz",
-                        baby(a)
-                    );
-                    rows.push(row("universal", &[g, a, m, w], member));
-                }
-            }
+    for (block, prefix, axes) in macrodetails {
+        for c in combinations(&axes) {
+            let file: Vec<&str> = c
+                .iter()
+                .map(|&x| if x == "newborn" { "baby" } else { x })
+                .collect();
+            let member = format!("{ROOT}/macrodetails/{prefix}{}.target.gz", file.join("-"));
+            rows.push(row(block, &c, member));
         }
     }
-    for r in v("race") {
-        for g in v("gender") {
-            for a in v("age") {
-                let member = format!("{ROOT}/macrodetails/{r}-{g}-{}.target.gz", baby(a));
-                rows.push(row("race", &[r, g, a], member));
-            }
-        }
-    }
-    for g in v("gender") {
-        for a in v("age") {
-            for m in v("muscle") {
-                for w in v("weight") {
-                    for h in v("height") {
-                        let member = format!(
-                            "{ROOT}/macrodetails/height/{g}-{}-{m}-{w}-{h}.target.gz",
-                            baby(a)
-                        );
-                        rows.push(row("height", &[g, a, m, w, h], member));
-                    }
-                }
-            }
-        }
-    }
-    for g in v("gender") {
-        for a in v("age")
-            .iter()
-            .filter(|a| !matches!(**a, "newborn" | "baby"))
-        {
-            for m in v("muscle") {
-                for w in v("weight") {
-                    for p in v("proportions") {
-                        let member = format!(
-                            "{ROOT}/macrodetails/proportions/{g}-{a}-{m}-{w}-{p}.target.gz"
-                        );
-                        rows.push(row("proportions", &[g, a, m, w, p], member));
-                    }
-                }
-            }
-        }
-    }
-    for a in v("age") {
-        for m in v("muscle") {
-            for w in v("weight") {
-                let member = format!(
-                    "{ROOT}/breast/female-{a}-{m}-{w}-averagecup-averagefirmness.target.gz"
-                );
-                if exists(&member) {
-                    rows.push(row(
-                        "breast",
-                        &["female", a, m, w, "averagecup", "averagefirmness"],
-                        member,
-                    ));
-                }
-            }
+    for c in combinations(&[age, muscle, weight]) {
+        let components = [&["female"][..], &c, &["averagecup", "averagefirmness"]].concat();
+        let member = format!("{ROOT}/breast/{}.target.gz", components.join("-"));
+        if exists(&member) {
+            rows.push(row("breast", &components, member));
         }
     }
     rows

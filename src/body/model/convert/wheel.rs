@@ -4,7 +4,7 @@
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use crate::digest::sha256_hex;
 
 use super::pickle::{self, Dtype, TensorRef, Value};
 use super::ConvertError;
@@ -54,14 +54,14 @@ impl Wheel {
             return Ok(Self {
                 name,
                 source: Source::Dir(path.to_path_buf()),
-                sha256: format!("installed:{}", hex(&Sha256::digest(&bytes))),
+                sha256: format!("installed:{}", sha256_hex(&bytes)),
             });
         }
         let bytes = std::fs::read(path).map_err(|source| ConvertError::Io {
             path: name.clone(),
             source,
         })?;
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = sha256_hex(&bytes);
         let archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ConvertError::Zip {
             file: name.clone(),
             what: e.to_string(),
@@ -251,9 +251,4 @@ impl Pth {
         }
         Ok((out, t.shape.clone()))
     }
-}
-
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
