@@ -27,6 +27,14 @@ fn forward_prints_the_library_keypoints() {
     let vertices: Vec<[f64; 3]> = serde_json::from_value(json["vertices"].clone()).unwrap();
     assert_eq!(keypoints.len(), 23);
     assert_eq!(vertices.len(), 13718);
+    // The indices are named: rig, topology, package version and labels.
+    let skeleton = &json["skeleton"];
+    assert_eq!(skeleton["rig"], "anny");
+    assert_eq!(skeleton["topology"], "anny");
+    assert_eq!(skeleton["version"], "0.6.2");
+    assert_eq!(skeleton["vertices"], 13718);
+    assert_eq!(skeleton["bones"].as_array().unwrap().len(), 104);
+    assert_eq!(skeleton["keypoints"][9], "left_wrist");
 
     let model = Model::embedded().unwrap();
     let phenotype = Phenotype {

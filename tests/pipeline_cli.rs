@@ -53,7 +53,27 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
         })
         .sum();
     assert_eq!(json["recorded"]["frames"].as_u64().unwrap(), admitted);
-    assert!(std::fs::metadata(&mcap).unwrap().len() > 0);
+    // The results channel names the skeleton its bone and keypoint indices count in.
+    let bytes = std::fs::read(&mcap).unwrap();
+    let results = mcap::MessageStream::new(&bytes)
+        .unwrap()
+        .map(Result::unwrap)
+        .find(|m| m.channel.topic == "/results")
+        .expect("a result was recorded");
+    let skeleton: serde_json::Value =
+        serde_json::from_str(&results.channel.metadata["skeleton"]).unwrap();
+    assert_eq!(skeleton["rig"], "anny");
+    assert_eq!(skeleton["topology"], "anny");
+    assert_eq!(skeleton["version"], "0.6.2");
+    assert_eq!(skeleton["bones"].as_array().unwrap().len(), 104);
+    assert_eq!(skeleton["keypoints"].as_array().unwrap().len(), 23);
+    // The camera channels index no joints and carry no skeleton.
+    let frame = mcap::MessageStream::new(&bytes)
+        .unwrap()
+        .map(Result::unwrap)
+        .find(|m| m.channel.topic != "/results")
+        .unwrap();
+    assert!(!frame.channel.metadata.contains_key("skeleton"));
 }
 
 #[test]

@@ -67,10 +67,12 @@ pub mod fit;
 pub mod limits;
 pub mod model;
 pub mod triangulate;
+pub mod unrolled;
 
 pub use error::BodyError;
 pub use model::keypoints::{KeypointTerm, KeypointTerms};
 pub use model::kinematics::{KeypointRig, Pose, PoseJson, Posed, RigError, Rigid, Skeleton};
+pub use model::naming::SkeletonNaming;
 pub use model::phenotype::Phenotype;
 pub use model::rest::Rest;
 pub use model::{Model, KEYPOINT_COUNT};

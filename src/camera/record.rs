@@ -332,7 +332,7 @@ impl Recorder {
     }
 
     /// Declares one more JSON channel in the same file (e.g. the pipeline's
-    /// per-frame results), with a JSON schema; returns its id for
+    /// per-frame results), with a JSON schema and channel metadata; returns its id for
     /// [`Recorder::write_json`].
     ///
     /// # Errors
@@ -342,6 +342,7 @@ impl Recorder {
         topic: &str,
         schema_name: &str,
         schema: &str,
+        metadata: &BTreeMap<String, String>,
     ) -> Result<u16, RecordError> {
         let mc = |source| McapFileError::Mcap {
             path: self.path.clone(),
@@ -353,7 +354,7 @@ impl Recorder {
             .map_err(mc)?;
         Ok(self
             .writer
-            .add_channel(id, topic, "json", &BTreeMap::new())
+            .add_channel(id, topic, "json", metadata)
             .map_err(mc)?)
     }
 
@@ -382,6 +383,11 @@ impl Recorder {
                 source,
             })?;
         Ok(())
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Frames written so far.

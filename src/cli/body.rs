@@ -22,7 +22,8 @@ pub enum BodyCommand {
         #[arg(short, long)]
         out: PathBuf,
     },
-    /// Print the 23 keypoints (and optionally all vertices) of a pose as JSON.
+    /// Print the 23 keypoints (and optionally all vertices) of a pose as JSON, with the
+    /// skeleton (rig, topology, package version, bone and keypoint labels) they count in.
     Forward {
         /// pose.json (schema in the README).
         #[arg(long)]
@@ -33,6 +34,26 @@ pub enum BodyCommand {
         /// Model file instead of the embedded model.
         #[arg(long)]
         model: Option<PathBuf>,
+    },
+    /// The pose fit unrolled into a fixed graph of the operators the backbone compiled: write
+    /// it as ONNX, or print its precision x iterations table on the demo motion.
+    Unrolled {
+        /// Output ONNX file.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Gauss-Newton steps in the graph.
+        #[arg(long, default_value_t = 4)]
+        iterations: usize,
+        /// Print the table (precision x iterations -> MPJPE and residual as a share of
+        /// stature) instead of writing the graph.
+        #[arg(long)]
+        table: bool,
+        /// Demo sequences the table measures (seeds 1..=N; calibration uses seeds 101..).
+        #[arg(long, default_value_t = 3)]
+        sequences: u64,
+        /// Leave the joint-limit clamps out of the graph.
+        #[arg(long)]
+        no_limits: bool,
     },
     /// Render a pose into PNGs from four cameras placed like the demo rig, plus the
     /// ground-truth 2D keypoints as JSON.
@@ -84,6 +105,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             let (rest, pose) = read_pose(model, &input)?;
             let keypoints = model.keypoints(&rest, &pose)?;
             let mut out = serde_json::json!({
+                "skeleton": model.naming(),
                 "keypoint_labels": model.keypoint_labels(),
                 "keypoints": keypoints.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
             });
@@ -95,6 +117,13 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string(&out)?);
             Ok(ExitCode::SUCCESS)
         }
+        BodyCommand::Unrolled {
+            out,
+            iterations,
+            table,
+            sequences,
+            no_limits,
+        } => unrolled(out.as_deref(), iterations, table, sequences, !no_limits),
         BodyCommand::Render {
             pose,
             out,
@@ -171,4 +200,91 @@ fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(body::Rest, body::Po
     }
     pose.translation = Vector3::from(json.root_translation);
     Ok((model.try_rest(&json.phenotype)?, pose))
+}
+
+/// `body unrolled`: the graph, or its table.
+fn unrolled(
+    out: Option<&Path>,
+    iterations: usize,
+    table: bool,
+    sequences: u64,
+) -> anyhow::Result<ExitCode> {
+    use hailo_edge::body::unrolled::{evaluate, verify, UnrolledConfig};
+    let model = Model::embedded()?;
+    let body = std::sync::Arc::new(hailo_edge::scene::BodyRig::anny(model, true)?);
+    let config = UnrolledConfig::default().with_iterations(iterations)?;
+    if table {
+        let spec = evaluate::SequenceSpec::default();
+        let make = |seeds: std::ops::RangeInclusive<u64>| {
+            seeds
+                .map(|s| evaluate::sequence(&body, s, spec))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let calibration = make(101..=100 + sequences)?;
+        let measured = make(1..=sequences)?;
+        // Sensitive classes: found once, at 8 steps, on the calibration sequences.
+        let probe = UnrolledFit::new(
+            &body.rig,
+            &body.limits,
+            &body.active,
+            config.with_iterations(8)?,
+        )?;
+        let ranges = evaluate::calibrate(&body, &probe, &calibration)?;
+        // Each class alone at 8 bits, over the first half second of one calibration sequence.
+        let mut short = calibration[0].clone();
+        short.frames.truncate(31);
+        let (wide, each) = evaluate::sensitive(&body, &probe, &ranges, &[short], 1.0)?;
+        let rows = evaluate::table(
+            &body,
+            &[2, 4, 8, 16],
+            config,
+            &wide,
+            &calibration,
+            &measured,
+        )?;
+        println!(
+            "{} sequences x {} frames at {} fps, {} px noise, limit clamps {}; calibration: min/max over seeds 101..={}",
+            sequences,
+            spec.frames,
+            spec.fps,
+            spec.noise_px,
+            if clamp { "on" } else { "off" },
+            100 + sequences
+        );
+        print!("{}", evaluate::markdown(&rows));
+        println!();
+        println!("tensor classes held in 16 bits ({}):", wide.len());
+        for c in &wide {
+            let m = each
+                .iter()
+                .find(|(n, _)| n == c)
+                .map_or(f64::NAN, |(_, m)| *m);
+            println!("  {c} (alone at 8 bits: MPJPE {m:.1} mm)");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(out) = out else {
+        anyhow::bail!("give -o FILE.onnx for the graph, or --table");
+    };
+    let fit = evaluate::unrolled(&body, clamp, config)?;
+    let bytes = fit.onnx()?;
+    let outside = verify::disallowed_ops(&bytes)?;
+    if !outside.is_empty() {
+        let names: Vec<String> = outside.iter().map(|(o, n)| format!("{o} x{n}")).collect();
+        anyhow::bail!(
+            "the graph uses operators outside the compiled set: {}",
+            names.join(", ")
+        );
+    }
+    std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "wrote {} ({} bytes): {} Gauss-Newton steps, {} bones, {} fitted, {} keypoints",
+        out.display(),
+        bytes.len(),
+        iterations,
+        fit.layout().bones(),
+        fit.layout().slots(),
+        fit.layout().keypoints
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -137,10 +137,19 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
             e.p50_ms, e.p99_ms
         );
     }
+    let share = report
+        .fit
+        .residual_stature_pct
+        .map_or_else(String::new, |s| {
+            format!(
+                ", residual p50 {:.2} % / p99 {:.2} % of stature",
+                s.p50, s.p99
+            )
+        });
     if let Some(m) = report.fit.mpjpe_mm {
-        println!("fit: {} groups, MPJPE {m:.1} mm", report.fit.fits);
+        println!("fit: {} groups, MPJPE {m:.1} mm{share}", report.fit.fits);
     } else if let Some(r) = report.fit.residual_px {
-        println!("fit: {} groups, residual {r:.1} px", report.fit.fits);
+        println!("fit: {} groups, residual {r:.1} px{share}", report.fit.fits);
     }
     println!("{}", report.verdict.text);
     for n in &w.notes {

@@ -141,6 +141,65 @@ impl LatencyStats {
     }
 }
 
+/// Resolution of [`ValueStats`]: values are kept in millionths of their unit.
+const VALUE_SCALE: f64 = 1e6;
+/// Largest value [`ValueStats`] tracks, in its unit; larger ones are recorded as this.
+const VALUE_MAX: f64 = 1e6;
+
+/// Percentiles of a non-negative quantity other than a latency (a residual, a share), in an
+/// HDR histogram at a millionth of its unit and 3 significant digits, so the median and p99
+/// need no stored samples.
+#[derive(Debug, Clone)]
+pub struct ValueStats {
+    hist: Histogram<u64>,
+}
+
+/// A summary of [`ValueStats`], in the unit of the values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ValueSummary {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Default for ValueStats {
+    fn default() -> Self {
+        // The bounds are constants that hdrhistogram accepts (low >= 1, high >= 2 low, sigfig 3).
+        let hist = Histogram::new_with_bounds(1, (VALUE_MAX * VALUE_SCALE) as u64, 3)
+            .unwrap_or_else(|_| unreachable!("constant bounds are valid"));
+        Self { hist }
+    }
+}
+
+impl ValueStats {
+    /// Records one value; non-finite or negative values are not recorded.
+    pub fn record(&mut self, value: f64) {
+        if value.is_finite() && value >= 0.0 {
+            let v = (value.min(VALUE_MAX) * VALUE_SCALE).round().max(1.0) as u64;
+            self.hist.saturating_record(v);
+        }
+    }
+
+    /// The summary, or `None` before the first sample.
+    pub fn summary(&self) -> Option<ValueSummary> {
+        if self.hist.is_empty() {
+            return None;
+        }
+        let unit = |v: u64| v as f64 / VALUE_SCALE;
+        Some(ValueSummary {
+            count: self.hist.len(),
+            p50: unit(self.hist.value_at_quantile(0.5)),
+            p99: unit(self.hist.value_at_quantile(0.99)),
+            max: unit(self.hist.max()),
+        })
+    }
+}
+
 /// Latency statistics per named stage (capture, preprocess, npu, decode, fit, ...).
 #[derive(Debug, Clone, Default)]
 pub struct StageLatencies {

@@ -106,6 +106,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         .collect();
     let choices = parts.choices.clone();
     let model = parts.model_name;
+    let stature_m = parts.body.stature_m;
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
     let started = start_stages(rig, options, parts, channels, &stats)?;
@@ -134,6 +135,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         model,
         options,
         recorded: drained.recorded,
+        stature_m,
     };
     let report = Report::build(&facts);
     if let Some(path) = &rig.output.report {
@@ -349,6 +351,7 @@ fn start_stages(
             start(Recording {
                 recorder,
                 items: record_rx,
+                skeleton: parts.body.naming.clone(),
             })
         })
         .transpose()
@@ -422,6 +425,8 @@ fn start_stages(
         },
         bone_names: parts.body.rig.names().to_vec(),
         active: parts.body.active.clone(),
+        stature_m: parts.body.stature_m,
+        naming: parts.body.naming.clone(),
         delay: options.fit_delay,
     };
     let fit = start(fit).map_err(thread)?;

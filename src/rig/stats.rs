@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::metrics::stats::StageLatencies;
+use crate::metrics::stats::{StageLatencies, ValueStats};
 
 use super::stamp::{Leg, Stamps};
 
@@ -104,6 +104,9 @@ pub struct FitQuality {
     pub residual_count: u64,
     /// The last MPJPE (m).
     pub last_mpjpe_m: Option<f64>,
+    /// Each fitted instant's residual as a percentage of the subject's stature.
+    #[serde(skip)]
+    pub residual_stature_pct: ValueStats,
 }
 
 impl FitQuality {

@@ -16,7 +16,7 @@ use super::{GroundTruth, Scene, SceneError};
 use crate::body::fit::{anny, FitError, KeypointRig};
 use crate::body::limits::JointLimit;
 use crate::body::model::render::render;
-use crate::body::{Model, Phenotype, Pose, Rest};
+use crate::body::{Model, Phenotype, Pose, Rest, SkeletonNaming};
 use crate::geom::Camera;
 
 /// Why the ANNY body could not be set up for the fit.
@@ -40,6 +40,10 @@ pub struct BodyRig {
     pub rig: KeypointRig,
     pub limits: Vec<Option<JointLimit>>,
     pub active: Vec<usize>,
+    /// The subject's stature at the rig's phenotype, metres ([`Model::stature`]).
+    pub stature_m: Option<f64>,
+    /// The skeleton the rig's bone and keypoint indices count in.
+    pub naming: SkeletonNaming,
 }
 
 impl BodyRig {
@@ -62,6 +66,8 @@ impl BodyRig {
             rig,
             limits,
             active,
+            stature_m: Model::stature(&rest),
+            naming: model.naming(),
         })
     }
 

@@ -27,6 +27,9 @@ pub struct FitOutput {
     pub vertices: Option<Vec<Point3<f64>>>,
     /// Reprojection error in pixels, `[view][keypoint]`, where the keypoint was observed.
     pub residuals: Vec<Vec<Option<f64>>>,
+    /// The fit residual, metres ([`super::residual_m`]): RMS reprojection error back-projected
+    /// at each keypoint's depth, over the observations the fit used.
+    pub residual_m: Option<f64>,
     /// What the solver did (both stages summed on a cold start).
     pub report: Report,
     /// Whether this frame was fitted from scratch (no previous frame).
@@ -356,12 +359,19 @@ impl PoseFitter {
             })
             .collect();
         let vertices = self.vertices.as_ref().and_then(|f| f(&pose));
+        let residual_m = super::residual_m(
+            &self.cameras,
+            observations,
+            &self.posed.keypoints,
+            self.config.min_confidence,
+        );
         Ok(FitOutput {
             keypoints: self.posed.keypoints.clone(),
             pose,
             joints,
             vertices,
             residuals,
+            residual_m,
             report,
             cold_start,
         })

@@ -14,12 +14,14 @@ mod fitter;
 mod jacobian;
 pub mod lm;
 mod problem;
+mod residual;
 
 pub use crate::body::model::kinematics::{KeypointRig, Posed};
 pub use calibrate::{Calibration, ShapeModel};
 pub use fitter::{FitOutput, PoseFitter, WARM_START_GAP_S};
 pub use jacobian::retract;
 pub use lm::{LevenbergMarquardt, Report, TerminationReason};
+pub use residual::{residual_m, share_of_stature_pct};
 
 use crate::body::limits::rom::RomError;
 use crate::body::model::kinematics::RigError;

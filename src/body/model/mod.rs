@@ -8,6 +8,7 @@ pub mod convert;
 pub mod format;
 pub mod keypoints;
 pub mod kinematics;
+pub mod naming;
 pub mod phenotype;
 pub mod render;
 pub mod rest;

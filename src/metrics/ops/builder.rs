@@ -144,6 +144,14 @@ impl GraphBuilder {
         self.push_initializer(name, &[values.len()], DataType::Int64, raw)
     }
 
+    /// Adds an int64 initializer of any shape (row-major `values`), such as the index tensor
+    /// of a Gather that rearranges elements.
+    pub fn ints_shaped(&mut self, name: &str, shape: &[usize], values: &[i64]) -> String {
+        debug_assert_eq!(shape.iter().product::<usize>(), values.len());
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push_initializer(name, shape, DataType::Int64, raw)
+    }
+
     /// Adds a scalar int64 initializer.
     pub fn scalar_int(&mut self, name: &str, value: i64) -> String {
         self.push_initializer(name, &[], DataType::Int64, value.to_le_bytes().to_vec())

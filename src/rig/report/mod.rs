@@ -54,6 +54,8 @@ pub struct RunFacts<'a> {
     pub model: &'static str,
     pub options: &'a RunOptions,
     pub recorded: Option<Recorded>,
+    /// The subject's stature, metres, that fit residuals are a share of.
+    pub stature_m: Option<f64>,
 }
 
 /// The final report.
@@ -101,6 +103,8 @@ impl Report {
             cold_starts: q.cold_starts,
             mpjpe_mm: q.mpjpe_mm(),
             residual_px: q.residual_px(),
+            residual_stature_pct: q.residual_stature_pct.summary(),
+            stature_m: f.stature_m,
         };
         let host = host_cost::host(f, secs, &cameras);
         let verdict = verdict::verdict(f.rig, &host, &cameras, sim.as_ref());

@@ -143,4 +143,10 @@ pub struct FitReport {
     pub cold_starts: u64,
     pub mpjpe_mm: Option<f64>,
     pub residual_px: Option<f64>,
+    /// Per fitted instant, the fit residual (RMS reprojection error back-projected at each
+    /// keypoint's depth) as a percentage of the subject's stature: p50, p99, max.
+    pub residual_stature_pct: Option<crate::metrics::stats::ValueSummary>,
+    /// The stature the share is taken of, metres (the rest mesh's height at the fitted
+    /// phenotype).
+    pub stature_m: Option<f64>,
 }

@@ -9,8 +9,9 @@ use nalgebra::Point2;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
-use crate::body::fit::{FitError, FitOutput, PoseFitter};
+use crate::body::fit::{share_of_stature_pct, FitError, FitOutput, PoseFitter};
 use crate::body::triangulate::Observation;
+use crate::body::SkeletonNaming;
 use crate::rig::stage::sync::{Group, SyncConfig, Synchronizer};
 use crate::scene::observe::mpjpe;
 use crate::scene::GroundTruth;
@@ -47,6 +48,10 @@ pub struct FitStage {
     pub bone_names: Vec<String>,
     /// The bones the fit turns (reported by name).
     pub active: Vec<usize>,
+    /// The skeleton the results' bone names and keypoint indices count in.
+    pub naming: SkeletonNaming,
+    /// The subject's stature, metres, that residuals are reported as a share of.
+    pub stature_m: Option<f64>,
     /// Extra time per view (a deliberately slow stage, for backpressure tests).
     pub delay: Option<std::time::Duration>,
 }
@@ -73,7 +78,7 @@ impl Stage for FitStage {
         });
         let mut pushed = vec![0u64; self.cameras];
         let mut grouped = vec![0u64; self.cameras];
-        let mut io_error = None;
+        let mut io_error = self.sinks.header(&self.naming).err();
         let mut handle = |me: &mut Self,
                           groups: Vec<Group<ViewResult>>,
                           rng: &mut rand::rngs::StdRng,
@@ -184,7 +189,7 @@ impl FitStage {
         let (fit, fit_error) = match fitted {
             Some(Ok(out)) => {
                 let truth = members.iter().flatten().find_map(|m| m.meta.truth.clone());
-                let quality = Quality::of(&out, truth.as_deref());
+                let quality = Quality::of(&out, truth.as_deref(), self.stature_m);
                 quality.count(&self.stats, out.cold_start);
                 let record =
                     records.then(|| fit_record(&out, &quality, &self.active, &self.bone_names));
@@ -239,15 +244,18 @@ impl FitStage {
     }
 }
 
-/// How well one fit matches: its mean reprojection residual and, for
-/// synthetic cameras, its error against the ground truth.
+/// How well one fit matches: its mean reprojection residual, its residual as
+/// a share of stature and, for synthetic cameras, its error against the
+/// ground truth.
 struct Quality {
     residual_px: Option<f64>,
+    residual_m: Option<f64>,
+    residual_stature_pct: Option<f64>,
     mpjpe_m: Option<f64>,
 }
 
 impl Quality {
-    fn of(out: &FitOutput, truth: Option<&GroundTruth>) -> Self {
+    fn of(out: &FitOutput, truth: Option<&GroundTruth>, stature_m: Option<f64>) -> Self {
         let residuals: Vec<f64> = out.residuals.iter().flatten().flatten().copied().collect();
         let residual_px =
             (!residuals.is_empty()).then(|| residuals.iter().sum::<f64>() / residuals.len() as f64);
@@ -260,8 +268,14 @@ impl Quality {
                 .collect();
             mpjpe(&est, &tr)
         });
+        let residual_stature_pct = out
+            .residual_m
+            .zip(stature_m)
+            .map(|(r, s)| share_of_stature_pct(r, s));
         Self {
             residual_px,
+            residual_m: out.residual_m,
+            residual_stature_pct,
             mpjpe_m,
         }
     }
@@ -275,6 +289,9 @@ impl Quality {
         if let Some(r) = self.residual_px {
             q.residual_sum_px += r;
             q.residual_count += 1;
+        }
+        if let Some(p) = self.residual_stature_pct {
+            q.residual_stature_pct.record(p);
         }
         if let Some(m) = self.mpjpe_m {
             q.mpjpe_sum_m += m;
@@ -302,6 +319,8 @@ fn fit_record<'a>(
             .collect(),
         keypoints_3d: out.keypoints.iter().map(|p| [p.x, p.y, p.z]).collect(),
         residual_px: quality.residual_px,
+        residual_mm: quality.residual_m.map(|m| m * 1e3),
+        residual_stature_pct: quality.residual_stature_pct,
         mpjpe_mm: quality.mpjpe_m.map(|m| m * 1e3),
         cold_start: out.cold_start,
     }

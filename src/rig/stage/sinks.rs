@@ -1,6 +1,11 @@
 //! The sinks: each fitted instant as one JSON line, and the MCAP recording of
 //! every frame the NPU stage takes and every result (the camera recorder's
 //! layout plus a `/results` channel).
+//!
+//! Results index bones and keypoints, so each stream names the skeleton they
+//! count in once: the JSON lines file opens with a header line
+//! ([`ResultsHeader`]), and the `/results` channel carries the same record in
+//! its `skeleton` metadata.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -8,7 +13,8 @@ use std::io::Write;
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 
-use crate::camera::record::{RecordError, Recorder};
+use crate::body::SkeletonNaming;
+use crate::camera::record::{McapFileError, RecordError, Recorder};
 use crate::camera::Frame;
 
 use super::Stage;
@@ -21,6 +27,17 @@ pub struct FrameResult<'a> {
     pub views: Vec<ViewRecord>,
     pub fit: Option<FitRecord<'a>>,
     pub fit_error: Option<String>,
+}
+
+/// Schema name of the results stream (the JSON lines header and the MCAP channel).
+pub const RESULTS_SCHEMA: &str = "hailo-edge.results/1";
+
+/// The first line of a JSON lines file: what the lines after it are, and the
+/// skeleton their bone names and keypoint indices count in.
+#[derive(Debug, Serialize)]
+pub struct ResultsHeader<'a> {
+    pub schema: &'static str,
+    pub skeleton: &'a SkeletonNaming,
 }
 
 /// One view of a result.
@@ -46,6 +63,11 @@ pub struct FitRecord<'a> {
     pub keypoints_3d: Vec<[f64; 3]>,
     /// Mean reprojection residual, pixels.
     pub residual_px: Option<f64>,
+    /// The fit residual (RMS reprojection error back-projected at each keypoint's depth),
+    /// millimetres.
+    pub residual_mm: Option<f64>,
+    /// `residual_mm` as a percentage of the subject's stature.
+    pub residual_stature_pct: Option<f64>,
     /// MPJPE against ground truth, millimetres (synthetic cameras only).
     pub mpjpe_mm: Option<f64>,
     pub cold_start: bool,
@@ -66,6 +88,23 @@ impl Sinks {
     /// per-view records: a frame costs its counters and latencies alone).
     pub fn any(&self) -> bool {
         self.jsonl.is_some() || self.record.is_some()
+    }
+
+    /// Writes the header line naming the skeleton; call once, before the first
+    /// result.
+    ///
+    /// # Errors
+    /// Writing the JSON lines failed.
+    pub fn header(&mut self, skeleton: &SkeletonNaming) -> std::io::Result<()> {
+        if let Some(w) = &mut self.jsonl {
+            let header = ResultsHeader {
+                schema: RESULTS_SCHEMA,
+                skeleton,
+            };
+            serde_json::to_writer(&mut *w, &header).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
     }
 
     /// Writes `result` as one JSON line and hands it to the recorder.
@@ -122,6 +161,9 @@ pub struct Recorded {
 pub struct Recording {
     pub recorder: Recorder,
     pub items: Receiver<Item>,
+    /// The skeleton the results count in, recorded as the `/results`
+    /// channel's `skeleton` metadata.
+    pub skeleton: SkeletonNaming,
 }
 
 impl Stage for Recording {
@@ -139,9 +181,22 @@ impl Stage for Recording {
         let Self {
             mut recorder,
             items,
+            skeleton,
         } = self;
-        let channel =
-            recorder.add_json_channel("/results", "hailo_edge.FrameResult", RESULT_SCHEMA)?;
+        let skeleton = serde_json::to_string(&skeleton).map_err(|e| McapFileError::Io {
+            path: recorder.path().to_path_buf(),
+            source: e.into(),
+        })?;
+        let metadata = BTreeMap::from([
+            ("schema".to_owned(), RESULTS_SCHEMA.to_owned()),
+            ("skeleton".to_owned(), skeleton),
+        ]);
+        let channel = recorder.add_json_channel(
+            "/results",
+            "hailo_edge.FrameResult",
+            RESULT_SCHEMA,
+            &metadata,
+        )?;
         let mut results = 0u64;
         while let Ok(item) = items.recv() {
             match item {
@@ -209,5 +264,39 @@ mod tests {
             Item::Frame(_) => panic!("a result was recorded as a frame"),
         }
         assert!(!Sinks::default().any());
+    }
+
+    #[test]
+    fn the_header_line_names_the_skeleton_once() {
+        let out = Shared::default();
+        let mut sinks = Sinks {
+            jsonl: Some(Box::new(out.clone())),
+            record: None,
+        };
+        let naming = crate::body::Model::embedded().unwrap().naming();
+        sinks.header(&naming).unwrap();
+        let result = FrameResult {
+            capture_ns: 1,
+            views: Vec::new(),
+            fit: None,
+            fit_error: None,
+        };
+        sinks.write(&result).unwrap();
+        sinks.write(&result).unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        let skeleton = &lines[0]["skeleton"];
+        assert_eq!(lines[0]["schema"], super::RESULTS_SCHEMA);
+        assert_eq!(skeleton["rig"], "anny");
+        assert_eq!(skeleton["topology"], "anny");
+        assert_eq!(skeleton["version"], "0.6.2");
+        assert_eq!(skeleton["bones"].as_array().unwrap().len(), 104);
+        assert_eq!(skeleton["keypoints"][0], "nose");
+        // Once per file: the result lines carry no skeleton.
+        assert!(lines[1..].iter().all(|l| l.get("skeleton").is_none()));
     }
 }
