@@ -19,6 +19,7 @@ use crate::decode::ops::fast_ops::speed_up;
 use crate::decode::ops::grid_sample::onnx_fast;
 use crate::decode::ops::input_reshape::fold_input_reshapes;
 use crate::decode::ops::layer_norm::fuse_layer_norm;
+use crate::decode::ops::trig::fast_trig;
 use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, MapSpec, RawOutput};
 
 /// Which kernels tract runs the decoder with.
@@ -151,7 +152,7 @@ pub fn prepare(
     let attention = fuse_attention(&mut model)?;
     let norms = fuse_layer_norm(&mut model)?;
     let mut model = model.into_optimized()?;
-    let swapped = speed_up(&mut model)?;
+    let swapped = speed_up(&mut model)? + fast_trig(&mut model)?;
     let feeds = fold_input_reshapes(&mut model)?;
     log::debug!(
         "fused {sampling} deformable samplings ({projected} projecting sampled rows only), \

@@ -8,10 +8,11 @@
 //! |---|---|---|
 //! | [`grid_sample`] | [`FastGridSample`](grid_sample::FastGridSample) | ONNX `GridSample` (bilinear), at load time |
 //! | [`deform_sample`] | [`FastDeformSample`](deform_sample::FastDeformSample) | `GridSample -> Mul(weights) -> ReduceSum` |
-//! | [`deform_project`] | [`FastDeformProject`](deform_project::FastDeformProject) | the value projection `memory · W + b` feeding a [`FastDeformSample`](deform_sample::FastDeformSample), applied to the sampled rows |
+//! | [`deform_project`] | [`FastDeformProject`](deform_project::FastDeformProject), [`TokenMajor`](deform_project::TokenMajor) | the value projection `memory · W + b` feeding a [`FastDeformSample`](deform_sample::FastDeformSample), applied to the sampled rows; one transpose of a channel-major memory for all of them |
 //! | [`attention`] | [`FastAttention`](attention::FastAttention) | `Q·Kᵀ -> scale -> Softmax -> ·V` |
 //! | [`layer_norm`] | [`FastLayerNorm`](layer_norm::FastLayerNorm) | `ReduceSum -> Mul(1/n) -> Sub -> RmsNorm` |
 //! | [`fast_ops`] | [`FastBroadcast`](fast_ops::FastBroadcast), [`FastSoftmax`](fast_ops::FastSoftmax) | broadcasting binary ops, short-row softmax |
+//! | [`trig`] | [`FastTrig`](trig::FastTrig) | `Sin`, `Cos` (the query sine embedding) |
 //! | `input_reshape` | (none) | the `IntoShape` after each input, folded into the fed shape |
 //!
 //! The kernels read and write flat f32 slices of tract's own `Tensor`s: tract owns the
@@ -26,6 +27,7 @@ mod graph_patch;
 pub mod grid_sample;
 pub(crate) mod input_reshape;
 pub mod layer_norm;
+pub mod trig;
 
 use tract_onnx::tract_hir::internal::*;
 

@@ -253,7 +253,9 @@ impl super::Kernel for FastDeformProject {
 
 super::tract_op!(FastDeformProject);
 
+mod layout;
 mod rewrite;
+pub use layout::TokenMajor;
 pub use rewrite::fuse_value_projection;
 
 #[cfg(test)]

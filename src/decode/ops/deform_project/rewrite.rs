@@ -8,6 +8,7 @@ use tract_onnx::tract_hir::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_hir::tract_core::ops::einsum::EinSum;
 
 use super::super::deform_sample::FastDeformSample;
+use super::layout::TokenMajor;
 use super::FastDeformProject;
 
 /// Ops not longer than this are followed from the value maps back to the memory.
@@ -45,11 +46,16 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         let Some(chain) = value_chain(model, node.inputs[0])? else {
             continue;
         };
-        let Some(fused) = read_projection(model, &chain, op)? else {
+        let Some(mut fused) = read_projection(model, &chain, op)? else {
             continue;
         };
         let mut patch = TypedModelPatch::new(format!("project sampled rows at {}", node.name));
-        let m = patch.tap_model(model, chain.memory)?;
+        let m = if fused.channel_major {
+            fused.channel_major = false;
+            token_major(model, &mut patch, chain.memory, &fused)?
+        } else {
+            patch.tap_model(model, chain.memory)?
+        };
         let g = patch.tap_model(model, node.inputs[1])?;
         let w = patch.tap_model(model, node.inputs[2])?;
         let out = patch.wire_node(format!("{}.projected", node.name), fused, &[m, g, w])?[0];
@@ -57,6 +63,34 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         return Ok(Some(patch));
     }
     Ok(None)
+}
+
+/// The token-major copy of a channel-major `memory` in `patch`: the [`TokenMajor`] node
+/// an earlier rewrite wired on it, or a new one. One transpose per memory and view,
+/// however many samplings read it.
+fn token_major(
+    model: &TypedModel,
+    patch: &mut TypedModelPatch,
+    memory: OutletId,
+    fused: &FastDeformProject,
+) -> TractResult<OutletId> {
+    let existing = model
+        .outlet_successors(memory)
+        .iter()
+        .find(|s| model.node(s.node).op_is::<TokenMajor>());
+    if let Some(s) = existing {
+        return patch.tap_model(model, OutletId::new(s.node, 0));
+    }
+    let m = patch.tap_model(model, memory)?;
+    let op = TokenMajor {
+        channels: fused.weight.shape()[1],
+        tokens: fused.map[0] * fused.map[1],
+    };
+    Ok(patch.wire_node(
+        format!("{}.token_major", model.node(memory.node).name),
+        op,
+        &[m],
+    )?[0])
 }
 
 /// Whether projecting the sampled rows (Lq·D² per head group) is cheaper than projecting

@@ -312,6 +312,14 @@ fn fixture_decoder_projects_sampled_rows_only(name: &str) {
         samplers / 2,
         "{name}"
     );
+    // A channel-major memory is transposed once for every sampling that reads it.
+    let transposes = fused
+        .nodes()
+        .iter()
+        .filter(|n| n.op_is::<TokenMajor>())
+        .count();
+    let expected = usize::from(name == "decoder_reduced_288.onnx");
+    assert_eq!(transposes, expected, "{name}");
     let got = run(fused.clone());
     for (g, w) in got.iter().zip(&want) {
         let d = max_diff(g, w);
@@ -332,4 +340,24 @@ fn fixture_decoder_projects_sampled_rows_only(name: &str) {
         .map(|(g, w)| max_diff(g, w))
         .fold(0.0, f32::max);
     assert!(d > 1e-3, "{name}: {d}");
+}
+
+#[test]
+fn the_token_major_copy_is_the_transpose() {
+    // Sides that are not multiples of the tile.
+    let (d, s) = (37, 53);
+    let src = random(d * s, 31, -1.0, 1.0);
+    let op = TokenMajor {
+        channels: d,
+        tokens: s,
+    };
+    let mut dst = vec![0f32; d * s];
+    op.transpose(&src, &mut dst);
+    assert!((0..d).all(|k| (0..s).all(|t| dst[t * d + k] == src[k * s + t])));
+    // Negative control: the memory read as already token-major is another tensor.
+    assert!(max_abs_diff(&dst, &src) > 0.1);
+    // A memory of the wrong size is refused, naming the op.
+    let wrong = Tensor::from_shape(&[1, d, s - 1], &src[..d * (s - 1)]).unwrap();
+    let err = super::super::Kernel::run(&op, tvec![wrong.into_tvalue()]).unwrap_err();
+    assert!(format!("{err}").contains("TokenMajor"), "{err}");
 }
