@@ -208,6 +208,7 @@ fn unrolled(
     iterations: usize,
     table: bool,
     sequences: u64,
+    clamp: bool,
 ) -> anyhow::Result<ExitCode> {
     use hailo_edge::body::unrolled::{evaluate, verify, UnrolledConfig};
     let model = Model::embedded()?;
@@ -223,12 +224,7 @@ fn unrolled(
         let calibration = make(101..=100 + sequences)?;
         let measured = make(1..=sequences)?;
         // Sensitive classes: found once, at 8 steps, on the calibration sequences.
-        let probe = UnrolledFit::new(
-            &body.rig,
-            &body.limits,
-            &body.active,
-            config.with_iterations(8)?,
-        )?;
+        let probe = evaluate::unrolled(&body, clamp, config.with_iterations(8)?)?;
         let ranges = evaluate::calibrate(&body, &probe, &calibration)?;
         // Each class alone at 8 bits, over the first half second of one calibration sequence.
         let mut short = calibration[0].clone();

@@ -181,7 +181,13 @@ impl Layout {
         let mut out = pose.clone();
         for (p, &b) in self.order.iter().enumerate() {
             let m = nalgebra::Matrix3::from_fn(|r, c| f64::from(rotations[9 * p + 3 * r + c]));
-            let rot = nalgebra::Rotation3::from_matrix(&m);
+            // A bounded number of iterations: a matrix with non-finite entries (a diverged
+            // quantised run) never converges; it becomes the identity and shows in the error.
+            let rot = if m.iter().all(|x| x.is_finite()) {
+                nalgebra::Rotation3::from_matrix_eps(&m, 1e-12, 64, nalgebra::Rotation3::identity())
+            } else {
+                nalgebra::Rotation3::identity()
+            };
             out.rotations[b] = nalgebra::UnitQuaternion::from_rotation_matrix(&rot);
         }
         out.translation = Vector3::new(

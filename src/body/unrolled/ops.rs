@@ -34,12 +34,26 @@ pub trait Ops {
         indices: &Self::I,
         axis: usize,
     ) -> Result<Self::T, UnrolledError>;
+    /// An element-wise operator of `a` and `b`, broadcast.
+    fn elementwise(
+        &mut self,
+        op: Elementwise,
+        name: &str,
+        a: &Self::T,
+        b: &Self::T,
+    ) -> Result<Self::T, UnrolledError>;
     /// `a + b`, broadcast.
-    fn add(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError>;
+    fn add(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
+        self.elementwise(Elementwise::Add, name, a, b)
+    }
     /// `a * b`, broadcast.
-    fn mul(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError>;
+    fn mul(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
+        self.elementwise(Elementwise::Mul, name, a, b)
+    }
     /// `min(a, b)`, broadcast.
-    fn min(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError>;
+    fn min(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
+        self.elementwise(Elementwise::Min, name, a, b)
+    }
     /// Sum over `axis`, kept as a dimension of 1.
     fn reduce_sum(
         &mut self,
@@ -61,6 +75,28 @@ pub trait Ops {
         a: &Self::T,
         shape: &[usize],
     ) -> Result<Self::T, UnrolledError>;
+}
+
+/// The element-wise operators of the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elementwise {
+    /// Add.
+    Add,
+    /// Mul.
+    Mul,
+    /// Min.
+    Min,
+}
+
+impl Elementwise {
+    /// The ONNX operator type.
+    pub fn onnx(self) -> &'static str {
+        match self {
+            Elementwise::Add => "Add",
+            Elementwise::Mul => "Mul",
+            Elementwise::Min => "Min",
+        }
+    }
 }
 
 /// What the evaluator does with each tensor it makes.
@@ -255,19 +291,20 @@ impl Ops for Eval {
         Ok(self.finish(name, t))
     }
 
-    fn add(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        let (a, b) = Self::broadcast2("Add", name, a, b)?;
-        Ok(self.finish(name, a + b))
-    }
-
-    fn mul(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        let (a, b) = Self::broadcast2("Mul", name, a, b)?;
-        Ok(self.finish(name, a * b))
-    }
-
-    fn min(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        let (mut a, b) = Self::broadcast2("Min", name, a, b)?;
-        a.zip_mut_with(&b, |x, y| *x = x.min(*y));
+    fn elementwise(
+        &mut self,
+        op: Elementwise,
+        name: &str,
+        a: &Self::T,
+        b: &Self::T,
+    ) -> Result<Self::T, UnrolledError> {
+        let (mut a, b) = Self::broadcast2(op.onnx(), name, a, b)?;
+        let f: fn(f32, f32) -> f32 = match op {
+            Elementwise::Add => |x, y| x + y,
+            Elementwise::Mul => |x, y| x * y,
+            Elementwise::Min => f32::min,
+        };
+        a.zip_mut_with(&b, |x, y| *x = f(*x, *y));
         Ok(self.finish(name, a))
     }
 
@@ -386,16 +423,14 @@ impl Ops for Emit {
         ))
     }
 
-    fn add(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        Ok(self.op("Add", name, &[a, b], &[]))
-    }
-
-    fn mul(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        Ok(self.op("Mul", name, &[a, b], &[]))
-    }
-
-    fn min(&mut self, name: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, UnrolledError> {
-        Ok(self.op("Min", name, &[a, b], &[]))
+    fn elementwise(
+        &mut self,
+        op: Elementwise,
+        name: &str,
+        a: &Self::T,
+        b: &Self::T,
+    ) -> Result<Self::T, UnrolledError> {
+        Ok(self.op(op.onnx(), name, &[a, b], &[]))
     }
 
     fn reduce_sum(
