@@ -246,7 +246,8 @@ fn a_kusudama_of_two_or_more_cones_is_refused() {
         let a = deg.to_radians();
         (Vector3::new(a.cos(), a.sin(), 0.0), 0.35)
     };
-    // Three cones 120 degrees apart, and two opposed cones: the sets whose pole was undefined.
+    // Three cones 120 degrees apart, and two opposed cones: the sets whose summed pole is
+    // undefined.
     let three = [at(0.0), at(120.0), at(240.0)];
     let opposed = [at(0.0), at(180.0)];
     for (cones, n) in [(&three[..], 3), (&opposed[..], 2), (&[][..], 0)] {
@@ -338,10 +339,8 @@ fn bad_cones_and_directions_are_refused() {
             LimitError::NotFinite { what: "direction" }
         );
     }
-    assert_eq!(
-        chain.clamp(&Vector3::x()).unwrap(),
-        deg([0.0, 0.5, 0.866]).into()
-    );
+    let held = chain.clamp(&Vector3::x()).unwrap();
+    assert!(angle(&held, &deg([0.5, 0.0, 0.75f64.sqrt()])) < 1e-12);
     let limit = JointLimit::new(Vector3::z(), chain).unwrap();
     let nan = UnitQuaternion::new_unchecked(Quaternion::new(f64::NAN, 0.0, 0.0, 0.0));
     assert_eq!(
