@@ -86,10 +86,15 @@ const SHOULDER_RADIUS: f64 = 115.0;
 /// and a symmetric twist of `twist` degrees.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Arc {
+    /// Start of the arc, degrees from the zero direction (negative: away from `toward`).
     pub(crate) lo: f64,
+    /// End of the arc, degrees.
     pub(crate) hi: f64,
+    /// Play towards the side direction, degrees.
     pub(crate) side: f64,
+    /// Play away from the side direction, degrees.
     pub(crate) away: f64,
+    /// Twist each way, degrees.
     pub(crate) twist: f64,
 }
 
