@@ -57,7 +57,7 @@
 //!
 //! # The fit half
 //!
-//! [`limits`] holds joint limits (pairwise-cone kusudamas and twist ranges, with default
+//! [`limits`] holds joint limits (chains of single-cone kusudamas with twist ranges, and default
 //! ranges of motion for all 104 bones), [`triangulate`] the multi-view triangulation over the
 //! cameras of [`crate::geom::camera`], and [`fit`] the per-frame Levenberg-Marquardt pose fit with its
 //! ANNY adapter ([`fit::anny`]).

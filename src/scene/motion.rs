@@ -41,7 +41,8 @@ pub fn random_pose(
             UnitQuaternion::from_scaled_axis(v * amount)
         };
         pose.rotations[j] = match &limits[j] {
-            Some(l) => l.clamp(&r),
+            // `r` is finite, which the limit never refuses.
+            Some(l) => l.clamp(&r).unwrap_or(r),
             None => r,
         };
     }

@@ -259,8 +259,10 @@ impl PoseFitter {
         p.translation = last.translation * 2.0 - before.translation;
         for (i, (r, b)) in p.rotations.iter_mut().zip(&before.rotations).enumerate() {
             *r = UnitQuaternion::new_normalize(((*r * b.inverse()) * *r).into_inner());
-            if let Some(limit) = &self.limits[i] {
-                *r = limit.clamp(r);
+            // A non-finite prediction is refused by the limit and left as it is; the fit's
+            // cost at it is not finite, so the solver never accepts it.
+            if let Some(Ok(held)) = self.limits[i].as_ref().map(|l| l.clamp(r)) {
+                *r = held;
             }
         }
         p

@@ -251,7 +251,10 @@ impl Problem for FrameProblem<'_> {
             let q = state.rotations[i];
             let moved = single_step(self.rig, &self.posed, i, &w) * q;
             let wanted = moved.angle_to(&q);
-            if wanted > 1e-12 && limit.clamp(&moved).angle_to(&q) < 0.25 * wanted {
+            let undone = limit
+                .clamp(&moved)
+                .is_ok_and(|c| c.angle_to(&q) < 0.25 * wanted);
+            if wanted > 1e-12 && undone {
                 out.extend(3 + 3 * s..6 + 3 * s);
             }
         }
@@ -261,8 +264,11 @@ impl Problem for FrameProblem<'_> {
         let mut next = state.clone();
         retract(self.rig, &self.posed, &mut next, self.active, delta);
         for &i in self.active {
-            if let Some(limit) = &self.limits[i] {
-                next.rotations[i] = limit.clamp(&next.rotations[i]);
+            // The chain runs on every step. A non-finite rotation (from a non-finite step) is
+            // refused by the limit and left as it is; its cost is not finite, so the solver
+            // rejects the step.
+            if let Some(Ok(held)) = self.limits[i].as_ref().map(|l| l.clamp(&next.rotations[i])) {
+                next.rotations[i] = held;
             }
         }
         next

@@ -6,7 +6,8 @@ use rand_distr::{Distribution, Normal};
 
 use super::jacobian::retract;
 use super::*;
-use crate::body::limits::{Cone, JointLimit, Kusudama, TwistRange};
+use crate::body::limits::rom::{declare, Arc, Shape};
+use crate::body::limits::JointLimit;
 use crate::body::triangulate::Observation;
 use crate::body::{KeypointTerm, Pose};
 use crate::scene::demo_rig;
@@ -135,24 +136,15 @@ fn toy_limits(rig: &KeypointRig) -> Vec<Option<JointLimit>> {
                 Some(c) => posed.heads[c] - posed.heads[j],
                 None => Vector3::z(),
             };
-            let swing = if j == 8 || j == 10 {
-                let back = Vector3::y();
-                Kusudama::new(vec![
-                    Cone::new(dir, 0.1).unwrap(),
-                    Cone::new(Rotation3::new(Vector3::x() * -2.2) * dir + back * 0.0, 0.1).unwrap(),
-                ])
-                .unwrap()
+            // Knees: an arc of 2.2 rad backwards from the straight leg, 0.1 rad of play.
+            let shape = if j == 8 || j == 10 {
+                let bent = Rotation3::new(Vector3::x() * -2.2) * dir;
+                let (play, span) = (0.1f64.to_degrees(), 2.2f64.to_degrees());
+                Shape::arc(dir, bent, Arc::hinge(-play, span + play, play, 60.0))
             } else {
-                Kusudama::new(vec![Cone::new(dir, 1.2).unwrap()]).unwrap()
+                Shape::cone(dir, 1.2f64.to_degrees(), 60.0)
             };
-            Some(
-                JointLimit::new(
-                    dir,
-                    Some(swing),
-                    TwistRange::from_degrees(-60.0, 60.0).unwrap(),
-                )
-                .unwrap(),
-            )
+            Some(declare(rig.names()[j].as_str(), dir, &shape.links()).unwrap())
         })
         .collect()
 }
@@ -178,7 +170,7 @@ fn random_pose(
         let a = if j == 0 { 0.4 * amount } else { amount };
         *r = UnitQuaternion::from_scaled_axis(v * a);
         if let Some(l) = &limits[j] {
-            *r = l.clamp(r);
+            *r = l.clamp(r).unwrap();
         }
     }
     pose

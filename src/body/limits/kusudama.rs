@@ -1,212 +1,176 @@
-//! The kusudama: a chain of cones, each consecutive pair joined by the band between two tangent
-//! cones.
+//! The kusudama: one cone (axis, half-angle) and one twist range, and its fixed single-cone
+//! projection.
 
 use nalgebra::{UnitVector3, Vector3};
 
-use super::cone::{angle, toward, unit};
-use super::{Cone, LimitError, ANGLE_EPS};
+use super::{LimitError, TwistRange, ANGLE_EPS};
 
-/// Below this length of the mean of the unit cone axes, three or more cones have no usable pole.
-const MIN_POLE_NORM: f64 = 0.05;
+/// Floor of the squared length of a direction's part perpendicular to the axis, below which
+/// the projection takes [`Kusudama::fallback`]; also keeps every divisor away from zero.
+pub const TINY: f64 = 1e-24;
 
-/// The band joining two consecutive cones `a` and `b`: on each side of the great circle through
-/// their axes, a tangent cone of radius `radius` touching both from outside. The band is the
-/// part of each spherical triangle (a, t, b) outside its tangent cone.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Bridge {
-    a: UnitVector3<f64>,
-    b: UnitVector3<f64>,
-    /// `a x b`, unnormalised; its sign against a direction says which side the direction is on.
-    normal: Vector3<f64>,
-    /// Tangent axes: `[0]` on the side of `+normal`, `[1]` on the side of `-normal`.
-    tangents: [UnitVector3<f64>; 2],
-    radius: f64,
-    cos_radius: f64,
-}
-
-impl Bridge {
-    fn new(i: usize, a: &Cone, b: &Cone) -> Result<Self, LimitError> {
-        let (ca, cb) = (a.axis(), b.axis());
-        let k = ca.dot(&cb);
-        if k.abs() > 1.0 - 1e-9 {
-            return Err(LimitError::ParallelAxes {
-                first: i,
-                second: i + 1,
-                cos: k,
-            });
-        }
-        let sum = a.half_angle() + b.half_angle();
-        if sum >= std::f64::consts::PI - 1e-6 {
-            return Err(LimitError::TooWide {
-                first: i,
-                second: i + 1,
-                sum,
-            });
-        }
-        // Default tangent radius of the EWBIK construction: thin cones get wide tangent cones.
-        let radius = (std::f64::consts::PI - sum) / 2.0;
-        let alpha_a = (a.half_angle() + radius).cos();
-        let alpha_b = (b.half_angle() + radius).cos();
-        // The tangent axis t satisfies t.a = alpha_a and t.b = alpha_b: t = la a + mu b + h n.
-        let det = 1.0 - k * k;
-        let la = (alpha_a - k * alpha_b) / det;
-        let mu = (alpha_b - k * alpha_a) / det;
-        let h2 = 1.0 - la * la - mu * mu - 2.0 * la * mu * k;
-        let normal = ca.cross(&cb);
-        let n = normal / normal.norm();
-        let h = h2.max(0.0).sqrt();
-        let in_plane = ca.into_inner() * la + cb.into_inner() * mu;
-        let t_pos = UnitVector3::new_normalize(in_plane + n * h);
-        let t_neg = UnitVector3::new_normalize(in_plane - n * h);
-        Ok(Self {
-            a: ca,
-            b: cb,
-            normal,
-            tangents: [t_pos, t_neg],
-            radius,
-            cos_radius: radius.cos(),
-        })
-    }
-
-    /// The tangent axis on the side of `d`.
-    fn tangent_for(&self, d: &UnitVector3<f64>) -> UnitVector3<f64> {
-        if d.dot(&self.normal) >= 0.0 {
-            self.tangents[0]
-        } else {
-            self.tangents[1]
-        }
-    }
-
-    /// Whether `d` lies in the closed spherical triangle (a, t, b).
-    fn in_triangle(&self, t: &UnitVector3<f64>, d: &UnitVector3<f64>) -> bool {
-        let orient = self.a.dot(&t.cross(&self.b)).signum();
-        let tol = 1e-12;
-        orient * d.dot(&self.a.cross(t)) >= -tol
-            && orient * d.dot(&t.cross(&self.b)) >= -tol
-            && orient * d.dot(&self.b.cross(&self.a)) >= -tol
-    }
-
-    /// Whether `d` is in the band (cones `a` and `b` themselves are tested separately).
-    fn contains(&self, d: &UnitVector3<f64>) -> bool {
-        let t = self.tangent_for(d);
-        self.in_triangle(&t, d) && angle(&t, d) >= self.radius - ANGLE_EPS
-    }
-
-    /// When `d` is in a triangle but inside its tangent cone, the nearest point of the tangent
-    /// circle, pushed out radially from the tangent axis.
-    fn candidate(&self, d: &UnitVector3<f64>) -> Option<UnitVector3<f64>> {
-        let t = self.tangent_for(d);
-        if !self.in_triangle(&t, d) {
-            return None;
-        }
-        let mid = UnitVector3::new_normalize(self.a.into_inner() + self.b.into_inner());
-        Some(toward(&t, d, &mid, self.radius))
-    }
-}
-
-/// A swing limit: a chain of cones joined pairwise by tangent-cone bands.
+/// One cone of allowed directions (within `half_angle` of `axis`) and one range of twist.
 ///
-/// The allowed region is the union of the cones and, for every consecutive pair, the band
-/// between them. Bands are only ever built between two cones; [`Kusudama::new`] refuses three or
-/// more cones whose axes cancel, because the region then has no pole (centre) to be described
-/// by — build such limits as shorter chains whose axes do not cancel.
-#[derive(Debug, Clone, PartialEq)]
+/// A kusudama holds exactly one cone by type; a limit that needs more is a
+/// [`super::Chain`]. The cosine and sine of the half-angle and the fallback direction are
+/// kept so that the projection is the fixed sequence the module documents.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Kusudama {
-    cones: Vec<Cone>,
-    bridges: Vec<Bridge>,
-    pole: UnitVector3<f64>,
+    axis: UnitVector3<f64>,
+    half_angle: f64,
+    cos_half: f64,
+    sin_half: f64,
+    fallback: UnitVector3<f64>,
+    twist: TwistRange,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Single-cone projections and twist clamps performed on this thread (tests count them).
+    pub(crate) static OPS: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
 }
 
 impl Kusudama {
-    /// A chain of cones, joined pairwise in the order given.
+    /// The cone about `axis` (normalised here) with a half-angle in (0, pi), and `twist`.
     ///
     /// # Errors
-    /// [`LimitError::NoCone`] for an empty chain; [`LimitError::ParallelAxes`] and
-    /// [`LimitError::TooWide`] when a consecutive pair cannot be joined by a tangent cone;
-    /// [`LimitError::UndefinedPole`] for three or more cones whose unit axes sum to (nearly) zero.
-    pub fn new(cones: Vec<Cone>) -> Result<Self, LimitError> {
-        let Some(first) = cones.first() else {
-            return Err(LimitError::NoCone);
-        };
-        let sum: Vector3<f64> = cones.iter().map(|c| c.axis().into_inner()).sum();
-        let norm = sum.norm();
-        let pole = match unit(sum) {
-            Some(p) if cones.len() < 3 || norm >= MIN_POLE_NORM * cones.len() as f64 => p,
-            _ if cones.len() >= 3 => {
-                return Err(LimitError::UndefinedPole {
-                    count: cones.len(),
-                    norm,
-                })
-            }
-            _ => first.axis(),
-        };
-        let bridges = cones
-            .windows(2)
-            .enumerate()
-            .map(|(i, w)| Bridge::new(i, &w[0], &w[1]))
-            .collect::<Result<Vec<_>, _>>()?;
+    /// [`LimitError::BadAxis`] or [`LimitError::BadHalfAngle`] (naming link 0).
+    pub fn new(axis: Vector3<f64>, half_angle: f64, twist: TwistRange) -> Result<Self, LimitError> {
+        Self::at(0, axis, half_angle, twist)
+    }
+
+    /// A kusudama from a declaration that lists its cones; it is refused unless it lists
+    /// exactly one, since no kusudama carries two or more cones.
+    ///
+    /// # Errors
+    /// [`LimitError::ConeCount`] for zero or several cones, else as [`Kusudama::new`]; `link`
+    /// names the kusudama's place in its chain.
+    pub fn from_declared(
+        link: usize,
+        cones: &[(Vector3<f64>, f64)],
+        twist: TwistRange,
+    ) -> Result<Self, LimitError> {
+        match cones {
+            [(axis, half_angle)] => Self::at(link, *axis, *half_angle, twist),
+            _ => Err(LimitError::ConeCount {
+                link,
+                count: cones.len(),
+            }),
+        }
+    }
+
+    fn at(
+        link: usize,
+        axis: Vector3<f64>,
+        half_angle: f64,
+        twist: TwistRange,
+    ) -> Result<Self, LimitError> {
+        let unit_axis = unit(axis).ok_or(LimitError::BadAxis {
+            link,
+            axis: [axis.x, axis.y, axis.z],
+        })?;
+        if !(half_angle.is_finite() && half_angle > 0.0 && half_angle < std::f64::consts::PI) {
+            return Err(LimitError::BadHalfAngle { link, half_angle });
+        }
         Ok(Self {
-            cones,
-            bridges,
-            pole,
+            axis: unit_axis,
+            half_angle,
+            cos_half: half_angle.cos(),
+            sin_half: half_angle.sin(),
+            fallback: any_perpendicular(&unit_axis),
+            twist,
         })
     }
 
-    /// A kusudama from `(axis, half_angle)` pairs; see [`Kusudama::new`].
-    ///
-    /// # Errors
-    /// As [`Cone::new`] (with the cone's index) and [`Kusudama::new`].
-    pub fn from_cones(cones: &[(Vector3<f64>, f64)]) -> Result<Self, LimitError> {
-        let cones = cones
-            .iter()
-            .enumerate()
-            .map(|(i, (axis, half))| Cone::indexed(i, *axis, *half))
-            .collect::<Result<Vec<_>, _>>()?;
-        Self::new(cones)
+    /// The cone's unit axis.
+    pub fn axis(&self) -> UnitVector3<f64> {
+        self.axis
     }
 
-    /// The cones of the chain, in order.
-    pub fn cones(&self) -> &[Cone] {
-        &self.cones
+    /// The half-angle in radians.
+    pub fn half_angle(&self) -> f64 {
+        self.half_angle
     }
 
-    /// The normalised sum of the cone axes: the region's centre, used to break ties.
-    pub fn pole(&self) -> UnitVector3<f64> {
-        self.pole
+    /// Cosine of the half-angle: a direction `d` is inside when `d . axis >= cos_half`.
+    pub fn cos_half(&self) -> f64 {
+        self.cos_half
     }
 
-    /// Whether `d` is allowed (boundary included, within [`super::ANGLE_EPS`]).
+    /// Sine of the half-angle.
+    pub fn sin_half(&self) -> f64 {
+        self.sin_half
+    }
+
+    /// The unit direction perpendicular to the axis that the projection uses for a direction
+    /// (anti)parallel to the axis, where the great circle through both is not defined.
+    pub fn fallback(&self) -> UnitVector3<f64> {
+        self.fallback
+    }
+
+    /// The twist range.
+    pub fn twist(&self) -> TwistRange {
+        self.twist
+    }
+
+    /// Whether `d` lies in the cone (boundary included, within [`ANGLE_EPS`]).
     pub fn contains(&self, d: &UnitVector3<f64>) -> bool {
-        self.cones
-            .iter()
-            .any(|c| d.dot(&c.axis()) >= c.cos_half() || c.contains(d))
-            || self.bridges.iter().any(|b| b.contains(d))
+        d.dot(&self.axis) >= self.cos_half || angle(&self.axis, d) <= self.half_angle + ANGLE_EPS
     }
 
-    /// The allowed direction nearest to `d` (on the sphere); `d` itself when allowed.
-    pub fn clamp(&self, d: &UnitVector3<f64>) -> UnitVector3<f64> {
-        if self.contains(d) {
-            return *d;
-        }
-        let from_bridges = self.bridges.iter().filter_map(|b| b.candidate(d));
-        let from_cones = self
-            .cones
-            .iter()
-            .map(|c| c.nearest_on_boundary(d, &self.pole));
-        from_bridges
-            .chain(from_cones)
-            .map(|p| (angle(&p, d), p))
-            .min_by(|x, y| x.0.total_cmp(&y.0))
-            .map_or(*d, |(_, p)| p)
+    /// The single-cone clamp of the module documentation: `d` when inside, else the point of
+    /// the boundary circle on the great circle from the axis through `d`. The same operations
+    /// run for every input; the two branches are computed and one is selected.
+    pub fn project(&self, d: &UnitVector3<f64>) -> UnitVector3<f64> {
+        #[cfg(test)]
+        OPS.with(|c| c.set([c.get()[0] + 1, c.get()[1]]));
+        let a = self.axis.into_inner();
+        let k = d.dot(&a);
+        let p = d.into_inner() - a * k;
+        let pp = p.dot(&p);
+        let n = pp.max(TINY).sqrt();
+        let u = select(pp > TINY, p / n, self.fallback.into_inner());
+        let b = a * self.cos_half + u * self.sin_half;
+        UnitVector3::new_unchecked(select(k >= self.cos_half, d.into_inner(), b))
     }
 
-    /// The angle from `d` to the allowed region (0 when inside).
-    pub fn distance(&self, d: &UnitVector3<f64>) -> f64 {
-        angle(&self.clamp(d), d)
+    /// The twist clamp: `min(max(t, lo), hi)`.
+    pub fn clamp_twist(&self, t: f64) -> f64 {
+        #[cfg(test)]
+        OPS.with(|c| c.set([c.get()[0], c.get()[1] + 1]));
+        t.max(self.twist.min()).min(self.twist.max())
     }
+}
 
-    /// The tangent-cone axes and radius of the band between cones `i` and `i + 1`.
-    pub fn tangent_cones(&self, i: usize) -> Option<([UnitVector3<f64>; 2], f64)> {
-        self.bridges.get(i).map(|b| (b.tangents, b.radius))
+/// `if cond { a } else { b }` over values both already computed (ONNX `Where`).
+fn select(cond: bool, a: Vector3<f64>, b: Vector3<f64>) -> Vector3<f64> {
+    if cond {
+        a
+    } else {
+        b
     }
+}
+
+/// A unit vector perpendicular to `v`.
+pub(crate) fn any_perpendicular(v: &UnitVector3<f64>) -> UnitVector3<f64> {
+    let other = if v.x.abs() < 0.9 {
+        Vector3::x()
+    } else {
+        Vector3::y()
+    };
+    UnitVector3::new_normalize(v.cross(&other))
+}
+
+/// `v` normalised, if it is finite and non-zero.
+pub(crate) fn unit(v: Vector3<f64>) -> Option<UnitVector3<f64>> {
+    if v.iter().all(|c| c.is_finite()) {
+        UnitVector3::try_new(v, 1e-12)
+    } else {
+        None
+    }
+}
+
+/// The angle between two unit vectors, accurate also for small and near-pi angles.
+pub fn angle(a: &UnitVector3<f64>, b: &UnitVector3<f64>) -> f64 {
+    a.cross(b).norm().atan2(a.dot(b))
 }

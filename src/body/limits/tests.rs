@@ -1,12 +1,12 @@
-//! Property and unit tests of cones, kusudamas, twist and the default rig limits.
+//! Property and unit tests of kusudamas, chains, twist and the default rig limits.
 
 use std::f64::consts::PI;
 
-use nalgebra::{UnitQuaternion, UnitVector3, Vector3};
+use nalgebra::{Quaternion, UnitQuaternion, UnitVector3, Vector3};
 use proptest::prelude::*;
 
-use super::cone::angle;
-use super::rom::{default_limit, default_limits, RomError};
+use super::kusudama::{angle, OPS};
+use super::rom::{declare, default_limit, default_limits, Declared, RomError};
 use super::*;
 
 fn dir() -> impl Strategy<Value = UnitVector3<f64>> {
@@ -16,23 +16,84 @@ fn dir() -> impl Strategy<Value = UnitVector3<f64>> {
     })
 }
 
-/// Chains of 1-3 cones with radii 5-60 degrees whose consecutive axes are 10-150 degrees apart.
-fn kusudama(max_cones: usize) -> impl Strategy<Value = Kusudama> {
-    (
+/// `from` turned by `radians` towards `toward` on their great circle.
+fn turn(from: &UnitVector3<f64>, toward: &UnitVector3<f64>, radians: f64) -> UnitVector3<f64> {
+    let u = toward.into_inner() - from.into_inner() * from.dot(toward);
+    let u = u
+        .try_normalize(1e-9)
+        .unwrap_or_else(|| super::kusudama::any_perpendicular(from).into_inner());
+    UnitVector3::new_normalize(from.into_inner() * radians.cos() + u * radians.sin())
+}
+
+fn twist() -> impl Strategy<Value = TwistRange> {
+    (0.05..3.0f64, 0.05..3.0f64).prop_map(|(a, b)| TwistRange::new(-a, b).unwrap())
+}
+
+fn link(axis: UnitVector3<f64>, degrees: f64, tw: TwistRange) -> Kusudama {
+    Kusudama::new(axis.into_inner(), degrees.to_radians(), tw).unwrap()
+}
+
+/// Chains of the kinds the order rules admit: one cone; a cap then two perpendicular cuts (an
+/// arc with play); a wide cone then one or two excluded caps inside it; a cap then a cone
+/// whose axis it holds.
+fn chain() -> impl Strategy<Value = Chain> {
+    let single = (dir(), 5.0..175.0f64, twist()).prop_map(|(a, h, t)| vec![link(a, h, t)]);
+    let arc = (
         dir(),
-        prop::collection::vec((dir(), 10.0..150.0f64, 5.0..60.0f64), 1..=max_cones),
+        dir(),
+        5.0..89.0f64,
+        1.0..80.0f64,
+        1.0..80.0f64,
+        twist(),
+        twist(),
     )
-        .prop_filter_map("degenerate chain", |(start, steps)| {
-            let mut axis = start;
-            let mut cones = Vec::new();
-            for (i, (toward, sep, radius)) in steps.into_iter().enumerate() {
-                if i > 0 {
-                    axis = super::cone::toward(&axis, &toward, &toward, sep.to_radians());
-                }
-                cones.push(Cone::new(axis.into_inner(), radius.to_radians()).ok()?);
-            }
-            Kusudama::new(cones).ok()
-        })
+        .prop_map(|(m, side, cap, p, q, t1, t2)| {
+            let h = turn(&m, &side, PI / 2.0);
+            vec![
+                link(m, cap, t1),
+                link(-h, 90.0 + p, t2),
+                link(h, 90.0 + q, TwistRange::default()),
+            ]
+        });
+    let carved = (
+        dir(),
+        60.0..175.0f64,
+        dir(),
+        0.0..1.0f64,
+        5.0..60.0f64,
+        dir(),
+        5.0..40.0f64,
+        twist(),
+    )
+        .prop_map(|(a, wide, toward, at, r1, toward2, r2, t)| {
+            // First excluded cap: centre within the wide cone, far enough in to fit.
+            let room = (wide - r1 - 1.0).max(0.0);
+            let c1 = turn(&a, &toward, (at * room).to_radians());
+            let c2 = turn(&a, &toward2, (at * (wide - r2 - 1.0).max(0.0)).to_radians());
+            vec![
+                link(a, wide, t),
+                link(-c1, 180.0 - r1, TwistRange::default()),
+                link(-c2, 180.0 - r2, TwistRange::default()),
+            ]
+        });
+    let towards = (
+        dir(),
+        5.0..89.0f64,
+        dir(),
+        0.0..1.0f64,
+        5.0..175.0f64,
+        twist(),
+    )
+        .prop_map(|(a, cap, toward, at, wide, t)| {
+            let b = turn(&a, &toward, (at * cap).to_radians());
+            vec![link(a, cap, t), link(b, wide, TwistRange::default())]
+        });
+    prop_oneof![single, arc, carved, towards].prop_filter_map("order not admitted", |links| {
+        // The carved kind keeps as many excluded caps as the rules admit.
+        (1..=links.len())
+            .rev()
+            .find_map(|n| Chain::new(links[..n].to_vec()).ok())
+    })
 }
 
 fn quat() -> impl Strategy<Value = UnitQuaternion<f64>> {
@@ -41,63 +102,65 @@ fn quat() -> impl Strategy<Value = UnitQuaternion<f64>> {
 
 proptest! {
     #[test]
-    fn clamped_direction_is_inside(k in kusudama(3), d in dir()) {
-        let c = k.clamp(&d);
-        prop_assert!(k.contains(&c), "clamp({d:?}) = {c:?} is outside");
-    }
-
-    #[test]
-    fn clamp_is_idempotent(k in kusudama(3), d in dir()) {
-        let c = k.clamp(&d);
-        let cc = k.clamp(&c);
-        prop_assert!(angle(&c, &cc) < 1e-9, "moved by {}", angle(&c, &cc));
-    }
-
-    #[test]
-    fn inside_points_are_unchanged(k in kusudama(3), d in dir()) {
-        if k.contains(&d) {
-            prop_assert_eq!(k.clamp(&d), d);
-        }
-        // Every cone axis is inside and unchanged.
-        for cone in k.cones() {
-            prop_assert_eq!(k.clamp(&cone.axis()), cone.axis());
+    fn clamped_direction_satisfies_every_cone(c in chain(), d in dir()) {
+        let out = c.clamp_unit(&d);
+        for (i, k) in c.cones().iter().enumerate() {
+            prop_assert!(k.contains(&out), "cone {i} of {} excludes the clamp", c.cones().len());
         }
     }
 
     #[test]
-    fn clamp_is_no_farther_than_any_cone(k in kusudama(3), d in dir()) {
-        // The result is the nearest allowed point: never farther than the nearest cone point.
-        let got = angle(&k.clamp(&d), &d);
-        for cone in k.cones() {
-            let to_cone = (angle(&cone.axis(), &d) - cone.half_angle()).max(0.0);
-            prop_assert!(got <= to_cone + 1e-9, "{got} > {to_cone}");
+    fn clamp_is_idempotent(c in chain(), d in dir()) {
+        let once = c.clamp_unit(&d);
+        let twice = c.clamp_unit(&once);
+        prop_assert!(angle(&once, &twice) < 1e-12, "moved by {}", angle(&once, &twice));
+    }
+
+    #[test]
+    fn inside_directions_are_unchanged(c in chain(), d in dir()) {
+        if c.contains(&d) && c.cones().iter().all(|k| d.dot(&k.axis()) >= k.cos_half()) {
+            prop_assert_eq!(c.clamp_unit(&d), d);
+        }
+        let axis = c.cones()[0].axis();
+        if c.cones().iter().all(|k| axis.dot(&k.axis()) >= k.cos_half()) {
+            prop_assert_eq!(c.clamp_unit(&axis), axis);
         }
     }
 
-    /// Near the region (within 0.2 rad, under the reach of two-cone chains of radius <= 60
-    /// degrees, whose tangent cones are at least 30 degrees wide), a small move of the input
-    /// moves the output by at most a bounded multiple.
+    /// Away from the seams (a link's input within 0.05 rad of the opposite of its axis,
+    /// where the great circle to the axis is undefined), a move of the input by `eps` moves
+    /// the output by at most a bounded multiple of it.
     #[test]
-    fn clamp_is_continuous_near_the_region(
-        k in kusudama(2),
-        d in dir(),
-        jitter in dir(),
-        eps in 1e-7..1e-3f64,
-    ) {
-        prop_assume!(k.distance(&d) < 0.2);
-        let e = super::cone::toward(&d, &jitter, &jitter, eps);
-        let moved = angle(&k.clamp(&d), &k.clamp(&e));
-        prop_assert!(moved <= 3.0 * eps + 1e-12, "input moved {eps}, output {moved}");
+    fn clamp_is_continuous_away_from_seams(c in chain(), d in dir(), jitter in dir(), eps in 1e-9..1e-5f64) {
+        let mut x = d;
+        for k in c.cones() {
+            prop_assume!(angle(&x, &-k.axis()) > 0.05);
+            x = k.project(&x);
+        }
+        let e = turn(&d, &jitter, eps);
+        let moved = angle(&c.clamp_unit(&d), &c.clamp_unit(&e));
+        prop_assert!(moved <= 1e4 * eps, "input moved {eps}, output {moved}");
     }
 
     #[test]
-    fn rotation_clamp_is_inside_and_idempotent(k in kusudama(2), axis in dir(), q in quat(), tw in 0.05..3.0f64) {
-        let limit = JointLimit::new(axis.into_inner(), Some(k), TwistRange::new(-tw, tw / 2.0).unwrap()).unwrap();
-        let c = limit.clamp(&q);
-        prop_assert!(limit.contains(&c));
-        prop_assert!(limit.clamp(&c).angle_to(&c) < 1e-9);
+    fn twist_clamp_lands_in_every_range(c in chain(), t in -PI..PI) {
+        let out = c.clamp_twist(t);
+        for k in c.cones() {
+            prop_assert!(k.twist().contains(out));
+        }
+        if c.twist_contains(t) {
+            prop_assert_eq!(out, t);
+        }
+    }
+
+    #[test]
+    fn rotation_clamp_is_inside_and_idempotent(c in chain(), axis in dir(), q in quat()) {
+        let limit = JointLimit::new(axis.into_inner(), c).unwrap();
+        let held = limit.clamp(&q).unwrap();
+        prop_assert!(limit.contains(&held));
+        prop_assert!(limit.clamp(&held).unwrap().angle_to(&held) < 1e-9);
         if limit.contains(&q) {
-            prop_assert_eq!(c, q);
+            prop_assert!(held.angle_to(&q) < 1e-9);
         }
     }
 
@@ -109,119 +172,215 @@ proptest! {
         // The swing has no component about the axis.
         prop_assert!(swing.imag().dot(&axis).abs() < 1e-9);
     }
-}
 
-fn deg_cone(axis: [f64; 3], degrees: f64) -> Cone {
-    Cone::new(Vector3::from(axis), degrees.to_radians()).unwrap()
-}
-
-#[test]
-fn three_cones_120_degrees_apart_are_refused() {
-    let cones: Vec<Cone> = (0..3)
-        .map(|i| {
-            let a = f64::from(i) * 2.0 * PI / 3.0;
-            deg_cone([a.cos(), a.sin(), 0.0], 20.0)
-        })
-        .collect();
-    let err = Kusudama::new(cones).unwrap_err();
-    assert!(
-        matches!(err, LimitError::UndefinedPole { count: 3, .. }),
-        "{err}"
-    );
-    assert!(err.to_string().contains("pole is undefined"), "{err}");
-}
-
-#[test]
-fn pairwise_chains_of_the_same_cones_are_accepted() {
-    // Control for the refusal above: the same cones, two at a time, build fine.
-    let axis = |i: i32| {
-        let a = f64::from(i) * 2.0 * PI / 3.0;
-        [a.cos(), a.sin(), 0.0]
-    };
-    for (i, j) in [(0, 1), (1, 2), (2, 0)] {
-        let k = Kusudama::new(vec![deg_cone(axis(i), 20.0), deg_cone(axis(j), 20.0)]).unwrap();
-        assert_eq!(k.cones().len(), 2);
+    /// Every default limit of the rig holds every rotation it clamps.
+    #[test]
+    fn default_limits_hold_their_clamps(bone in 1..104usize, q in quat()) {
+        let limits = anny_limits();
+        let l = limits[bone].as_ref().unwrap();
+        prop_assert!(l.contains(&l.clamp(&q).unwrap()), "{}", ANNY_BONES[bone]);
     }
-    // Three cones whose axes do not cancel form a chain.
-    Kusudama::new(vec![
-        deg_cone([1.0, 0.0, 0.3], 20.0),
-        deg_cone([0.0, 1.0, 0.3], 20.0),
-        deg_cone([-1.0, 0.0, 0.3], 20.0),
+}
+
+fn deg(axis: [f64; 3]) -> UnitVector3<f64> {
+    UnitVector3::new_normalize(Vector3::from(axis))
+}
+
+/// Projections and twist clamps counted over `f`.
+fn counted(f: impl FnOnce()) -> [usize; 2] {
+    OPS.with(|c| c.set([0; 2]));
+    f();
+    OPS.with(std::cell::Cell::get)
+}
+
+#[test]
+fn clamp_runs_the_same_operations_for_every_input() {
+    let m = deg([0.0, 0.0, -1.0]);
+    let h = deg([1.0, 0.0, 0.0]);
+    let tw = TwistRange::from_degrees(-30.0, 30.0).unwrap();
+    let chain = Chain::new(vec![
+        link(m, 60.0, tw),
+        link(-h, 100.0, TwistRange::default()),
+        link(h, 100.0, TwistRange::default()),
     ])
     .unwrap();
+    let limit = JointLimit::new(m.into_inner(), chain.clone()).unwrap();
+    let inputs = [
+        ("inside", m),
+        ("outside", deg([0.3, 1.0, 0.2])),
+        ("on the boundary", turn(&m, &h, 10f64.to_radians())),
+        ("seam: opposite the cap's axis", -m),
+        ("seam: on a cut's axis", h),
+    ];
+    for (what, d) in inputs {
+        assert_eq!(
+            counted(|| {
+                std::hint::black_box(chain.clamp_unit(&d));
+            }),
+            [3, 0],
+            "{what}"
+        );
+        let q = shortest_arc(&m, &d) * UnitQuaternion::from_axis_angle(&m, 1.0);
+        assert_eq!(
+            counted(|| {
+                std::hint::black_box(limit.clamp(&q).unwrap());
+            }),
+            [3, 3],
+            "{what}"
+        );
+    }
+    // Control: the counter sees a shorter chain as fewer operations.
+    let short = Chain::new(vec![link(m, 60.0, tw)]).unwrap();
+    assert_eq!(
+        counted(|| {
+            std::hint::black_box(short.clamp_unit(&m));
+        }),
+        [1, 0]
+    );
 }
 
 #[test]
-fn bad_cones_are_refused_with_their_index() {
-    let err = Kusudama::from_cones(&[(Vector3::x(), 0.3), (Vector3::zeros(), 0.3)]).unwrap_err();
+fn a_kusudama_of_two_or_more_cones_is_refused() {
+    let tw = TwistRange::default();
+    let at = |deg: f64| {
+        let a = deg.to_radians();
+        (Vector3::new(a.cos(), a.sin(), 0.0), 0.35)
+    };
+    // Three cones 120 degrees apart, and two opposed cones: the sets whose summed pole is
+    // undefined.
+    let three = [at(0.0), at(120.0), at(240.0)];
+    let opposed = [at(0.0), at(180.0)];
+    for (cones, n) in [(&three[..], 3), (&opposed[..], 2), (&[][..], 0)] {
+        let err = Kusudama::from_declared(1, cones, tw).unwrap_err();
+        assert_eq!(err, LimitError::ConeCount { link: 1, count: n });
+        assert!(
+            err.to_string().contains("no kusudama of two or more cones"),
+            "{err}"
+        );
+    }
+    // Control: one cone builds.
+    assert!(Kusudama::from_declared(0, &three[..1], tw).is_ok());
+    // A table entry declaring them is refused with the bone and the rule named.
+    let entry = Declared {
+        cones: opposed.iter().map(|(a, h)| (*a, h.to_degrees())).collect(),
+        twist: (-10.0, 10.0),
+    };
+    let err = declare("upperarm01.L", Vector3::z(), &[entry]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("upperarm01.L") && text.contains("exactly one cone"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_order_one_pass_cannot_enforce_is_refused() {
+    // A 60-degree cap, then a 20-degree cap 70 degrees away: projecting onto the second can
+    // leave the first.
+    let tw = TwistRange::default();
+    let a = deg([0.0, 0.0, 1.0]);
+    let b = turn(&a, &deg([1.0, 0.0, 0.0]), 70f64.to_radians());
+    let (ka, kb) = (link(a, 60.0, tw), link(b, 20.0, tw));
+    let err = Chain::new(vec![ka, kb]).unwrap_err();
     assert_eq!(
         err,
-        LimitError::BadAxis {
-            index: 1,
-            axis: [0.0; 3]
+        LimitError::Unordered {
+            first: 0,
+            second: 1
         }
     );
-    let err = Kusudama::from_cones(&[(Vector3::x(), 4.0)]).unwrap_err();
-    assert!(matches!(err, LimitError::BadHalfAngle { index: 0, .. }));
-    let err = Kusudama::from_cones(&[(Vector3::x(), 0.3), (-Vector3::x(), 0.3)]).unwrap_err();
-    assert!(matches!(
-        err,
-        LimitError::ParallelAxes {
-            first: 0,
-            second: 1,
-            ..
-        }
-    ));
-    let err = Kusudama::from_cones(&[(Vector3::x(), 1.6), (Vector3::y(), 1.6)]).unwrap_err();
-    assert!(matches!(err, LimitError::TooWide { .. }));
-    assert_eq!(Kusudama::new(vec![]).unwrap_err(), LimitError::NoCone);
-    assert!(TwistRange::new(0.5, -0.5).is_err());
+    // What the rule prevents: one pass over these cones leaves the first one.
+    let d = turn(&a, &deg([0.0, 1.0, 0.0]), 60f64.to_radians());
+    let out = kb.project(&ka.project(&d));
+    assert!(
+        !ka.contains(&out),
+        "one pass stayed inside; the refusal would be needless"
+    );
+    // Control: the same caps with a perpendicular cut after each are admitted.
+    assert!(Chain::new(vec![ka, link(deg([1.0, 0.0, 0.0]), 95.0, tw)]).is_ok());
 }
 
 #[test]
-fn tangent_cones_of_equal_cones_are_the_poles_of_their_great_circle() {
-    let k = Kusudama::new(vec![
-        deg_cone([1.0, 0.0, 0.0], 20.0),
-        deg_cone([0.0, 1.0, 0.0], 20.0),
-    ])
-    .unwrap();
-    let ([t1, t2], r) = k.tangent_cones(0).unwrap();
-    assert!((t1.into_inner() - Vector3::z()).norm() < 1e-12);
-    assert!((t2.into_inner() + Vector3::z()).norm() < 1e-12);
-    assert!((r - (PI / 2.0 - 20f64.to_radians())).abs() < 1e-12);
-    // The band is the strip of half-width 20 degrees about the arc from x to y.
-    let mid = |z_deg: f64| {
-        let z = z_deg.to_radians();
-        UnitVector3::new_normalize(Vector3::new(
-            z.cos() / 2f64.sqrt(),
-            z.cos() / 2f64.sqrt(),
-            z.sin(),
-        ))
+fn bad_cones_and_directions_are_refused() {
+    let tw = TwistRange::default();
+    for h in [0.0, PI, -0.1, 4.0, f64::NAN] {
+        let err = Kusudama::new(Vector3::x(), h, tw).unwrap_err();
+        assert!(
+            matches!(err, LimitError::BadHalfAngle { link: 0, .. }),
+            "{h}: {err}"
+        );
+    }
+    for axis in [Vector3::zeros(), Vector3::new(f64::NAN, 0.0, 1.0)] {
+        assert!(matches!(
+            Kusudama::new(axis, 0.3, tw),
+            Err(LimitError::BadAxis { .. })
+        ));
+    }
+    assert_eq!(Chain::new(vec![]).unwrap_err(), LimitError::EmptyChain);
+    let disjoint = Chain::new(vec![
+        link(
+            deg([0.0, 0.0, 1.0]),
+            30.0,
+            TwistRange::new(-1.0, -0.5).unwrap(),
+        ),
+        link(
+            deg([0.0, 0.0, 1.0]),
+            20.0,
+            TwistRange::new(0.5, 1.0).unwrap(),
+        ),
+    ]);
+    assert_eq!(disjoint.unwrap_err(), LimitError::DisjointTwist { link: 1 });
+    assert!(TwistRange::new(0.5, -0.5).is_err());
+    // NaN and zero directions are refused, not clamped.
+    let chain = Chain::new(vec![link(deg([0.0, 0.0, 1.0]), 30.0, tw)]).unwrap();
+    for d in [Vector3::new(f64::NAN, 0.0, 1.0), Vector3::zeros()] {
+        assert_eq!(
+            chain.clamp(&d).unwrap_err(),
+            LimitError::NotFinite { what: "direction" }
+        );
+    }
+    let held = chain.clamp(&Vector3::x()).unwrap();
+    assert!(angle(&held, &deg([0.5, 0.0, 0.75f64.sqrt()])) < 1e-12);
+    let limit = JointLimit::new(Vector3::z(), chain).unwrap();
+    let nan = UnitQuaternion::new_unchecked(Quaternion::new(f64::NAN, 0.0, 0.0, 0.0));
+    assert_eq!(
+        limit.clamp(&nan).unwrap_err(),
+        LimitError::NotFinite { what: "rotation" }
+    );
+    // The table path names the bone for a half-angle outside (0, 180) degrees and a NaN axis.
+    let wide = Declared {
+        cones: vec![(Vector3::z(), 180.0)],
+        twist: (-5.0, 5.0),
     };
-    assert!(k.contains(&mid(19.0)));
-    assert!(!k.contains(&mid(21.0)));
-    let c = k.clamp(&mid(40.0));
-    assert!((angle(&c, &mid(20.0))) < 1e-9);
-    // Outside the arc (beyond the second cone), the nearest point is on the cone.
-    let beyond = UnitVector3::new_normalize(Vector3::new(-1.0, 1.0, 0.0));
-    assert!((angle(&k.clamp(&beyond), &beyond) - (45f64 - 20.0).to_radians()).abs() < 1e-9);
+    let err = declare("knee.L", Vector3::z(), &[wide]).unwrap_err();
+    assert!(
+        matches!(&err, RomError::Limit { name, source: LimitError::BadHalfAngle { .. } } if name == "knee.L"),
+        "{err}"
+    );
+    let nan_axis = Declared {
+        cones: vec![(Vector3::new(f64::NAN, 0.0, 0.0), 20.0)],
+        twist: (-5.0, 5.0),
+    };
+    let err = declare("wrist.R", Vector3::z(), &[nan_axis]).unwrap_err();
+    assert!(err.to_string().contains("wrist.R"), "{err}");
 }
 
 #[test]
 fn twist_is_clamped_separately_from_swing() {
-    let limit = JointLimit::new(
-        Vector3::z(),
-        Some(Kusudama::new(vec![deg_cone([0.0, 0.0, 1.0], 30.0)]).unwrap()),
+    let chain = Chain::new(vec![link(
+        deg([0.0, 0.0, 1.0]),
+        30.0,
         TwistRange::from_degrees(-10.0, 20.0).unwrap(),
-    )
+    )])
     .unwrap();
+    let limit = JointLimit::new(Vector3::z(), chain).unwrap();
     // Pure twist of 50 degrees: comes back as 20, direction unchanged.
     let q = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 50f64.to_radians());
-    let c = limit.clamp(&q);
+    let c = limit.clamp(&q).unwrap();
     assert!((c.angle() - 20f64.to_radians()).abs() < 1e-12);
     // Pure swing of 60 degrees about x: comes back as 30.
     let q = UnitQuaternion::from_axis_angle(&Vector3::x_axis(), 60f64.to_radians());
-    let c = limit.clamp(&q);
+    let c = limit.clamp(&q).unwrap();
     assert!((c.angle() - 30f64.to_radians()).abs() < 1e-12);
     assert!(!limit.contains(&q));
 }
@@ -334,10 +493,9 @@ pub(crate) const ANNY_BONES: [&str; 104] = [
     "eye.R",
 ];
 
-#[test]
-fn every_anny_bone_has_a_default_limit() {
-    // Plausible reference directions: limbs down, spine up, feet forward.
-    let dirs: Vec<Vector3<f64>> = ANNY_BONES
+/// Plausible reference directions: limbs down, spine up, feet forward.
+fn anny_directions() -> Vec<Vector3<f64>> {
+    ANNY_BONES
         .iter()
         .map(|n| {
             if n.starts_with("spine") || n.starts_with("neck") || *n == "head" {
@@ -350,13 +508,21 @@ fn every_anny_bone_has_a_default_limit() {
                 Vector3::new(0.3, 0.0, -1.0)
             }
         })
-        .collect();
+        .collect()
+}
+
+fn anny_limits() -> Vec<Option<JointLimit>> {
     let parents: Vec<Option<usize>> = (0..104usize).map(|i| i.checked_sub(1)).collect();
-    let limits = default_limits(&ANNY_BONES, &dirs, &parents).unwrap();
+    default_limits(&ANNY_BONES, &anny_directions(), &parents).unwrap()
+}
+
+#[test]
+fn every_anny_bone_has_a_default_limit() {
+    let limits = anny_limits();
     assert!(limits[0].is_none(), "the root is free");
     assert_eq!(limits.iter().filter(|l| l.is_some()).count(), 103);
     // A knee bent backwards by 90 degrees is inside; bent forwards by 90 degrees it is not.
-    let knee = limits[4].as_ref().unwrap().swing().unwrap();
+    let knee = limits[4].as_ref().unwrap().chain();
     let thigh = Vector3::new(0.3, 0.0, -1.0).normalize();
     let bent = |sign: f64| {
         let back = Vector3::y() - thigh * thigh.y;

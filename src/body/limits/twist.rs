@@ -76,21 +76,4 @@ impl TwistRange {
     pub fn contains(&self, angle: f64) -> bool {
         (self.min - 1e-12..=self.max + 1e-12).contains(&angle)
     }
-
-    /// The nearest angle in range, measured around the circle (an angle outside the range goes to
-    /// the bound it is closer to by wrap-around distance).
-    pub fn clamp(&self, angle: f64) -> f64 {
-        if self.contains(angle) {
-            return angle;
-        }
-        let dist = |bound: f64| {
-            let d = (angle - bound).rem_euclid(2.0 * PI);
-            d.min(2.0 * PI - d)
-        };
-        if dist(self.min) <= dist(self.max) {
-            self.min
-        } else {
-            self.max
-        }
-    }
 }
