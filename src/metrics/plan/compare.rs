@@ -259,6 +259,31 @@ mod tests {
     }
 
     #[test]
+    fn the_design_rigs_under_assumed_and_published_utilisation() {
+        // The verdict docs/planning.md quotes: share of one part at INT8 (percent) and the fps
+        // every camera can run at on one part, assumed then published.
+        let t = PublishedTable::embedded().unwrap();
+        let costs = CostModel::rfdetr_backbone();
+        let assumed = Utilisation::assumed(0.30).unwrap();
+        for (rig, shares, fits) in [
+            (cams(&["432@120"; 4]), [778.8, 2156.1], [15.4, 5.6]),
+            (
+                cams(&["288@120", "288@120", "288@120", "432@120"]),
+                [408.7, 1857.3],
+                [29.4, 6.5],
+            ),
+        ] {
+            let c = compare(&rig, &costs, &assumed, &t, None);
+            for (i, source) in ["assumed", "published"].into_iter().enumerate() {
+                let int8 = &c.plan_of(source).unwrap().precisions[0];
+                let share = (1000.0 * int8.share).round() / 10.0;
+                let fps = (1200.0 * int8.fps_headroom).round() / 10.0;
+                assert_eq!((share, fps), (shares[i], fits[i]), "{source}");
+            }
+        }
+    }
+
+    #[test]
     fn a_source_that_cannot_plan_says_why() {
         let t = PublishedTable::embedded().unwrap();
         let rig = cams(&["288@30"; 9]);
