@@ -190,8 +190,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             BackendKind::Sim => {
                 println!("outputs: synthetic (no reference ONNX registered); fps is on the simulated device clock");
                 println!("assumed figures:");
-                for (name, f) in device.assumed_figures() {
-                    println!("  {name} = {} ({})", f.value, f.source);
+                for a in device.assumptions() {
+                    println!("  {} = {}", a.name, a.value);
                 }
             }
             BackendKind::HailoRt => {

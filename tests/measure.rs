@@ -36,7 +36,10 @@ fn run(profile: DeviceProfile, graphs: Vec<GraphRun>, batch: u16, secs: f64) -> 
 fn burst_s(p: &DeviceProfile, m: &RunMeasurement, n: u64) -> f64 {
     let g = &m.graphs[0];
     p.link.transfer_s(n * g.bytes_in_per_frame)
-        + p.compute_s(g.ops_per_frame.value * 1e9 * n as f64)
+        + p.compute_s(
+            g.ops_per_frame.value * 1e9 * n as f64,
+            p.utilisation.at(n as u32).unwrap().value,
+        )
         + p.link.transfer_s(n * g.bytes_out_per_frame)
 }
 
@@ -167,7 +170,10 @@ fn two_graphs_at_three_to_one_switch_at_the_profile_cost() {
         + b.frames as f64 * {
             let g = b;
             p.link.transfer_s(g.bytes_in_per_frame)
-                + p.compute_s(g.ops_per_frame.value * 1e9)
+                + p.compute_s(
+                    g.ops_per_frame.value * 1e9,
+                    p.utilisation.at(1).unwrap().value,
+                )
                 + p.link.transfer_s(g.bytes_out_per_frame)
         };
     let busy = m.device.busy.as_ref().unwrap().value * m.window_s;
@@ -365,4 +371,44 @@ fn impossible_runs_are_refused_naming_the_reason() {
     let m = measure::measure(&device, &config).unwrap();
     assert_eq!(m.graphs[0].ops_source, "given");
     assert!((m.graphs[0].ops_per_frame.value - 71.2).abs() < 1e-12);
+}
+
+#[test]
+fn published_utilisation_sets_the_simulators_fps_by_batch() {
+    use hailo_edge::metrics::utilisation_source::UtilisationSource;
+    let curve = UtilisationSource::Published.simulator_curve().unwrap();
+    let profile = DeviceProfile::hailo10h()
+        .with_link(Link::free())
+        .with_utilisation(curve);
+    let fps = |batch: u16| {
+        let graphs = vec![GraphRun::new(fixture("backbone_288.hef"))];
+        let m = run(profile.clone(), graphs, batch, 2.0);
+        let g = &m.graphs[0];
+        let Provenance::Modelled { assumed } = &g.fps.provenance else {
+            panic!("simulator figures are modelled")
+        };
+        let u = assumed.iter().find(|a| a.name == "utilisation").unwrap();
+        assert!(u.value.starts_with("published vit_small"), "{}", u.value);
+        g.fps.value
+    };
+    // vit_small's share at batch 1 and 8 of 20 TOPS, over 35.6 G ops per frame.
+    for (batch, zoo_fps) in [(1, 119.0), (8, 428.0)] {
+        let expected = 8.62 * zoo_fps / 20e3 * 20e12 / 35.6e9;
+        let got = fps(batch);
+        assert!(
+            (got / expected - 1.0).abs() < 0.005,
+            "batch {batch}: {got} vs {expected}"
+        );
+    }
+    // A batch the zoo does not publish is refused when the model is configured.
+    let device = sim(profile);
+    let config = RunConfig {
+        graphs: vec![GraphRun::new(fixture("backbone_288.hef"))],
+        batch: 9,
+        threshold: 0,
+        timeout: Duration::ZERO,
+        duration: Duration::from_secs_f64(0.5),
+    };
+    let err = measure::measure(&device, &config).unwrap_err().to_string();
+    assert!(err.contains("batch 9"), "{err}");
 }

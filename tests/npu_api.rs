@@ -137,7 +137,7 @@ fn auto_backend_says_which_it_took() {
     // Without HailoRT, Auto must fall back to the simulator and say so.
     assert_eq!(device.backend(), BackendKind::Sim);
     assert!(device.describe().starts_with("simulator"));
-    assert!(!device.assumed_figures().is_empty());
+    assert!(!device.assumptions().is_empty());
     let err = Device::open(Backend::HailoRt { device_id: None }).unwrap_err();
     assert!(err.to_string().contains("does not link HailoRT"), "{err}");
 }

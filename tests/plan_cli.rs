@@ -165,3 +165,90 @@ fn graph_cost_counted_from_onnx() {
     let gmac = v["cameras"][0]["cost"]["gmac"].as_f64().unwrap();
     assert!((gmac * 1e9 - spec.analytic_macs() as f64).abs() < 1.0);
 }
+
+const DESIGN_RIG: [&str; 8] = [
+    "--camera", "288@120", "--camera", "288@120", "--camera", "288@120", "--camera", "432@120",
+];
+
+#[test]
+fn published_utilisation_plans_at_each_graphs_batch_and_says_which_rows() {
+    let mut args = vec!["--utilisation", "published"];
+    args.extend(DESIGN_RIG);
+    let v = plan_json(&args);
+    assert_eq!(v["source"], "published");
+    let cams = v["cameras"].as_array().unwrap();
+    let body = &cams[0]["utilisation"];
+    assert_eq!(body["provenance"]["kind"], "published");
+    let text = body["provenance"]["source"].as_str().unwrap();
+    assert!(
+        text.contains("vit_small") && text.contains("batch 3") && text.contains("c83fc03"),
+        "{text}"
+    );
+    // Three body cameras per burst: vit_small's fps linear in batch between 119 (1) and 428 (8).
+    let fps3 = 119.0 + (428.0 - 119.0) * 2.0 / 7.0;
+    assert!((body["value"].as_f64().unwrap() - 8.62 * fps3 / 20e3).abs() < 1e-9);
+    let face = &cams[3]["utilisation"];
+    assert!((face["value"].as_f64().unwrap() - 8.62 * 119.0 / 20e3).abs() < 1e-9);
+    // Negative control: the assumed plan of the same rig is not published.
+    let assumed = plan_json(&DESIGN_RIG);
+    assert_eq!(assumed["source"], "assumed");
+    assert_eq!(
+        assumed["cameras"][0]["utilisation"]["provenance"]["kind"],
+        "modelled"
+    );
+}
+
+#[test]
+fn json_carries_all_three_sources_and_flags_the_assumption() {
+    let mut args = vec!["--from", "FILE"];
+    let report = fixture("report_measured.json");
+    args[1] = &report;
+    args.extend(DESIGN_RIG);
+    let v = plan_json(&args);
+    let sources: Vec<_> = v["compare"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["source"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sources, ["assumed", "published", "report"]);
+    assert_eq!(v["source"], "report");
+    assert_eq!(v["report_label"], "report: measured on 0000:01:00.0");
+    let check = &v["compare"]["assumption"];
+    assert_eq!(check["outside"], true);
+    assert_eq!(check["band"]["low"]["row"], "vit_small at batch 1");
+    assert_eq!(check["band"]["high"]["row"], "vit_small at batch 8");
+    // The text output flags it, naming the rows that bound the band.
+    let out = succeed(hailo_edge().arg("plan").args(DESIGN_RIG));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("FLAG: the assumed 30.0% lies outside the published band")
+            && text.contains("vit_small at batch 8"),
+        "{text}"
+    );
+    // Negative control: an assumption inside the band is not flagged.
+    let out = succeed(
+        hailo_edge()
+            .args(["plan", "--utilisation", "0.1"])
+            .args(DESIGN_RIG),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("FLAG"), "{text}");
+    assert!(text.contains("inside the published band"), "{text}");
+}
+
+#[test]
+fn a_batch_beyond_the_published_ones_is_an_error() {
+    let mut cmd = hailo_edge();
+    cmd.args(["plan", "--utilisation", "published"]);
+    for _ in 0..9 {
+        cmd.args(["--camera", "288@30"]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("batch 9") && err.contains("1..=8") && err.contains("vit_small"),
+        "{err}"
+    );
+}

@@ -9,6 +9,7 @@ use super::backend::BackendArg;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
+use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
 use hailo_edge::npu::{Device, DeviceOptions, GroupId};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -71,6 +72,14 @@ pub struct BenchArgs {
     /// Simulator clock.
     #[arg(long, value_enum, default_value = "virtual")]
     clock: ClockArg,
+    /// Simulator utilisation: `assumed` (0.30), a fraction, `published` (the model zoo's
+    /// figures by batch) or a report file.
+    #[arg(
+        long,
+        default_value = "assumed",
+        value_name = "assumed|FRACTION|published|FILE"
+    )]
+    utilisation: UtilisationSource,
     /// HailoRT device id (PCIe BDF or IP address of the USB part).
     #[arg(long, value_name = "ID")]
     device: Option<String>,
@@ -92,7 +101,7 @@ fn parse_group_id(value: &str) -> Result<GroupId, String> {
     GroupId::parse(value).map_err(|e| e.to_string())
 }
 
-fn sim_profile(args: &BenchArgs) -> SimProfile {
+fn sim_profile(args: &BenchArgs) -> anyhow::Result<SimProfile> {
     let device = match args.profile {
         ProfileArg::Hailo10h => DeviceProfile::hailo10h(),
         ProfileArg::Hailo10hUsb => DeviceProfile::hailo10h_usb(),
@@ -106,7 +115,11 @@ fn sim_profile(args: &BenchArgs) -> SimProfile {
         ClockArg::Virtual => TimeBase::Virtual,
         ClockArg::Realtime => TimeBase::RealTime,
     };
-    SimProfile::new(device).with_clock(clock)
+    let curve = args
+        .utilisation
+        .simulator_curve()
+        .with_context(|| format!("--utilisation {}", args.utilisation))?;
+    Ok(SimProfile::new(device.with_utilisation(curve)).with_clock(clock))
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -162,9 +175,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .collect::<anyhow::Result<_>>()?,
     };
     let n = config.points()?.len();
-    let backend = args
-        .backend
-        .backend(args.device.clone(), || sim_profile(&args));
+    let sim = sim_profile(&args)?;
+    let backend = args.backend.backend(args.device.clone(), || sim);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
     // indicatif hides the bar when stderr is not a terminal.

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::backend::BackendArg;
+use anyhow::Context;
 use clap::Args;
 use hailo_edge::doctor::budget::{backbone_camera, Rig};
 use hailo_edge::first_light::{self, FirstLightConfig};
 use hailo_edge::metrics::plan::CameraMode;
-use hailo_edge::npu::sim::SimProfile;
+use hailo_edge::metrics::utilisation_source::UtilisationSource;
+use hailo_edge::npu::sim::{DeviceProfile, SimProfile};
 
 #[derive(Debug, Args)]
 pub struct FirstLightArgs {
@@ -38,15 +40,27 @@ pub struct FirstLightArgs {
     /// Read /sys, /dev and /etc under DIR in the doctor step.
     #[arg(long, value_name = "DIR")]
     doctor_root: Option<PathBuf>,
+    /// The simulator's utilisation (`--backend sim`): `assumed` (0.30), a fraction,
+    /// `published` (the model zoo's figures by batch) or a report file.
+    #[arg(
+        long,
+        default_value = "assumed",
+        value_name = "assumed|FRACTION|published|FILE"
+    )]
+    utilisation: UtilisationSource,
     /// Output directory (created): first-light.json, first-light.md, bench/ and the plots.
     #[arg(long, default_value = "first-light-out", value_name = "DIR")]
     out: PathBuf,
 }
 
 pub fn run(args: FirstLightArgs) -> anyhow::Result<ExitCode> {
-    let backend = args
-        .backend
-        .backend(args.device.clone(), SimProfile::default);
+    let curve = args
+        .utilisation
+        .simulator_curve()
+        .with_context(|| format!("--utilisation {}", args.utilisation))?;
+    let backend = args.backend.backend(args.device.clone(), || {
+        SimProfile::new(DeviceProfile::hailo10h().with_utilisation(curve))
+    });
     let config = FirstLightConfig {
         hefs: args.hefs,
         onnx: args.onnx,

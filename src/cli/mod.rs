@@ -15,6 +15,7 @@ mod gate;
 mod hef;
 mod ops;
 mod plan;
+mod plan_table;
 mod run;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.

@@ -7,9 +7,13 @@ use anyhow::Context;
 use clap::Args;
 use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
-    self, CameraMode, CheckFile, CostModel, CostSource, RigPlan, Utilisation,
+    self, CameraMode, CheckFile, Comparison, CostModel, CostSource, RigPlan, Utilisation,
 };
+use hailo_edge::metrics::published::PublishedTable;
 use hailo_edge::metrics::utilisation_report::{self as report, LoadedReport};
+use hailo_edge::metrics::utilisation_source::UtilisationSource;
+
+use super::plan_table::{print_comparison, print_source};
 
 /// Exit status when `--check` flags a row.
 pub const EXIT_FLAGGED: u8 = 2;
@@ -32,11 +36,14 @@ pub struct PlanArgs {
     /// or FILE to use the side of the HEF's input.
     #[arg(long = "hef", value_name = "[SIDE=]FILE")]
     hef: Vec<String>,
-    /// Utilisation of the peak to plan with (assumed).
-    #[arg(long, default_value_t = plan::DEFAULT_UTILISATION, conflicts_with = "from")]
-    utilisation: f64,
-    /// Plan with the utilisation in a report: bench's report.json (schema
+    /// Utilisation to plan with: `assumed` (0.30), a fraction (assumed), `published` (the
+    /// model zoo's Hailo-10H fps of the nearest ViT at each graph's cameras per burst) or a
+    /// report file. Default: the report of --from when given, else assumed.
+    #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
+    utilisation: Option<UtilisationSource>,
+    /// A report to set beside the assumed and published figures: bench's report.json (schema
     /// hailo-edge.utilisation/1) or the report `run --report` writes (hailo-edge.run-report/1).
+    /// The plan uses it unless --utilisation says otherwise.
     #[arg(long, value_name = "REPORT")]
     from: Option<PathBuf>,
     /// Check a planning table (TOML [[row]] or CSV: side, gmac, fps_int8, fps_int4, utilisation): flag rows whose
@@ -112,34 +119,80 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         cameras.extend(file.camera);
     }
-    let loaded = args.from.as_deref().map(report::load_any).transpose()?;
-    let utilisation = match &loaded {
-        Some(l) => Utilisation::from_report(&l.report),
-        None => Utilisation::assumed(args.utilisation)?,
+    let source = match (&args.utilisation, &args.from) {
+        (Some(s), _) => s.clone(),
+        (None, Some(path)) => UtilisationSource::Report(path.clone()),
+        (None, None) => UtilisationSource::default(),
+    };
+    let report_path = match (&source, &args.from) {
+        (_, Some(path)) => Some(path.clone()),
+        (UtilisationSource::Report(path), None) => Some(path.clone()),
+        _ => None,
+    };
+    let loaded = report_path.as_deref().map(report::load_any).transpose()?;
+    let from_report = loaded.as_ref().map(|l| Utilisation::from_report(&l.report));
+    let table = PublishedTable::embedded()?;
+    let assumed = Utilisation::assumed(match source {
+        UtilisationSource::Assumed(u) => u,
+        _ => plan::DEFAULT_UTILISATION,
+    })?;
+    let utilisation = match (&source, &from_report) {
+        (UtilisationSource::Assumed(_), _) => assumed.clone(),
+        (UtilisationSource::Published, _) => Utilisation::published(&table, &cameras)?,
+        (UtilisationSource::Report(_), Some(r)) => r.clone(),
+        (UtilisationSource::Report(p), None) => {
+            anyhow::bail!("--utilisation {}: the report was not read", p.display())
+        }
     };
     let rig = plan::plan(&cameras, &costs, &utilisation)?;
+    let comparison = plan::compare(&cameras, &costs, &assumed, &table, from_report.as_ref());
+    let report_label = loaded.as_ref().map(report_label);
     if args.json {
         let from = loaded.as_ref().map(|l| FromReport {
-            file: args.from.as_ref().map(|p| p.display().to_string()),
+            file: report_path.as_ref().map(|p| p.display().to_string()),
             kind: l.kind,
             note: l.note(),
         });
-        let out = PlanJson { from, plan: &rig };
+        let out = PlanJson {
+            from,
+            source: source.kind(),
+            report_label,
+            compare: &comparison,
+            plan: &rig,
+        };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        if let (Some(l), Some(path)) = (&loaded, &args.from) {
+        if let (Some(l), Some(path)) = (&loaded, &report_path) {
             print_source(l, path);
         }
-        print_plan(&rig, loaded.is_some());
+        print_plan(&rig, &source);
+        print_comparison(&comparison, &cameras, report_label.as_deref());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `plan --json`: the plan and the report it was made from.
+/// How the report's column is labelled: measured on the part, or modelled by the simulator.
+fn report_label(l: &LoadedReport) -> String {
+    match &l.report.device {
+        Some(device) if l.report.backend == report::Backend::Hailort => {
+            format!("report: measured on {device}")
+        }
+        _ => "report: modelled by the simulator".to_owned(),
+    }
+}
+
+/// `plan --json`: the plan, the source it used, the report read and the three sources side by
+/// side.
 #[derive(serde::Serialize)]
 struct PlanJson<'a> {
-    /// The report given with `--from`, and its kind.
+    /// The report given with `--from` or `--utilisation FILE`, and its kind.
     from: Option<FromReport>,
+    /// The source of the plan's utilisation: `assumed`, `published` or `report`.
+    source: &'static str,
+    /// Whether the report's figures are measured on a part or modelled by the simulator.
+    report_label: Option<String>,
+    /// The rig under assumed, published and report utilisation.
+    compare: &'a Comparison,
     #[serde(flatten)]
     plan: &'a RigPlan,
 }
@@ -149,11 +202,6 @@ struct FromReport {
     file: Option<String>,
     kind: report::ReportKind,
     note: &'static str,
-}
-
-fn print_source(l: &LoadedReport, path: &std::path::Path) {
-    println!("from: {} is a {}", path.display(), l.kind);
-    println!("  ({})", l.note());
 }
 
 fn split_pair<'a>(spec: &'a str, flag: &str, form: &str) -> anyhow::Result<(u32, &'a str)> {
@@ -166,22 +214,33 @@ fn split_pair<'a>(spec: &'a str, flag: &str, form: &str) -> anyhow::Result<(u32,
     Ok((side, value))
 }
 
-fn print_plan(rig: &RigPlan, from_report: bool) {
+fn print_plan(rig: &RigPlan, source: &UtilisationSource) {
     let u = &rig.utilisation;
-    if from_report {
-        println!(
-            "utilisation: per graph side from the report; other sides use its lowest, {}",
-            u.default
-        );
-    } else {
-        println!("utilisation: {}", u.default);
-    }
-    if !from_report {
-        println!(
-            "  (replace the assumption with a measurement: hailo-edge plan --from report.json)"
-        );
-    } else if let Some(p) = u.measured_precision {
-        println!("  (measured on {p} HEFs; the other precision's rows assume the same fraction of its peak)");
+    println!("utilisation source: {}", source.kind());
+    match source {
+        UtilisationSource::Assumed(_) => {
+            println!("utilisation: {}", u.default);
+            println!(
+                "  (replace the assumption with a measurement: hailo-edge plan --from report.json)"
+            );
+        }
+        UtilisationSource::Published => {
+            for (side, f) in &u.per_side {
+                println!("utilisation at {side}: {f}");
+            }
+            println!(
+                "  (published for INT8 HEFs; the INT4 rows assume the same fraction of its peak)"
+            );
+        }
+        UtilisationSource::Report(_) => {
+            println!(
+                "utilisation: per graph side from the report; other sides use its lowest, {}",
+                u.default
+            );
+            if let Some(p) = u.measured_precision {
+                println!("  (measured on {p} HEFs; the other precision's rows assume the same fraction of its peak)");
+            }
+        }
     }
     println!();
     println!(

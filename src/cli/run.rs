@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
+use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
@@ -31,6 +32,10 @@ pub struct RunArgs {
     /// No live status line.
     #[arg(long)]
     quiet: bool,
+    /// The simulator's utilisation, over the rig file's `device.utilisation`: `assumed`
+    /// (0.30), a fraction, `published` (the model zoo's figures by batch) or a report file.
+    #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
+    utilisation: Option<UtilisationSource>,
 }
 
 pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -51,6 +56,9 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
             (RigConfig::demo(&dir), "demo".to_string())
         }
     };
+    if let Some(u) = &args.utilisation {
+        rig.device.utilisation = u.clone();
+    }
     if args.report.is_some() {
         rig.output.report = args.report.clone();
     }

@@ -18,6 +18,8 @@ pub enum Label {
     Modelled,
     /// An input of a model, not computed from anything (the simulator's 1 ms switch cost).
     Assumed,
+    /// Derived from measurements published for other models on the same part (the model zoo).
+    Published,
 }
 
 impl Label {
@@ -27,6 +29,7 @@ impl Label {
             Label::Measured => "measured",
             Label::Modelled => "modelled",
             Label::Assumed => "assumed",
+            Label::Published => "published",
         }
     }
 }
@@ -70,6 +73,7 @@ impl FigureEntry {
         let label = match provenance {
             Provenance::Measured { .. } => Label::Measured,
             Provenance::Modelled { .. } => Label::Modelled,
+            Provenance::Published { .. } => Label::Published,
         };
         Self {
             name: name.into(),

@@ -1,9 +1,10 @@
 //! Figures that say where they come from.
 //!
 //! Every number a report prints is a [`Figure`]: a value, a unit and a [`Provenance`] that is
-//! either measured (on which device) or modelled (with every assumed value listed). Planning
-//! defaults such as the 30% utilisation are modelled figures whose assumption is named, so a
-//! reader can always tell a measurement from an estimate.
+//! measured (on which device), published (by whom, for which rows) or modelled (with every
+//! assumed value listed). Planning defaults such as the 30% utilisation are modelled figures
+//! whose assumption is named, so a reader can always tell a measurement on this device from a
+//! public measurement of another model and from an estimate.
 
 use std::fmt;
 
@@ -42,6 +43,12 @@ pub enum Provenance {
         /// Every assumed value the figure depends on.
         assumed: Vec<Assumption>,
     },
+    /// Derived from measurements someone else published on the same part for other models
+    /// (Hailo's model zoo): neither assumed nor measured on this device.
+    Published {
+        /// The publication, the rows used and how they were combined.
+        source: String,
+    },
 }
 
 impl Provenance {
@@ -59,16 +66,38 @@ impl Provenance {
         }
     }
 
+    /// A figure derived from published measurements described by `source`.
+    pub fn published(source: impl Into<String>) -> Self {
+        Provenance::Published {
+            source: source.into(),
+        }
+    }
+
     /// True for figures measured on a device.
     pub fn is_measured(&self) -> bool {
         matches!(self, Provenance::Measured { .. })
     }
 
+    /// The provenance's kind as JSON tags it: `measured`, `modelled` or `published`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Provenance::Measured { .. } => "measured",
+            Provenance::Modelled { .. } => "modelled",
+            Provenance::Published { .. } => "published",
+        }
+    }
+
     /// This provenance combined with `other`: measured only when both are measured on the same
-    /// device; otherwise modelled, with the assumptions of both.
+    /// device, published only when both rest on the same publication; otherwise modelled, with
+    /// the assumptions of both.
     pub fn combine(&self, other: &Provenance) -> Provenance {
         match (self, other) {
             (Provenance::Measured { device: a }, Provenance::Measured { device: b }) if a == b => {
+                self.clone()
+            }
+            (Provenance::Published { source: a }, Provenance::Published { source: b })
+                if a == b =>
+            {
                 self.clone()
             }
             _ => {
@@ -83,11 +112,13 @@ impl Provenance {
         }
     }
 
-    /// The assumptions behind this figure; a measurement on a device is listed as one.
+    /// The assumptions behind this figure; a measurement on a device, or a published one, is
+    /// listed as one.
     fn assumptions(&self) -> Vec<Assumption> {
         match self {
             Provenance::Measured { device } => vec![Assumption::new("measured on", device.clone())],
             Provenance::Modelled { assumed } => assumed.clone(),
+            Provenance::Published { source } => vec![Assumption::new("published", source.clone())],
         }
     }
 }
@@ -96,6 +127,7 @@ impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Provenance::Measured { device } => write!(f, "measured on {device}"),
+            Provenance::Published { source } => write!(f, "published: {source}"),
             Provenance::Modelled { assumed } if assumed.is_empty() => write!(f, "modelled"),
             Provenance::Modelled { assumed } => {
                 write!(f, "ASSUMED: ")?;
@@ -239,6 +271,29 @@ mod tests {
             panic!("expected modelled")
         };
         assert_eq!(assumed.len(), 2);
+    }
+
+    #[test]
+    fn published_is_its_own_kind_and_combines_to_modelled() {
+        let zoo = Provenance::published("zoo vit_small at batch 3");
+        assert_eq!(zoo.kind(), "published");
+        assert!(!zoo.is_measured());
+        assert_eq!(zoo.combine(&zoo), zoo);
+        let other = Provenance::published("zoo vit_small at batch 1");
+        let Provenance::Modelled { assumed } = zoo.combine(&other) else {
+            panic!("two publications are not one")
+        };
+        assert_eq!(assumed.len(), 2);
+        assert!(assumed.iter().all(|a| a.name == "published"));
+        let f = Figure {
+            value: 0.12,
+            unit: Unit::Fraction,
+            provenance: zoo,
+        };
+        assert_eq!(f.to_string(), "12.0% (published: zoo vit_small at batch 3)");
+        let s = serde_json::to_string(&f).unwrap();
+        assert!(s.contains("\"kind\":\"published\""), "{s}");
+        assert_eq!(serde_json::from_str::<Figure>(&s).unwrap(), f);
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::infer_model::Model;
 use super::open_params::GroupId;
 use super::probe::Probe;
 use super::result;
-use super::sim::{self, Figure, SimProfile, SimStats};
+use super::sim::{self, SimProfile, SimStats};
+use crate::metrics::figure::Assumption;
 
 /// Which implementation of the table to open.
 /// (`Sim` carries a whole profile; a device is opened rarely, so it is not boxed.)
@@ -345,13 +346,13 @@ impl Device {
         self.inner.sim.as_ref()
     }
 
-    /// The figures this device's timing rests on that are assumptions (empty
-    /// on real hardware).
-    pub fn assumed_figures(&self) -> Vec<(&'static str, Figure)> {
+    /// What this device's timing rests on: the simulator profile's assumed
+    /// figures and its utilisation with its source (empty on real hardware).
+    pub fn assumptions(&self) -> Vec<Assumption> {
         self.inner
             .sim
             .as_ref()
-            .map(|p| p.device.assumed())
+            .map(|p| p.device.assumptions())
             .unwrap_or_default()
     }
 

@@ -55,7 +55,17 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
     let sim = || -> Result<SimProfile, RunError> {
         let device = match &profile {
             Some(p) => p.clone(),
-            None => rig.device.profile.device_profile(),
+            None => {
+                let utilisation = &rig.device.utilisation;
+                let curve =
+                    utilisation
+                        .simulator_curve()
+                        .map_err(|source| RunError::Utilisation {
+                            value: utilisation.to_string(),
+                            source,
+                        })?;
+                rig.device.profile.device_profile().with_utilisation(curve)
+            }
         };
         let mut sim = SimProfile::new(device).with_clock(rig.device.clock.clone());
         for (i, g) in rig.graphs.iter().enumerate() {

@@ -50,6 +50,12 @@ pub enum RunError {
     },
     #[error("NPU: running the graphs: {source}")]
     Npu { source: NpuError },
+    /// The simulator's utilisation (`device.utilisation`) that cannot be resolved.
+    #[error("`device.utilisation` = {value}: {source}")]
+    Utilisation {
+        value: String,
+        source: crate::metrics::utilisation_source::SourceError,
+    },
     /// The body model file (its path) or the embedded model (`embedded`).
     #[error("body model {model}: {source}")]
     BodyModel { model: String, source: BodyError },

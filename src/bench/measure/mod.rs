@@ -273,7 +273,7 @@ impl RunMeasurement {
     pub fn assumptions(&self) -> &[Assumption] {
         match &self.provenance {
             Provenance::Modelled { assumed } => assumed,
-            Provenance::Measured { .. } => &[],
+            Provenance::Measured { .. } | Provenance::Published { .. } => &[],
         }
     }
 }

@@ -54,12 +54,7 @@ pub(super) fn provenance(device: &Device) -> Provenance {
                 ),
                 Assumption::new("clock", profile.clock.name()),
             ];
-            assumed.extend(
-                device
-                    .assumed_figures()
-                    .into_iter()
-                    .map(|(name, f)| Assumption::new(name, format!("{} ({})", f.value, f.source))),
-            );
+            assumed.extend(device.assumptions());
             Provenance::modelled(assumed)
         }
     }

@@ -3,22 +3,31 @@
 //! A camera running a graph of `G` GMAC per frame at `f` fps needs `2 G f` ops per second
 //! (ops = 2 x MACs). At a utilisation `u` of a peak `P` (20 TOPS INT8, 40 TOPS INT4), one graph
 //! alone reaches `u P / 2G` fps, and a rig needs a share `sum_i 2 G_i f_i / (u_i P)` of one part.
-//! `u` is 0.30 by default, an assumption the output labels as such, until a measured report
-//! (`--from report.json`, see [`super::utilisation_report`]) replaces it per graph.
+//! `u` comes from one of three sources ([`super::utilisation_source`]): the assumed 0.30,
+//! labelled as such; the model zoo's published Hailo-10H fps of the nearest ViT at the graph's
+//! cameras per burst ([`Utilisation::published`]); or a report
+//! (`--from report.json`, see [`super::utilisation_report`]) that replaces it per graph.
+//! [`compare`] plans one rig under all three.
 
 mod check;
+mod compare;
 mod cost;
 mod mode;
 
 use serde::Serialize;
 
 pub use check::{check_rows, CheckFile, CheckOutcome, CheckRow};
+pub use compare::{
+    cameras_per_burst, compare, AssumptionCheck, Band, BandEnd, Comparison, SourcePlan,
+};
 pub use cost::{CostModel, CostSource, GraphCost, RFDETR_BACKBONE_GMAC};
 pub use mode::{CameraMode, CameraModeError, ModeFault};
 
 use super::figure::{Assumption, Figure, Provenance, Unit};
+use super::published::PublishedError;
 use super::utilisation::Precision;
 use super::utilisation_report::UtilisationReport;
+use super::utilisation_source::UtilisationCurve;
 
 /// The utilisation the chain was planned with before any measurement.
 pub const DEFAULT_UTILISATION: f64 = 0.30;
@@ -55,39 +64,30 @@ pub enum PlanError {
     /// No camera was given.
     #[error("no cameras: give --camera SIDE@FPS (repeatable) or --cameras FILE")]
     NoCameras,
+    /// The published table, or a batch it does not cover.
+    #[error("published utilisation: {0}")]
+    Published(#[from] PublishedError),
 }
 
-/// Utilisation per graph side: an assumed default, or measured figures from a report.
+/// Utilisation per graph side: an assumed default, published figures by side, or measured
+/// figures from a report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Utilisation {
     /// Used for sides the report does not cover (or for all, when assumed).
     pub default: Figure,
-    /// Figures for the sides a report covers.
+    /// Figures for the sides a report or the published rows cover.
     pub per_side: Vec<(u32, Figure)>,
-    /// Precision of the HEFs the report measured, when it came from a report.
+    /// Precision of the HEFs the figures come from: a report's, or INT8 for the zoo's.
     pub measured_precision: Option<Precision>,
 }
 
 impl Utilisation {
     /// The assumed utilisation `fraction`, labelled as an assumption.
     pub fn assumed(fraction: f64) -> Result<Self, PlanError> {
-        if !(fraction > 0.0 && fraction <= 1.0) {
-            return Err(PlanError::BadUtilisation { value: fraction });
-        }
-        let label = if fraction == DEFAULT_UTILISATION {
-            "planning default"
-        } else {
-            "given with --utilisation"
-        };
+        let curve = UtilisationCurve::assumed(fraction)
+            .map_err(|_| PlanError::BadUtilisation { value: fraction })?;
         Ok(Self {
-            default: Figure::modelled(
-                fraction,
-                Unit::Fraction,
-                [Assumption::new(
-                    "utilisation",
-                    format!("{fraction:.2} ({label})"),
-                )],
-            ),
+            default: curve.at(1)?,
             per_side: Vec::new(),
             measured_precision: None,
         })

@@ -156,7 +156,7 @@ fn from_run_json(path: &str, value: serde_json::Value) -> Result<UtilisationRepo
         .iter()
         .find_map(|g| match &g.device_fps.provenance {
             Provenance::Measured { device } => Some(device.clone()),
-            Provenance::Modelled { .. } => None,
+            Provenance::Modelled { .. } | Provenance::Published { .. } => None,
         });
     let mut graphs = Vec::with_capacity(run.graphs.len());
     for (i, g) in run.graphs.into_iter().enumerate() {

@@ -592,7 +592,8 @@ impl Core {
         let bytes_out = n * spec.device_bytes_out();
         let switch_ns = if switch { ns(p.switch_cost_s.value) } else { 0 };
         let in_ns = ns(p.link.transfer_s(bytes_in));
-        let compute_ns = ns(p.compute_s(spec.ops_per_frame * n as f64));
+        let compute_ns =
+            ns(p.compute_s(spec.ops_per_frame * n as f64, spec.utilisation(batch.len())));
         let out_ns = ns(p.link.transfer_s(bytes_out));
         let total = switch_ns + in_ns + compute_ns + out_ns;
         let end = now + total;

@@ -149,9 +149,20 @@ pub struct ModelSpec {
     pub ops_per_frame: f64,
     pub ops_source: OpsSource,
     pub reference: Option<Arc<ReferenceModel>>,
+    /// Utilisation of a burst of `n` frames at index `n - 1`, for `n` up to
+    /// the batch: resolved at configure, so a batch the profile's
+    /// utilisation does not cover fails there.
+    pub utilisation_by_burst: Vec<f64>,
 }
 
 impl ModelSpec {
+    /// The utilisation a burst of `frames` is charged at (a burst is never
+    /// larger than the batch; a larger one is charged at the batch's).
+    pub fn utilisation(&self, frames: usize) -> f64 {
+        let i = frames.clamp(1, self.utilisation_by_burst.len().max(1)) - 1;
+        self.utilisation_by_burst.get(i).copied().unwrap_or(0.0)
+    }
+
     /// Bytes of one frame's inputs on the link.
     pub fn device_bytes_in(&self) -> u64 {
         self.inputs

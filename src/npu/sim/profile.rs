@@ -2,11 +2,19 @@
 //! comes from.
 //!
 //! Published figures name their source; the rest are marked assumed, and
-//! [`DeviceProfile::assumed`] lists them so every report can say which
-//! figures it rests on.
+//! [`DeviceProfile::assumptions`] lists them, with the utilisation and the
+//! source it comes from, so every report can say which figures it rests on.
+//!
+//! The utilisation is a [`UtilisationCurve`] resolved from the same
+//! [`UtilisationSource`](crate::metrics::utilisation_source::UtilisationSource)
+//! the planner takes: assumed, published by batch, or a report's.
 
 use hef::Chip;
 use serde::Serialize;
+
+use crate::metrics::figure::Assumption;
+use crate::metrics::published::PublishedError;
+use crate::metrics::utilisation_source::UtilisationCurve;
 
 /// One figure of a profile and its provenance.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -140,8 +148,8 @@ pub struct DeviceProfile {
     pub link: Link,
     /// Time to switch the device from one network group to another, seconds.
     pub switch_cost_s: Figure,
-    /// Share of peak the compute achieves on these graphs.
-    pub utilisation: Figure,
+    /// Share of peak the compute achieves on these graphs, by burst size.
+    pub utilisation: UtilisationCurve,
     pub precision: Precision,
     /// How long a client asking for a "UNIQUE" VDevice waits for the
     /// device's current holder to close it before HAILO_DEVICE_IN_USE,
@@ -163,8 +171,8 @@ impl DeviceProfile {
     /// (The Register, 2024-04-10); 8 GiB LPDDR4 on the card (Raspberry Pi AI
     /// HAT+ 2). The switch cost (1 ms) is assumed: HailoRT publishes none and
     /// traces it as the `ActivateCoreOp` duration, so measure it on the part.
-    /// Utilisation 0.30 is the planning figure; the model zoo's vit_base at
-    /// batch 8 reaches about 34 % of 20 TOPS on a Hailo-10H (derived).
+    /// Utilisation 0.30 is the planning assumption; [`Self::with_utilisation`]
+    /// takes the published or a measured one instead.
     pub fn hailo10h() -> DeviceProfile {
         DeviceProfile {
             name: "hailo10h-pcie".into(),
@@ -180,7 +188,13 @@ impl DeviceProfile {
                 1e-3,
                 "no published per-switch cost; HailoRT traces it as ActivateCoreOp duration",
             ),
-            utilisation: Figure::assumed(0.30, "planning figure, to be replaced by measurement"),
+            utilisation: UtilisationCurve::constant(
+                crate::metrics::plan::DEFAULT_UTILISATION,
+                crate::metrics::figure::Provenance::modelled([Assumption::new(
+                    "utilisation",
+                    "0.30 (planning default)",
+                )]),
+            ),
             precision: Precision::Int8,
             vdevice_wait_s: Figure::published(
                 5.0,
@@ -223,9 +237,10 @@ impl DeviceProfile {
         self
     }
 
-    /// Same profile with another utilisation, marked assumed.
-    pub fn with_utilisation(mut self, share: f64, source: &'static str) -> DeviceProfile {
-        self.utilisation = Figure::assumed(share, source);
+    /// Same profile with another utilisation curve (resolve one with
+    /// `UtilisationSource::simulator_curve`).
+    pub fn with_utilisation(mut self, utilisation: UtilisationCurve) -> DeviceProfile {
+        self.utilisation = utilisation;
         self
     }
 
@@ -244,12 +259,25 @@ impl DeviceProfile {
         }
     }
 
-    /// Seconds of compute for `ops` operations: ops / (peak x utilisation).
-    pub fn compute_s(&self, ops: f64) -> f64 {
+    /// The utilisation of bursts of 1 to `batch` frames, in order: what a
+    /// model configured with `batch` is charged at.
+    ///
+    /// # Errors
+    /// [`PublishedError::BatchOutside`] when the utilisation is published
+    /// and `batch` lies beyond the published batches.
+    pub fn utilisation_by_burst(&self, batch: u16) -> Result<Vec<f64>, PublishedError> {
+        (1..=u32::from(batch.max(1)))
+            .map(|n| self.utilisation.at(n).map(|f| f.value))
+            .collect()
+    }
+
+    /// Seconds of compute for `ops` operations at `utilisation`:
+    /// ops / (peak x utilisation).
+    pub fn compute_s(&self, ops: f64, utilisation: f64) -> f64 {
         if ops <= 0.0 {
             return 0.0;
         }
-        let rate = self.peak_ops_per_s() * self.utilisation.value;
+        let rate = self.peak_ops_per_s() * utilisation;
         if rate.is_infinite() {
             0.0
         } else {
@@ -266,7 +294,6 @@ impl DeviceProfile {
             ("link_bytes_per_s", self.link.bytes_per_s),
             ("link_latency_s", self.link.latency_s),
             ("switch_cost_s", self.switch_cost_s),
-            ("utilisation", self.utilisation),
         ]
     }
 
@@ -276,6 +303,19 @@ impl DeviceProfile {
             .into_iter()
             .filter(|(_, f)| f.assumed)
             .collect()
+    }
+
+    /// What the timing rests on, as assumptions of the figures it models:
+    /// every assumed figure with its reason, then the utilisation with its
+    /// source (assumed, published rows or a report).
+    pub fn assumptions(&self) -> Vec<Assumption> {
+        let mut out: Vec<Assumption> = self
+            .assumed()
+            .into_iter()
+            .map(|(n, f)| Assumption::new(n, format!("{} ({})", f.value, f.source)))
+            .collect();
+        out.push(Assumption::new("utilisation", self.utilisation.to_string()));
+        out
     }
 }
 
@@ -288,19 +328,40 @@ mod tests {
         let p = DeviceProfile::hailo10h();
         assert_eq!(p.int8_ops_per_s.value, 20e12);
         assert_eq!(p.int4_ops_per_s.value, 40e12);
-        assert_eq!(p.utilisation.value, 0.30);
+        assert_eq!(p.utilisation_by_burst(8).unwrap(), [0.30; 8]);
         let assumed: Vec<_> = p.assumed().into_iter().map(|(n, _)| n).collect();
         assert!(assumed.contains(&"switch_cost_s"));
-        assert!(assumed.contains(&"utilisation"));
         assert!(!assumed.contains(&"int8_ops_per_s"));
+        let listed = p.assumptions();
+        let u = listed.iter().find(|a| a.name == "utilisation").unwrap();
+        assert!(u.value.contains("planning default"), "{}", u.value);
+    }
+
+    #[test]
+    fn published_utilisation_follows_the_burst() {
+        use crate::metrics::utilisation_source::UtilisationSource;
+        let curve = UtilisationSource::Published.simulator_curve().unwrap();
+        let p = DeviceProfile::hailo10h().with_utilisation(curve);
+        let by_burst = p.utilisation_by_burst(8).unwrap();
+        // vit_small: 8.62 GOPS at 119 fps (batch 1) and 428 fps (batch 8) of 20 TOPS.
+        assert!((by_burst[0] - 8.62 * 119.0 / 20e3).abs() < 1e-12);
+        assert!((by_burst[7] - 8.62 * 428.0 / 20e3).abs() < 1e-12);
+        assert!(by_burst.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            p.utilisation_by_burst(9).is_err(),
+            "batch 9 is not published"
+        );
+        let listed = p.assumptions();
+        let u = listed.iter().find(|a| a.name == "utilisation").unwrap();
+        assert!(u.value.starts_with("published vit_small"), "{}", u.value);
     }
 
     #[test]
     fn compute_time_of_the_288_backbone() {
         // 17.8 GMAC = 35.6 G ops at 20 TOPS x 0.30 -> 5.933 ms.
-        let s = DeviceProfile::hailo10h().compute_s(35.6e9);
+        let s = DeviceProfile::hailo10h().compute_s(35.6e9, 0.30);
         assert!((s - 35.6e9 / 6e12).abs() < 1e-12);
-        assert_eq!(DeviceProfile::zero_time().compute_s(35.6e9), 0.0);
+        assert_eq!(DeviceProfile::zero_time().compute_s(35.6e9, 0.30), 0.0);
     }
 
     #[test]

@@ -209,6 +209,10 @@ pub(crate) fn build_spec(model: &SimInferModel) -> Result<ModelSpec, Fail> {
     let profile = &model.device.profile;
     let reference = profile.references.get(&name).cloned();
     let device = &model.device.core.profile;
+    let batch = settings.batch.max(1);
+    let utilisation_by_burst = device
+        .utilisation_by_burst(batch)
+        .map_err(|e| (HAILO_INVALID_ARGUMENT, format!("{}: {e}", model.origin)))?;
     let (ops, source) = if let Some(ops) = model.group.ops_per_frame {
         (ops as f64, OpsSource::Hef)
     } else if let Some(ops) = reference.as_ref().and_then(|r| r.ops_per_frame()) {
@@ -217,7 +221,7 @@ pub(crate) fn build_spec(model: &SimInferModel) -> Result<ModelSpec, Fail> {
         (ops as f64, OpsSource::Given)
     } else if let Some(fps) = model.group.bottleneck_fps.filter(|f| *f > 0.0) {
         (
-            device.peak_ops_per_s() * device.utilisation.value / fps,
+            device.peak_ops_per_s() * utilisation_by_burst[0] / fps,
             OpsSource::BottleneckFps,
         )
     } else {
@@ -229,11 +233,12 @@ pub(crate) fn build_spec(model: &SimInferModel) -> Result<ModelSpec, Fail> {
     };
     Ok(ModelSpec {
         name,
-        batch: settings.batch.max(1),
+        batch,
         inputs: settings.inputs.clone(),
         outputs: settings.outputs.clone(),
         ops_per_frame: ops,
         ops_source: source,
         reference,
+        utilisation_by_burst,
     })
 }

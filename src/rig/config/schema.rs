@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::values::{BackendChoice, CameraSource, FitMode, KeypointsFrom, SimProfileName};
 use crate::camera::PixelFormat;
 use crate::decode::Engine;
+use crate::metrics::utilisation_source::UtilisationSource;
 use crate::npu::sim::TimeBase;
 use crate::npu::GroupId;
 
@@ -26,6 +27,11 @@ pub struct DeviceConfig {
     /// Simulator clock: `realtime` or `virtual`.
     #[serde(default = "default_clock")]
     pub clock: TimeBase,
+    /// The simulator's utilisation: `assumed` (0.30, the default), a fraction, `published`
+    /// (the model zoo's figures by batch) or a report file; the same spellings as
+    /// `plan --utilisation`.
+    #[serde(default)]
+    pub utilisation: UtilisationSource,
     /// VDevice group id: HailoRT's default "UNIQUE" gives the device to one
     /// process; processes opening it with one other id (e.g. "SHARED") share it.
     #[serde(default)]
@@ -51,6 +57,7 @@ impl Default for DeviceConfig {
             device_id: None,
             profile: SimProfileName::default(),
             clock: default_clock(),
+            utilisation: UtilisationSource::default(),
             group_id: None,
             dma_map: default_dma_map(),
         }

@@ -129,11 +129,8 @@ impl Report {
     }
 }
 
-/// The figures the simulator assumes (none on a real device).
+/// The figures the simulator assumes, its utilisation's source among them (none on a real
+/// device).
 fn assumptions(device: &Device) -> Vec<Assumption> {
-    device
-        .assumed_figures()
-        .into_iter()
-        .map(|(n, fig)| Assumption::new(n, format!("{} ({})", fig.value, fig.source)))
-        .collect()
+    device.assumptions()
 }
