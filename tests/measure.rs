@@ -391,15 +391,18 @@ fn published_utilisation_sets_the_simulators_fps_by_batch() {
         assert!(u.value.starts_with("published vit_small"), "{}", u.value);
         g.fps.value
     };
-    // vit_small's share at batch 1 and 8 of 20 TOPS, over 35.6 G ops per frame.
-    for (batch, zoo_fps) in [(1, 119.0), (8, 428.0)] {
-        let expected = 8.62 * zoo_fps / 20e3 * 20e12 / 35.6e9;
-        let got = fps(batch);
-        assert!(
-            (got / expected - 1.0).abs() < 0.005,
-            "batch {batch}: {got} vs {expected}"
-        );
-    }
+    // vit_small's share at batch 1 of 20 TOPS, over 35.6 G ops per frame.
+    let at = |zoo_fps: f64| 8.62 * zoo_fps / 20e3 * 20e12 / 35.6e9;
+    let one = fps(1);
+    assert!(
+        (one / at(119.0) - 1.0).abs() < 0.005,
+        "{one} vs {}",
+        at(119.0)
+    );
+    // Batch 8: bursts of up to 8 frames, each charged at the share for its size, so the
+    // rate lies above batch 1's and at most at the batch-8 figure.
+    let eight = fps(8);
+    assert!(eight > 1.5 * one && eight <= at(428.0) * 1.005, "{eight}");
     // A batch the zoo does not publish is refused when the model is configured.
     let device = sim(profile);
     let config = RunConfig {
