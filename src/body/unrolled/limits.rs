@@ -1,7 +1,7 @@
-//! The joint limits as the unrolled fit applies them: per bone, a fixed-order list of
-//! single-cone clamps. This adapter is the one place that reads [`JointLimit`]; each cone of a
-//! bone's kusudama becomes one clamp, applied in the kusudama's order, so the region the graph
-//! enforces is the intersection of the cones.
+//! The joint limits as the unrolled fit applies them: per bone, the fixed-order chain of
+//! single-cone clamps of its [`JointLimit`]. This adapter is the one place that reads the
+//! limits; each kusudama of a bone's [`Chain`](crate::body::limits::Chain) becomes one clamp,
+//! applied in the chain's order, so the graph enforces the region the chain enforces.
 
 use nalgebra::Vector3;
 
@@ -26,7 +26,7 @@ pub struct ConeClamp {
     pub twist_max: f64,
 }
 
-/// The clamps of every bone in `bones` (rig indices) that has a limit with a swing region, in
+/// The clamps of every bone in `bones` (rig indices) that has a limit, in
 /// chain order: `result[p]` holds the `p`-th clamp of every bone that has at least `p + 1`.
 pub fn cone_chain(limits: &[Option<JointLimit>], bones: &[usize]) -> Vec<Vec<ConeClamp>> {
     let mut stages: Vec<Vec<ConeClamp>> = Vec::new();
@@ -34,10 +34,8 @@ pub fn cone_chain(limits: &[Option<JointLimit>], bones: &[usize]) -> Vec<Vec<Con
         let Some(limit) = limits.get(bone).and_then(Option::as_ref) else {
             continue;
         };
-        let Some(swing) = limit.swing() else {
-            continue;
-        };
-        for (p, cone) in swing.cones().iter().enumerate() {
+        let twist = limit.chain().twist();
+        for (p, cone) in limit.chain().cones().iter().enumerate() {
             if stages.len() <= p {
                 stages.push(Vec::new());
             }
@@ -45,10 +43,10 @@ pub fn cone_chain(limits: &[Option<JointLimit>], bones: &[usize]) -> Vec<Vec<Con
                 bone,
                 bone_axis: limit.axis().into_inner(),
                 axis: cone.axis().into_inner(),
-                cos_half: cone.half_angle().cos(),
-                sin_half: cone.half_angle().sin(),
-                twist_min: limit.twist().min(),
-                twist_max: limit.twist().max(),
+                cos_half: cone.cos_half(),
+                sin_half: cone.sin_half(),
+                twist_min: twist.min(),
+                twist_max: twist.max(),
             });
         }
     }

@@ -26,12 +26,12 @@ fn fit(body: &BodyRig, iterations: usize) -> UnrolledFit {
 
 /// One single-cone limit of half-angle `half` about the reference direction of `bone`.
 fn one_cone(body: &BodyRig, bone: usize, half: f64) -> Vec<Option<JointLimit>> {
-    use crate::body::limits::{Cone, Kusudama, TwistRange};
+    use crate::body::limits::{Chain, Kusudama, TwistRange};
     let axis = body.rig.reference_directions()[bone];
-    let swing = Kusudama::new(vec![Cone::new(axis, half).unwrap()]).unwrap();
     let twist = TwistRange::new(-3.0, 3.0).unwrap();
+    let chain = Chain::new(vec![Kusudama::new(axis, half, twist).unwrap()]).unwrap();
     let mut limits = vec![None; body.rig.bones()];
-    limits[bone] = Some(JointLimit::new(axis, Some(swing), twist).unwrap());
+    limits[bone] = Some(JointLimit::new(axis, chain).unwrap());
     limits
 }
 
