@@ -98,7 +98,7 @@ impl Default for UnrolledConfig {
             lambda: 0.1,
             mu: 1e-4,
             solve_iterations: 12,
-            alpha_scale: 1.0,
+            alpha_scale: 0.25,
             alpha: 0.0,
             rsqrt_iterations: 8,
             recip_iterations: 6,
