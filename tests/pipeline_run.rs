@@ -88,13 +88,15 @@ fn demo_rig_runs_end_to_end_and_frames_add_up() {
     assert!(report.what_ran.fit_keypoints.contains("2 px"));
     assert!(report.what_ran.notes.iter().any(|n| n.contains("random")));
     assert_eq!(report.what_ran.decoder, "tract");
-    // The residual as a share of stature, next to the MPJPE: a fit within 60 mm of the truth
-    // at 2 px noise leaves a residual of a few millimetres, well under 1 % of 1.7 m.
+    // The residual as a share of stature, next to the MPJPE. The detections' 2 px noise
+    // alone, back-projected at the subject's distance from the demo cameras, is about 30 mm
+    // (1.7-2.2 % of the stature here); a fit that misses by more than the noise shows above
+    // twice that.
     let stature = report.fit.stature_m.unwrap();
     assert!((1.4..2.1).contains(&stature), "stature {stature} m");
     let share = report.fit.residual_stature_pct.unwrap();
     assert!(share.p50 > 0.0 && share.p50 <= share.p99, "{share:?}");
-    assert!(share.p99 < 2.0, "{share:?}");
+    assert!(share.p99 < 4.0, "{share:?}");
     // A header line naming the skeleton, then one JSON line per fitted group, each with the
     // views, the pose and its residual as a share of stature.
     let lines = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
