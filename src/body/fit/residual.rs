@@ -29,11 +29,11 @@ pub fn residual_m(
             let Some(obs) = obs.filter(|o| o.confidence >= min_confidence) else {
                 continue;
             };
-            let depth = cam.to_camera(kp).z;
-            let Some(px) = cam.project(kp).filter(|_| depth > 0.0) else {
+            let pc = cam.to_camera(kp);
+            let Some(px) = cam.project_camera(&pc) else {
                 continue;
             };
-            let metres = (px - obs.pixel).norm() * depth / focal;
+            let metres = (px - obs.pixel).norm() * pc.z / focal;
             sum += metres * metres;
             count += 1;
         }

@@ -19,6 +19,7 @@ use crate::body::fit::{residual_m, share_of_stature_pct, FitConfig, PoseFitter};
 use crate::body::triangulate::{triangulate, Observation, TriangulationConfig};
 use crate::body::{Pose, Posed};
 use crate::geom::Camera;
+use crate::metrics::stats::ValueStats;
 use crate::scene::observe::{mpjpe, observe, Detections};
 use crate::scene::{demo_rig, BodyRig, BodyScene};
 
@@ -129,20 +130,13 @@ pub fn sequence(
 pub struct Scores {
     /// Mean MPJPE, mm.
     pub mpjpe_mm: f64,
-    /// Residual as a percentage of stature, median over frames.
+    /// Residual as a percentage of stature, median over frames (NaN when the rig has no
+    /// stature or no frame was observed).
     pub residual_p50_pct: f64,
     /// The same, 99th percentile.
     pub residual_p99_pct: f64,
     /// Frames scored.
     pub frames: usize,
-}
-
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Scores of the unrolled fit `fit` with `mode` over `sequences` (frames after the first).
@@ -156,31 +150,30 @@ pub fn score(
     sequences: &[Sequence],
 ) -> Result<(Scores, Mode), UnrolledError> {
     let cams = cameras();
-    let stature = body.stature_m.unwrap_or(f64::NAN);
     let mut eval = Eval::new(mode.clone());
     let mut posed = Posed::default();
-    let (mut errors, mut shares) = (Vec::new(), Vec::new());
+    let (mut errors, mut shares) = (Vec::new(), ValueStats::default());
     for seq in sequences {
         let mut pose = seq.start.clone();
         for frame in &seq.frames[1..] {
             pose = fit.run(&mut eval, &pose, &frame.targets)?.pose;
-            body.rig
-                .forward(&pose, &mut posed)
-                .map_err(|e| UnrolledError::Rig(e.to_string()))?;
+            body.rig.forward(&pose, &mut posed)?;
             let est: Vec<Option<Point3<f64>>> = posed.keypoints.iter().map(|p| Some(*p)).collect();
             if let Some(m) = mpjpe(&est, &frame.truth) {
                 errors.push(m);
             }
-            if let Some(r) = residual_m(&cams, &frame.observations, &posed.keypoints, 0.2) {
-                shares.push(share_of_stature_pct(r, stature));
+            // Without a stature (a rig built without its mesh) no share is reported.
+            let residual = residual_m(&cams, &frame.observations, &posed.keypoints, 0.2);
+            if let Some((r, stature)) = residual.zip(body.stature_m) {
+                shares.record(share_of_stature_pct(r, stature));
             }
         }
     }
-    shares.sort_by(f64::total_cmp);
+    let shares = shares.summary();
     let scores = Scores {
         mpjpe_mm: 1e3 * errors.iter().sum::<f64>() / errors.len().max(1) as f64,
-        residual_p50_pct: percentile(&shares, 0.5),
-        residual_p99_pct: percentile(&shares, 0.99),
+        residual_p50_pct: shares.map_or(f64::NAN, |s| s.p50),
+        residual_p99_pct: shares.map_or(f64::NAN, |s| s.p99),
         frames: errors.len(),
     };
     Ok((scores, eval.mode))

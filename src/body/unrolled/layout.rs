@@ -39,8 +39,7 @@ impl Layout {
     /// The layout of `rig` fitting the bones `active` under `limits`.
     ///
     /// # Errors
-    /// [`UnrolledError::Rig`] when the root is not the reference orientation or an active bone
-    /// is outside the rig.
+    /// [`UnrolledError::RootNotReference`] or [`UnrolledError::ActiveBoneOutside`].
     pub fn new(
         rig: &KeypointRig,
         limits: &[Option<JointLimit>],
@@ -48,14 +47,13 @@ impl Layout {
     ) -> Result<Self, UnrolledError> {
         let n = rig.bones();
         if !rig.root_is_reference() {
-            return Err(UnrolledError::Rig(
-                "the root's reference orientation must be the identity".into(),
-            ));
+            return Err(UnrolledError::RootNotReference);
         }
         if let Some(&bad) = active.iter().find(|&&b| b >= n) {
-            return Err(UnrolledError::Rig(format!(
-                "active bone {bad} is outside the rig of {n} bones"
-            )));
+            return Err(UnrolledError::ActiveBoneOutside {
+                bone: bad,
+                bones: n,
+            });
         }
         // The bones a keypoint or an active bone depends on, with their ancestors.
         let mut keep = vec![false; n];
@@ -97,8 +95,7 @@ impl Layout {
             .collect();
         // Offsets from the reference pose, where every frame is the identity.
         let mut posed = Posed::default();
-        rig.forward(&Pose::identity(n), &mut posed)
-            .map_err(|e| UnrolledError::Rig(e.to_string()))?;
+        rig.forward(&Pose::identity(n), &mut posed)?;
         let parent_pos: Vec<Option<usize>> = order
             .iter()
             .map(|&b| rig.parents()[b].map(|p| pos[p]))

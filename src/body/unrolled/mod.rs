@@ -28,15 +28,26 @@ pub use ops::{Emit, Eval, Mode};
 use ops::Ops as _;
 
 use crate::body::limits::JointLimit;
-use crate::body::{KeypointRig, Pose, Posed};
+use crate::body::{KeypointRig, Pose, Posed, RigError};
 
 /// Why the unrolled fit could not be built or run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UnrolledError {
-    /// The rig cannot be unrolled.
+    /// The rig's root does not rest at the identity, which the graph's offsets assume.
+    #[error("rig: the root's reference orientation must be the identity")]
+    RootNotReference,
+    /// An active bone index outside the rig.
+    #[error("rig: active bone {bone} is outside the rig of {bones} bones")]
+    ActiveBoneOutside {
+        /// The bone index given.
+        bone: usize,
+        /// Bones of the rig.
+        bones: usize,
+    },
+    /// The rig refused to pose.
     #[error("rig: {0}")]
-    Rig(String),
+    Rig(#[from] RigError),
     /// An operator refused its operands.
     #[error("{op} `{tensor}`: {what}")]
     Shape {
@@ -311,8 +322,7 @@ fn reference_normal_matrix(
     active: &[usize],
 ) -> Result<DMatrix<f64>, UnrolledError> {
     let mut posed = Posed::default();
-    rig.forward(&Pose::identity(rig.bones()), &mut posed)
-        .map_err(|e| UnrolledError::Rig(e.to_string()))?;
+    rig.forward(&Pose::identity(rig.bones()), &mut posed)?;
     let mut slot_of = vec![None; rig.bones()];
     for (s, &a) in active.iter().enumerate() {
         slot_of[a] = Some(s);
