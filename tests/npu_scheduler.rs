@@ -245,7 +245,10 @@ fn backbone_288_at_20_tops_and_30_percent_runs_at_168_5_fps() {
     assert_eq!(model.computational_ops().unwrap(), 35_600_000_000);
     let cm = model.configure().unwrap();
     let n = 200u64;
+    // The async queue holds 32: wait for a slot as HailoRT callers must,
+    // so the test does not race the simulator's completion thread.
     for _ in 0..n {
+        cm.wait_for_async_ready(T, 1).unwrap();
         cm.submit(cm.bindings().unwrap()).unwrap();
     }
     for _ in 0..n {
