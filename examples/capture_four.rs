@@ -26,43 +26,48 @@ use hailo_edge::rig::stage::capture::{Backoff, CaptureThread};
 use hailo_edge::rig::stage::sync::{SyncConfig, Synchronizer};
 use hailo_edge::scene::{BodyRig, BodyScene, MarkerScene, Scene};
 
+/// Four cameras captured, preprocessed, grouped by capture time and recorded to MCAP.
+#[derive(clap::Parser)]
 struct Options {
+    /// Seconds to capture.
+    #[arg(long, default_value_t = 3.0, value_parser = seconds)]
     seconds: f64,
+    /// The MCAP recording to write (default: a temporary file, removed at the end).
+    #[arg(long)]
     out: Option<PathBuf>,
-    scene: String,
+    /// The synthetic scene.
+    #[arg(long, value_enum, default_value_t = SceneKind::Anny)]
+    scene: SceneKind,
+    /// Unplug and corrupt frames on camera 1 (synthetic rig only).
+    #[arg(long)]
     faults: bool,
+    /// V4L2 cameras as /dev/videoN[:WxH[@FPS[:FORMAT]]]; none captures the synthetic rig.
     devices: Vec<String>,
 }
 
-fn parse_args() -> anyhow::Result<Options> {
-    let mut o = Options {
-        seconds: 3.0,
-        out: None,
-        scene: "anny".into(),
-        faults: false,
-        devices: Vec::new(),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--seconds" => {
-                o.seconds = args
-                    .next()
-                    .ok_or_else(|| anyhow::anyhow!("--seconds needs a value"))?
-                    .parse()?
-            }
-            "--out" => o.out = args.next().map(PathBuf::from),
-            "--scene" => {
-                o.scene = args
-                    .next()
-                    .ok_or_else(|| anyhow::anyhow!("--scene needs anny or markers"))?
-            }
-            "--faults" => o.faults = true,
-            d if d.starts_with("/dev/") => o.devices.push(d.to_string()),
-            other => anyhow::bail!("unknown argument {other}"),
+/// The synthetic scene the cameras see.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SceneKind {
+    /// The ANNY body moving.
+    Anny,
+    /// Coloured markers.
+    Markers,
+}
+
+impl SceneKind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Anny => "anny",
+            Self::Markers => "markers",
         }
     }
-    Ok(o)
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("expected seconds in (0, 3600], got {text}")),
+    }
 }
 
 /// `/dev/videoN[:WxH[@FPS[:FORMAT]]]`.
@@ -95,18 +100,17 @@ fn v4l2_config(spec: &str, camera: u32) -> anyhow::Result<V4l2Config> {
 
 fn main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let o = parse_args()?;
+    let o = <Options as clap::Parser>::parse();
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     let mut recorded = Vec::new();
     if o.devices.is_empty() {
-        let scene: Arc<dyn Scene> = match o.scene.as_str() {
-            "anny" => {
+        let scene: Arc<dyn Scene> = match o.scene {
+            SceneKind::Anny => {
                 let model = Model::embedded()?;
                 let body = Arc::new(BodyRig::anny(model, true)?);
                 Arc::new(BodyScene::new(body, 6, 0.8, 7).with_mesh(model))
             }
-            "markers" => Arc::new(MarkerScene::default()),
-            s => anyhow::bail!("unknown scene {s}; use anny or markers"),
+            SceneKind::Markers => Arc::new(MarkerScene::default()),
         };
         let rig = mixed_rig()?;
         for (cam, src) in rig.iter().zip(SyntheticSource::rig(scene, &rig, true)?) {
@@ -130,7 +134,7 @@ fn main() -> anyhow::Result<()> {
         }
         println!(
             "synthetic rig, scene {}: {} cameras",
-            o.scene,
+            o.scene.name(),
             sources.len()
         );
     } else {

@@ -16,9 +16,18 @@ use std::time::Duration;
 use hailo_edge::rig::config::{CameraSource, KeypointsFrom};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
+/// The whole chain on four cameras: the synthetic demo rig, or four V4L2 devices.
+#[derive(clap::Parser)]
+struct Args {
+    /// Four V4L2 devices (three body cameras, then the face camera); none runs the demo rig.
+    #[arg(num_args = 0..=4)]
+    devices: Vec<String>,
+}
+
 fn main() -> std::process::ExitCode {
     env_logger::init();
-    match run_rig() {
+    let args = <Args as clap::Parser>::parse();
+    match run_rig(args.devices) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -27,8 +36,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run_rig() -> Result<(), Box<dyn std::error::Error>> {
-    let devices: Vec<String> = std::env::args().skip(1).collect();
+fn run_rig(devices: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
     if !devices.is_empty() {
         if devices.len() != 4 {

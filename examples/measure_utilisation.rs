@@ -5,7 +5,7 @@
 //! cargo run --release --example measure_utilisation -- [HEF] [SECONDS] [BATCH]
 //! ```
 //!
-//! Defaults: fixtures/backbone_288.hef, 2 s, batch 1. Runs on the real part when this build
+//! Runs on the real part when this build
 //! links HailoRT and a device is present, else on the simulated Hailo-10H (virtual clock).
 
 use std::time::Duration;
@@ -13,14 +13,34 @@ use std::time::Duration;
 use hailo_edge::bench::measure::{self, RunConfig};
 use hailo_edge::npu::{Backend, Device};
 
+/// Measures one HEF: fps, busy %, compute % of the peaks, latency, and what was measured.
+#[derive(clap::Parser)]
+struct Args {
+    /// The HEF to run.
+    #[arg(default_value = "fixtures/backbone_288.hef")]
+    hef: String,
+    /// Seconds to measure (device time on the simulator, wall time on a device).
+    #[arg(default_value_t = 2.0, value_parser = seconds)]
+    seconds: f64,
+    /// Frames per batch.
+    #[arg(default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    batch: u16,
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("expected seconds in (0, 3600], got {text}")),
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::init();
-    let mut args = std::env::args().skip(1);
-    let hef = args
-        .next()
-        .unwrap_or_else(|| "fixtures/backbone_288.hef".into());
-    let seconds: f64 = args.next().map_or(Ok(2.0), |s| s.parse())?;
-    let batch: u16 = args.next().map_or(Ok(1), |s| s.parse())?;
+    let Args {
+        hef,
+        seconds,
+        batch,
+    } = <Args as clap::Parser>::parse();
 
     let device = Device::open(Backend::Auto)?;
     let mut config = RunConfig::single(&hef, Duration::from_secs_f64(seconds));

@@ -1,16 +1,14 @@
 //! Per-op time of the decoder graph in tract: where the time goes.
 //!
 //! ```sh
-//! cargo run --release --example profile_decoder -- model.onnx [runs] [stock]
+//! cargo run --release --example profile_decoder -- model.onnx [--runs N] [--stock] [--nodes N]
 //! ```
-//!
-//! `PROFILE_NODES=N` prints the N slowest nodes (default 25).
 //!
 //! Runs the optimised plan with a timing wrapper around every node and prints the total
 //! per op type (and the slowest nodes), averaged over the runs, in thread CPU time.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use hailo_edge::decode::engine::tract::{prepare, read, TractKernels};
@@ -21,18 +19,32 @@ use tract_onnx::tract_hir::internal::format_err;
 mod common;
 use common::thread_cpu_time as cpu_time;
 
+/// Per-op CPU time of a decoder graph in tract.
+#[derive(clap::Parser)]
+struct Args {
+    /// The decoder ONNX file.
+    model: PathBuf,
+    /// Timed runs after one warm-up run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    runs: u32,
+    /// Tract's stock kernels instead of this crate's fast ops.
+    #[arg(long)]
+    stock: bool,
+    /// Slowest nodes to list.
+    #[arg(long, default_value_t = 25)]
+    nodes: usize,
+}
+
 fn main() -> TractResult<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let path = args
-        .get(1)
-        .ok_or_else(|| format_err!("usage: profile_decoder model.onnx [runs] [stock]"))?;
-    let runs: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
-    let kernel = if args.get(3).is_some_and(|a| a == "stock") {
+    let args = <Args as clap::Parser>::parse();
+    let path = args.model.display();
+    let runs = args.runs as usize;
+    let kernel = if args.stock {
         TractKernels::Stock
     } else {
         TractKernels::Fast
     };
-    let (model, _) = prepare(read(Path::new(path), kernel)?, kernel)?;
+    let (model, _) = prepare(read(&args.model, kernel)?, kernel)?;
     let plan = model.into_runnable()?;
     let mut state = plan.spawn()?;
     let inputs: TVec<TValue> = (0..plan.model().inputs.len())
@@ -82,11 +94,7 @@ fn main() -> TractResult<()> {
     let mut nodes: Vec<_> = per_node.into_iter().collect();
     nodes.sort_by_key(|n| std::cmp::Reverse(n.1));
     println!("slowest nodes:");
-    let shown = std::env::var("PROFILE_NODES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(25);
-    for (id, d) in nodes.iter().take(shown) {
+    for (id, d) in nodes.iter().take(args.nodes) {
         let n = model.node(*id);
         let facts: Vec<String> = n
             .outputs

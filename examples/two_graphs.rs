@@ -136,12 +136,30 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.digits$}"))
 }
 
+/// Two graphs on one NPU at 3:1 under several scheduler thresholds and timeouts.
+#[derive(clap::Parser)]
+struct Args {
+    /// The folder holding backbone_288.hef and backbone_432.hef.
+    #[arg(default_value = "fixtures")]
+    dir: PathBuf,
+    /// Feed ticks per second (each tick: three 288 frames and one 432 frame).
+    #[arg(default_value_t = 25.0, value_parser = positive)]
+    hz: f64,
+    /// Seconds per setting.
+    #[arg(default_value_t = 2.0, value_parser = positive)]
+    seconds: f64,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!("expected a number in (0, 3600], got {text}")),
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::init();
-    let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().unwrap_or_else(|| "fixtures".into()));
-    let hz: f64 = args.next().map_or(Ok(25.0), |s| s.parse())?;
-    let seconds: f64 = args.next().map_or(Ok(2.0), |s| s.parse())?;
+    let Args { dir, hz, seconds } = <Args as clap::Parser>::parse();
     let tick = Duration::from_secs_f64(1.0 / hz);
     let ticks = (seconds * hz).round() as u64;
 

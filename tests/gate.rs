@@ -201,7 +201,7 @@ fn the_honest_simulator_passes_with_real_quantisation_error() {
     report.write_json(&json_path).unwrap();
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-    assert_eq!(json["backend"], "Sim");
+    assert_eq!(json["backend"], "simulator");
     assert_eq!(json["device_outputs"], "SimReference");
     assert_eq!(json["passed"], true);
     assert_eq!(json["input_source"], "synthetic");

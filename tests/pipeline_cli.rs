@@ -37,7 +37,7 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
             f["processed"].as_u64().unwrap() + dropped
         );
     }
-    assert_eq!(json["what_ran"]["backend"], "Sim");
+    assert_eq!(json["what_ran"]["backend"], "simulator");
     // Every frame the NPU stage admitted was recorded, with the results, in one
     // MCAP file; frames dropped before it (at the camera queue, or as older than
     // the other cameras' frames of an instant) were not.

@@ -7,8 +7,16 @@
 
 use std::path::PathBuf;
 
+/// Writes the HEF fixtures the tests compare against.
+#[derive(clap::Parser)]
+struct Args {
+    /// The folder to write them into (created if missing).
+    #[arg(default_value = "fixtures")]
+    dir: PathBuf,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "fixtures".into()));
+    let Args { dir } = <Args as clap::Parser>::parse();
     std::fs::create_dir_all(&dir)?;
     for (name, bytes) in hef::samples::fixture_files()? {
         let path = dir.join(name);

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// Each version has its own header size and checksum algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HeaderVersion {
     /// 32 bytes, MD5 over the protobuf.
     V0,
@@ -299,6 +300,7 @@ impl NetworkGroup {
 
 /// Direction of a stream, seen from the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Host to device.
     Input,
@@ -318,6 +320,7 @@ impl Direction {
 
 /// Element type of a stream's device buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DataType {
     /// One byte per element.
     Uint8,
@@ -353,6 +356,7 @@ macro_rules! format_orders {
         pub enum FormatOrder {
             $(
                 #[doc = concat!("`HAILO_FORMAT_ORDER_", $name, "`.")]
+                #[serde(rename = $name)]
                 $variant = $value,
             )*
         }
@@ -425,6 +429,7 @@ impl FormatOrder {
 
 /// Shape of one frame of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StreamShape {
     /// An image-like tensor (height, width, features), after any transpose.
     Image {
@@ -493,6 +498,7 @@ impl QuantInfo {
 
 /// Quantisation of a stream: one for all features, or one per feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Quantization {
     /// One (zp, scale) for the whole stream.
     Uniform(QuantInfo),

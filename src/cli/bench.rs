@@ -180,7 +180,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
     // indicatif hides the bar when stderr is not a terminal.
-    let bar = ProgressBar::new(n as u64);
+    let bar = hailo_edge::rig::status::terminal().add(ProgressBar::new(n as u64));
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

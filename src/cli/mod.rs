@@ -13,15 +13,23 @@ mod doctor;
 mod first_light;
 mod gate;
 mod hef;
+mod logging;
 mod ops;
 mod plan;
 mod plan_table;
 mod run;
+mod shell;
 
 /// Multi-camera whole-body capture on a Hailo-10H NPU.
 #[derive(Debug, Parser)]
 #[command(name = "hailo-edge", version, about)]
 struct Cli {
+    /// More log output: -v debug, -vv trace (RUST_LOG, when set, decides instead).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Less output: -q warnings and errors only and no live status, -qq errors only.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "verbose")]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,11 +64,16 @@ enum Command {
     DecoderGraph(decoder_graph::DecoderGraphArgs),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(shell::CompletionsArgs),
+    /// Write the man pages of hailo-edge and each subcommand into a folder.
+    Man(shell::ManArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.verbose, cli.quiet);
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
@@ -68,11 +81,13 @@ pub fn main() -> ExitCode {
         Command::Gate(args) => gate::run(args),
         Command::Plan(args) => plan::run(args),
         Command::FirstLight(args) => first_light::run(args),
-        Command::Run(args) => run::run_cmd(args),
+        Command::Run(args) => run::run_cmd(args, cli.quiet > 0),
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
         Command::DecoderGraph(args) => decoder_graph::run(args),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
     };
     match outcome {
         Ok(code) => code,

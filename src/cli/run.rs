@@ -29,16 +29,16 @@ pub struct RunArgs {
     /// Record frames and results into this MCAP file.
     #[arg(long)]
     record: Option<PathBuf>,
-    /// No live status line.
+    /// No live status display (as `-q` also does).
     #[arg(long)]
-    quiet: bool,
+    no_status: bool,
     /// The simulator's utilisation, over the rig file's `device.utilisation`: `assumed`
     /// (0.30), a fraction, `published` (the model zoo's figures by batch) or a report file.
     #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
     utilisation: Option<UtilisationSource>,
 }
 
-pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let (mut rig, origin) = match &args.config {
         Some(path) => (RigConfig::load(path)?, path.display().to_string()),
         None => {
@@ -76,7 +76,7 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let options = RunOptions {
         duration: args.duration.map(Duration::from_secs_f64),
-        status: !args.quiet,
+        status: !(args.no_status || quiet),
         ..RunOptions::default()
     };
     // The allocator setting is the whole process's, so the program makes it,

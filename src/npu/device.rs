@@ -34,10 +34,13 @@ pub enum Backend {
     Sim(SimProfile),
 }
 
-/// The backend a device actually runs on.
+/// The backend a device actually runs on; reports spell it `hailort` or `simulator`, as the
+/// utilisation report's backend does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum BackendKind {
+    #[serde(rename = "hailort")]
     HailoRt,
+    #[serde(rename = "simulator")]
     Sim,
 }
 

@@ -49,3 +49,27 @@ pub fn write(dir: &tempfile::TempDir, name: &str, contents: impl AsRef<[u8]>) ->
     std::fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     path
 }
+
+/// Places in `text` that look like Rust `Debug` output rather than words for a user: a struct
+/// (`Pcie { generation: 3`), `Some(`/`None`/`Ok(`/`Err(`, a string quoted twice (`"\"...`), a
+/// CamelCase variant as a JSON string value (`"HailoRt"`), or an escaped control character.
+pub fn debug_patterns(text: &str) -> Vec<String> {
+    static PATTERNS: std::sync::OnceLock<Vec<regex::Regex>> = std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            r"\b[A-Z][A-Za-z0-9]* \{ [a-z_][a-z0-9_]*: ",
+            r"\b(Some|Ok|Err)\(",
+            r"\bNone\b",
+            r#""\\""#,
+            r#":\s*"[A-Z][a-z0-9]+([A-Z][A-Za-z0-9]*)?""#,
+            r"\\u\{[0-9a-f]+\}",
+        ]
+        .iter()
+        .map(|p| regex::Regex::new(p).expect("a valid pattern"))
+        .collect()
+    });
+    patterns
+        .iter()
+        .flat_map(|p| p.find_iter(text).map(|m| m.as_str().to_string()))
+        .collect()
+}

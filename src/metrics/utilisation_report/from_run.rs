@@ -142,12 +142,13 @@ fn from_run_json(path: &str, value: serde_json::Value) -> Result<UtilisationRepo
         reason: reason.to_owned(),
     };
     let backend = match run.what_ran.backend.as_str() {
-        "HailoRt" => Backend::Hailort,
-        "Sim" => Backend::Simulator,
+        // The documented names, and the variant names of the same schema version.
+        "hailort" | "HailoRt" => Backend::Hailort,
+        "simulator" | "Sim" => Backend::Simulator,
         _ => {
             return Err(field(
                 "what_ran.backend".into(),
-                "expected `HailoRt` or `Sim`",
+                "expected `hailort` or `simulator`",
             ))
         }
     };
