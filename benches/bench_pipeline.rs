@@ -83,7 +83,7 @@ fn timed(
 /// Runs the demo rig at 120 fps; returns the per-camera rate this machine and
 /// the (modelled) device could sustain.
 fn demo() -> Option<f64> {
-    let rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     let (d, report) = timed(&rig, "demo", DEMO_SECS, RunOptions::default());
     println!(
         "== (a) demo rig, {d} s on {}",
@@ -137,7 +137,7 @@ fn demo() -> Option<f64> {
 /// (b) once more at a rate the chain sustains: what the pipeline adds to the
 /// latency floor when nothing has to queue.
 fn sustainable(fps: f64) {
-    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     for c in &mut rig.cameras {
         c.fps = fps;
     }
@@ -168,7 +168,7 @@ fn sustainable(fps: f64) {
 }
 
 fn host() {
-    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     rig.device.profile = SimProfileName::ZeroTime;
     let (d, report) = timed(
         &rig,
@@ -202,7 +202,7 @@ fn host() {
 }
 
 fn soak() {
-    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     rig.device.profile = SimProfileName::ZeroTime;
     // 480 views/s offered; a fit stage held to 240 views/s: twice the sustainable load.
     let delay = Duration::from_secs_f64(1.0 / 240.0);

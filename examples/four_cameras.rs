@@ -37,7 +37,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run_rig(devices: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
-    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir());
+    let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir()?);
     if !devices.is_empty() {
         if devices.len() != 4 {
             return Err(format!("give four V4L2 devices, got {}", devices.len()).into());

@@ -12,6 +12,7 @@ use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
 use hailo_edge::npu::{Device, DeviceOptions, GroupId};
+use hailo_edge::rig::RigConfig;
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -41,7 +42,7 @@ enum ClockArg {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// A HEF to run (repeatable); default fixtures/backbone_288.hef and fixtures/backbone_432.hef.
+    /// A HEF to run (repeatable); default the demo's backbone_288.hef and backbone_432.hef.
     #[arg(long = "hef", value_name = "FILE")]
     hefs: Vec<PathBuf>,
     /// Operations per frame of a HEF that carries none: FILE=GOPS, FILE as given to --hef
@@ -130,10 +131,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let hefs = if args.hefs.is_empty() {
-        vec![
-            PathBuf::from("fixtures/backbone_288.hef"),
-            PathBuf::from("fixtures/backbone_432.hef"),
-        ]
+        let dir = RigConfig::demo_fixtures_dir()?;
+        vec![dir.join("backbone_288.hef"), dir.join("backbone_432.hef")]
     } else {
         args.hefs.clone()
     };

@@ -42,10 +42,10 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let (mut rig, origin) = match &args.config {
         Some(path) => (RigConfig::load(path)?, path.display().to_string()),
         None => {
-            let dir = RigConfig::demo_fixtures_dir();
+            let dir = RigConfig::demo_fixtures_dir()?;
             eprintln!(
                 "demo rig: 3 synthetic body cameras at 288x288 and a face camera at 432x432, 120 fps, \
-                 on the simulated Hailo-10H (real-time clock), fixture HEFs from {}, generated real-width decoders",
+                 on the simulated Hailo-10H (real-time clock), demo HEFs from {}, generated real-width decoders",
                 dir.display()
             );
             eprintln!(

@@ -28,12 +28,22 @@ pub fn cache_dir() -> Result<PathBuf, GraphError> {
 pub(super) fn dir_from(
     get: impl Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<PathBuf, GraphError> {
+    Ok(root_from(get)
+        .ok_or(GraphError::NoCacheDir)?
+        .join("decoders"))
+}
+
+/// The crate's cache root (`$HAILO_EDGE_CACHE`, else `$XDG_CACHE_HOME/hailo-edge`, else
+/// `$HOME/.cache/hailo-edge`), or `None` when none of the variables is set.
+pub fn cache_root() -> Option<PathBuf> {
+    root_from(|k| std::env::var_os(k))
+}
+
+fn root_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
     let var = |k: &str| get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let base = var("HAILO_EDGE_CACHE")
+    var("HAILO_EDGE_CACHE")
         .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("hailo-edge")))
         .or_else(|| var("HOME").map(|p| p.join(".cache").join("hailo-edge")))
-        .ok_or(GraphError::NoCacheDir)?;
-    Ok(base.join("decoders"))
 }
 
 /// The path of `graph` in the cache, generating and writing it when it is absent or does
@@ -110,19 +120,20 @@ fn check(path: &Path, digest_path: &Path) -> Check {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it onto `path`.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), GraphError> {
+    replace_file(path, bytes).map_err(|(path, source)| GraphError::Io { path, source })
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it onto `path`, so a
+/// reader never sees a partial file; on failure, the file that failed and why.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), (PathBuf, std::io::Error)> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp{}", std::process::id()));
     let tmp = path.with_file_name(name);
-    let io = |source| GraphError::Io {
-        path: tmp.clone(),
-        source,
+    let write = || -> std::io::Result<()> {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()
     };
-    let mut file = fs::File::create(&tmp).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(|source| GraphError::Io {
-        path: path.to_owned(),
-        source,
-    })
+    write().map_err(|e| (tmp.clone(), e))?;
+    fs::rename(&tmp, path).map_err(|e| (path.to_owned(), e))
 }

@@ -46,7 +46,8 @@ mod tests;
 
 use std::fmt;
 
-pub use cache::{cache_dir, cached};
+pub(crate) use cache::replace_file;
+pub use cache::{cache_dir, cache_root, cached};
 pub use heads::OUTPUTS;
 
 use keypoint::Slots;

@@ -69,11 +69,102 @@ impl RigConfig {
         }
     }
 
-    /// Where the demo finds its fixtures: `$HAILO_EDGE_FIXTURES`, else this
-    /// crate's `fixtures/` folder.
-    pub fn demo_fixtures_dir() -> PathBuf {
-        std::env::var_os("HAILO_EDGE_FIXTURES")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"))
+    /// Where the demo finds its HEFs; see [`demo_fixtures_dir`].
+    ///
+    /// # Errors
+    /// As [`demo_fixtures_dir`].
+    pub fn demo_fixtures_dir() -> Result<PathBuf, DemoDataError> {
+        demo_fixtures_dir()
+    }
+}
+
+/// The demo's HEFs, compiled into the binary so that the demo runs from any directory and
+/// after `cargo install` (4 KiB each).
+const DEMO_HEFS: [(&str, &[u8]); 2] = [
+    (
+        "backbone_288.hef",
+        include_bytes!("../../../fixtures/backbone_288.hef"),
+    ),
+    (
+        "backbone_432.hef",
+        include_bytes!("../../../fixtures/backbone_432.hef"),
+    ),
+];
+
+/// Why the demo's HEFs cannot be found or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoDataError {
+    /// `$HAILO_EDGE_FIXTURES` names a folder without one of the demo's HEFs.
+    #[error("HAILO_EDGE_FIXTURES={dir}: no {file} there (unset it to use the built-in demo HEFs)")]
+    Missing { dir: PathBuf, file: &'static str },
+    /// None of the cache variables is set.
+    #[error("no folder for the demo's HEFs: set HAILO_EDGE_CACHE, XDG_CACHE_HOME or HOME")]
+    NoCacheDir,
+    /// Writing a demo HEF into the cache failed.
+    #[error("writing the demo HEF {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Where the demo finds its HEFs, in this order: `$HAILO_EDGE_FIXTURES` when set (it must
+/// hold `backbone_288.hef` and `backbone_432.hef`), else the copies built into the binary,
+/// written to `demo/` in the cache folder (see [`crate::decode::graph::cache_root`]) when absent
+/// or different.
+///
+/// # Errors
+/// [`DemoDataError`] naming the folder or file.
+pub fn demo_fixtures_dir() -> Result<PathBuf, DemoDataError> {
+    if let Some(dir) = std::env::var_os("HAILO_EDGE_FIXTURES").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return match DEMO_HEFS.iter().find(|(f, _)| !dir.join(f).is_file()) {
+            Some(&(file, _)) => Err(DemoDataError::Missing { dir, file }),
+            None => Ok(dir),
+        };
+    }
+    let root = crate::decode::graph::cache_root().ok_or(DemoDataError::NoCacheDir)?;
+    materialise(&root.join("demo"))
+}
+
+/// Writes the built-in demo HEFs into `dir` where a file is absent or differs.
+fn materialise(dir: &Path) -> Result<PathBuf, DemoDataError> {
+    let write = |(path, source)| DemoDataError::Write { path, source };
+    std::fs::create_dir_all(dir).map_err(|e| write((dir.to_owned(), e)))?;
+    for (file, bytes) in DEMO_HEFS {
+        let path = dir.join(file);
+        if std::fs::read(&path).ok().as_deref() != Some(bytes) {
+            crate::decode::graph::replace_file(&path, bytes).map_err(write)?;
+        }
+    }
+    Ok(dir.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_hefs_are_written_once_and_repaired_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let demo = dir.path().join("demo");
+        assert_eq!(materialise(&demo).unwrap(), demo);
+        let hef = demo.join("backbone_288.hef");
+        let parsed = hef::Hef::from_bytes(&std::fs::read(&hef).unwrap()).unwrap();
+        assert_eq!(parsed.network_groups[0].name, "backbone_288");
+        // A corrupted copy is replaced; an intact one is left alone.
+        std::fs::write(&hef, b"truncated").unwrap();
+        let before = std::fs::metadata(demo.join("backbone_432.hef"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        materialise(&demo).unwrap();
+        assert_eq!(std::fs::read(&hef).unwrap(), DEMO_HEFS[0].1);
+        let after = std::fs::metadata(demo.join("backbone_432.hef"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(before, after);
     }
 }
