@@ -57,7 +57,13 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
     let report = out.join("report.json");
     cli()
         .args([
-            "plan", "--camera", "288@120", "--camera", "432@120", "--from",
+            "plan",
+            "--camera",
+            "288@120",
+            "--camera",
+            "432@120",
+            "--exit-zero",
+            "--from",
         ])
         .arg(&report)
         .assert()

@@ -66,9 +66,22 @@ fn run_report_json_lines_and_terminal_have_no_debug_output() {
 #[test]
 fn plan_and_hef_have_no_debug_output() {
     for args in [
-        &["plan", "--camera", "288@120", "--camera", "432@120"][..],
         &[
-            "plan", "--camera", "288@120", "--camera", "432@120", "--json",
+            "plan",
+            "--camera",
+            "288@120",
+            "--camera",
+            "432@120",
+            "--exit-zero",
+        ][..],
+        &[
+            "plan",
+            "--camera",
+            "288@120",
+            "--camera",
+            "432@120",
+            "--json",
+            "--exit-zero",
         ][..],
         &["hef", "inspect", "fixtures/backbone_288.hef"][..],
         &["hef", "inspect", "--json", "fixtures/backbone_288.hef"][..],

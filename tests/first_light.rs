@@ -280,7 +280,13 @@ fn plan_reads_a_run_report_and_says_so() {
     let out = succeed(
         hailo_edge()
             .args([
-                "plan", "--camera", "288@120", "--camera", "432@120", "--from",
+                "plan",
+                "--camera",
+                "288@120",
+                "--camera",
+                "432@120",
+                "--exit-zero",
+                "--from",
             ])
             .arg(&path),
     );
@@ -288,7 +294,14 @@ fn plan_reads_a_run_report_and_says_so() {
     assert!(text.contains("is a run report"), "{text}");
     let out = succeed(
         hailo_edge()
-            .args(["plan", "--json", "--camera", "288@120", "--from"])
+            .args([
+                "plan",
+                "--json",
+                "--exit-zero",
+                "--camera",
+                "288@120",
+                "--from",
+            ])
             .arg(&path),
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -10,7 +10,11 @@ fn fixture(name: &str) -> String {
 }
 
 fn plan_json(args: &[&str]) -> Value {
-    json(hailo_edge().arg("plan").arg("--json").args(args))
+    json(
+        hailo_edge()
+            .args(["plan", "--json", "--exit-zero"])
+            .args(args),
+    )
 }
 
 fn pct(v: &Value) -> i64 {
@@ -219,7 +223,7 @@ fn json_carries_all_three_sources_and_flags_the_assumption() {
     assert_eq!(check["band"]["low"]["row"], "vit_small at batch 1");
     assert_eq!(check["band"]["high"]["row"], "vit_small at batch 8");
     // The text output flags it, naming the rows that bound the band.
-    let out = succeed(hailo_edge().arg("plan").args(DESIGN_RIG));
+    let out = succeed(hailo_edge().args(["plan", "--exit-zero"]).args(DESIGN_RIG));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("FLAG: the assumed 30.0% lies outside the published band")
@@ -229,7 +233,7 @@ fn json_carries_all_three_sources_and_flags_the_assumption() {
     // Negative control: an assumption inside the band is not flagged.
     let out = succeed(
         hailo_edge()
-            .args(["plan", "--utilisation", "0.1"])
+            .args(["plan", "--exit-zero", "--utilisation", "0.1"])
             .args(DESIGN_RIG),
     );
     let text = String::from_utf8_lossy(&out.stdout);
@@ -251,4 +255,24 @@ fn a_batch_beyond_the_published_ones_is_an_error() {
         err.contains("batch 9") && err.contains("1..=8") && err.contains("vit_small"),
         "{err}"
     );
+}
+
+#[test]
+fn a_rig_that_does_not_fit_exits_3_unless_asked_not_to() {
+    // 288 at 30 fps: 1.07 TOPS of 6 usable at the assumed 30 %: fits.
+    succeed(hailo_edge().args(["plan", "--camera", "288@30"]));
+    // 432 at 120 fps: 11.7 TOPS, 195 % of one part at INT8 (97 % at INT4).
+    hailo_edge()
+        .args(["plan", "--camera", "432@120"])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "does not fit one Hailo-10H at INT8: it needs 195 %",
+        ))
+        .stderr(predicates::str::contains("at INT4 it needs 97 %"));
+    hailo_edge()
+        .args(["plan", "--camera", "432@120", "--exit-zero"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("exit status 0"));
 }

@@ -10,6 +10,7 @@ use hailo_edge::metrics::plan::{
     self, CameraMode, CheckFile, Comparison, CostModel, CostSource, RigPlan, Utilisation,
 };
 use hailo_edge::metrics::published::PublishedTable;
+use hailo_edge::metrics::utilisation::Precision;
 use hailo_edge::metrics::utilisation_report::{self as report, LoadedReport};
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 
@@ -53,7 +54,13 @@ pub struct PlanArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Exit 0 even when the rig does not fit one part at INT8 (otherwise the exit status is 3).
+    #[arg(long)]
+    exit_zero: bool,
 }
+
+/// The exit status of a plan whose rig does not fit one part at INT8.
+pub const DOES_NOT_FIT: u8 = 3;
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,7 +175,40 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         print_plan(&rig, &source);
         print_comparison(&comparison, &cameras, report_label.as_deref());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(fit_status(&rig, args.exit_zero))
+}
+
+/// Success when the rig fits one part at INT8 (the precision HEFs compile to by default), or
+/// when `exit_zero`; else [`DOES_NOT_FIT`], saying why on stderr.
+fn fit_status(rig: &RigPlan, exit_zero: bool) -> ExitCode {
+    let int8 = rig
+        .precisions
+        .iter()
+        .find(|p| p.precision == Precision::Int8);
+    match int8 {
+        Some(p) if p.share > 1.0 => {
+            let int4 = rig
+                .precisions
+                .iter()
+                .find(|p| p.precision == Precision::Int4)
+                .filter(|p| p.share <= 1.0)
+                .map_or(String::new(), |p| {
+                    format!(" (at INT4 it needs {:.0} %)", 100.0 * p.share)
+                });
+            eprintln!(
+                "the rig does not fit one Hailo-10H at INT8: it needs {:.0} % of one part at the \
+                 planning utilisation{int4}; exit status {}",
+                100.0 * p.share,
+                if exit_zero { 0 } else { DOES_NOT_FIT }
+            );
+            if exit_zero {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(DOES_NOT_FIT)
+            }
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// How the report's column is labelled: measured on the part, or modelled by the simulator.
