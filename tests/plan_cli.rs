@@ -276,3 +276,37 @@ fn a_rig_that_does_not_fit_exits_3_unless_asked_not_to() {
         .success()
         .stderr(predicates::str::contains("exit status 0"));
 }
+
+#[test]
+fn plan_reads_the_cameras_and_hef_costs_of_a_rig_file() {
+    let v = plan_json(&["--config", "examples/rig.toml"]);
+    let cams = v["cameras"].as_array().unwrap();
+    let sides: Vec<u64> = cams
+        .iter()
+        .map(|c| c["camera"]["side"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sides, [288, 288, 288, 432]);
+    // Each graph's cost is the ops its HEF carries (35.6 G ops = 17.8 GMAC at 288).
+    assert_eq!(cams[0]["cost"]["source"]["kind"], "hef", "{}", cams[0]);
+    assert!((cams[0]["cost"]["gmac"].as_f64().unwrap() - 17.8).abs() < 1e-9);
+    // Negative control: a rig file the run would refuse is refused here, naming the key.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(&dir, "rig.toml", "[device]\nprofil = \"hailo10h-usb\"\n");
+    hailo_edge()
+        .args(["plan", "--config"])
+        .arg(&bad)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("profil"));
+    hailo_edge()
+        .args([
+            "plan",
+            "--config",
+            "examples/rig.toml",
+            "--camera",
+            "288@30",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("cannot be used with"));
+}

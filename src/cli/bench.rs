@@ -10,8 +10,9 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
-use hailo_edge::npu::sim::{DeviceProfile, SimProfile, TimeBase};
+use hailo_edge::npu::sim::{SimProfile, TimeBase};
 use hailo_edge::npu::{Device, DeviceOptions, GroupId};
+use hailo_edge::rig::config::SimProfileName;
 use hailo_edge::rig::RigConfig;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -20,16 +21,6 @@ enum Graphs {
     One,
     Two,
     Both,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ProfileArg {
-    /// Hailo-10H on PCIe Gen3 x4.
-    Hailo10h,
-    /// Hailo-10H over USB-Ethernet.
-    Hailo10hUsb,
-    /// Hailo-10H with link time left out.
-    Hailo10hNoLink,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -67,9 +58,9 @@ pub struct BenchArgs {
     /// Which device (--profile and --clock apply to `sim` only).
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
-    /// Simulator profile.
-    #[arg(long, value_enum, default_value = "hailo10h")]
-    profile: ProfileArg,
+    /// Simulator profile, named as the rig file's `device.profile`.
+    #[arg(long, value_enum, default_value = "hailo10h-pcie")]
+    profile: SimProfileName,
     /// Simulator clock.
     #[arg(long, value_enum, default_value = "virtual")]
     clock: ClockArg,
@@ -103,15 +94,7 @@ fn parse_group_id(value: &str) -> Result<GroupId, String> {
 }
 
 fn sim_profile(args: &BenchArgs) -> anyhow::Result<SimProfile> {
-    let device = match args.profile {
-        ProfileArg::Hailo10h => DeviceProfile::hailo10h(),
-        ProfileArg::Hailo10hUsb => DeviceProfile::hailo10h_usb(),
-        ProfileArg::Hailo10hNoLink => {
-            let mut p = DeviceProfile::hailo10h().with_link(hailo_edge::npu::sim::Link::free());
-            p.name = "hailo10h-no-link".into();
-            p
-        }
-    };
+    let device = args.profile.device_profile();
     let clock = match args.clock {
         ClockArg::Virtual => TimeBase::Virtual,
         ClockArg::Realtime => TimeBase::RealTime,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::backend::BackendArg;
 use anyhow::Context;
 use clap::Args;
-use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, Rig, ShapeSource};
+use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource};
 use hailo_edge::doctor::{run_checks, DoctorConfig, SysRoot, DEFAULT_CARD_ADDR};
 use hailo_edge::metrics::plan::CameraMode;
 use hailo_edge::npu::sim::SimProfile;
@@ -114,21 +114,35 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Each graph of a rig file with the side of its HEF's input and the HEF's streams.
+pub(super) fn graph_sides<'a>(
+    path: &Path,
+    config: &'a hailo_edge::rig::RigConfig,
+) -> anyhow::Result<Vec<(&'a hailo_edge::rig::config::GraphConfig, u32, Vec<GraphIo>)>> {
+    config
+        .graphs
+        .iter()
+        .map(|graph| {
+            let io = graphs_from_hefs(std::slice::from_ref(&graph.hef))
+                .with_context(|| format!("{}: graph `{}`", path.display(), graph.name))?;
+            let side = io.first().map(|g| g.input_side).with_context(|| {
+                format!(
+                    "{}: {} has no network group",
+                    path.display(),
+                    graph.hef.display()
+                )
+            })?;
+            Ok((graph, side, io))
+        })
+        .collect()
+}
+
 /// The budget's rig from a rig file: each camera at its rate into the input
 /// side of its graph's HEF.
 fn rig_from_config(path: &Path, config: &hailo_edge::rig::RigConfig) -> anyhow::Result<Rig> {
     let mut graphs = Vec::new();
     let mut sides = Vec::new();
-    for graph in &config.graphs {
-        let io = graphs_from_hefs(std::slice::from_ref(&graph.hef))
-            .with_context(|| format!("{}: graph `{}`", path.display(), graph.name))?;
-        let side = io.first().map(|g| g.input_side).with_context(|| {
-            format!(
-                "{}: {} has no network group",
-                path.display(),
-                graph.hef.display()
-            )
-        })?;
+    for (graph, side, io) in graph_sides(path, config)? {
         sides.push((graph.name.as_str(), side));
         graphs.extend(io);
     }

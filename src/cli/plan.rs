@@ -1,6 +1,6 @@
 //! `hailo-edge plan`: the share of one Hailo-10H a rig of cameras needs, and the fps headroom.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -13,6 +13,7 @@ use hailo_edge::metrics::published::PublishedTable;
 use hailo_edge::metrics::utilisation::Precision;
 use hailo_edge::metrics::utilisation_report::{self as report, LoadedReport};
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
+use hailo_edge::rig::RigConfig;
 
 use super::plan_table::{print_comparison, print_source};
 
@@ -27,6 +28,11 @@ pub struct PlanArgs {
     /// A TOML file of cameras: [[camera]] side = 288, fps = 120, graph = "body".
     #[arg(long = "cameras", value_name = "FILE")]
     cameras_file: Option<PathBuf>,
+    /// A rig file (as for `hailo-edge run`): each camera at its rate into the side of its
+    /// graph's HEF, each graph's cost from the ops its HEF carries, and the rig's
+    /// `device.utilisation` unless --utilisation or --from say otherwise.
+    #[arg(long, value_name = "RIG.toml", conflicts_with_all = ["cameras", "cameras_file"])]
+    config: Option<PathBuf>,
     /// GMAC per frame of the graph at SIDE (repeatable), overriding the RF-DETR planning model.
     #[arg(long = "gmac", value_name = "SIDE=GMAC")]
     gmac: Vec<String>,
@@ -126,10 +132,16 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         cameras.extend(file.camera);
     }
+    let mut rig_utilisation = None;
+    if let Some(path) = &args.config {
+        let rig = RigConfig::load(path)?;
+        cameras.extend(cameras_of_rig(path, &rig, &mut costs)?);
+        rig_utilisation = Some(rig.device.utilisation);
+    }
     let source = match (&args.utilisation, &args.from) {
         (Some(s), _) => s.clone(),
         (None, Some(path)) => UtilisationSource::Report(path.clone()),
-        (None, None) => UtilisationSource::default(),
+        (None, None) => rig_utilisation.unwrap_or_default(),
     };
     let report_path = match (&source, &args.from) {
         (_, Some(path)) => Some(path.clone()),
@@ -176,6 +188,43 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         print_comparison(&comparison, &cameras, report_label.as_deref());
     }
     Ok(fit_status(&rig, args.exit_zero))
+}
+
+/// The cameras of a rig file, each at the side of its graph's HEF input; each graph's cost is
+/// the computational ops its HEF carries, or the planning model when it carries none.
+fn cameras_of_rig(
+    path: &Path,
+    rig: &RigConfig,
+    costs: &mut CostModel,
+) -> anyhow::Result<Vec<CameraMode>> {
+    let mut sides = std::collections::HashMap::new();
+    for (graph, side, _) in super::doctor::graph_sides(path, rig)? {
+        if let Err(e) = costs.set_from_hef(&graph.hef, Some(side)) {
+            eprintln!(
+                "note: {e}; graph `{}` is planned with the RF-DETR planning model",
+                graph.name
+            );
+        }
+        sides.insert(graph.name.as_str(), side);
+    }
+    rig.cameras
+        .iter()
+        .map(|c| {
+            let side = sides.get(c.graph.as_str()).copied().with_context(|| {
+                format!(
+                    "{}: camera `{}`: no graph `{}`",
+                    path.display(),
+                    c.name,
+                    c.graph
+                )
+            })?;
+            Ok(CameraMode {
+                side,
+                fps: c.fps,
+                graph: Some(c.graph.clone()),
+            })
+        })
+        .collect()
 }
 
 /// Success when the rig fits one part at INT8 (the precision HEFs compile to by default), or

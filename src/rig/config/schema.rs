@@ -21,7 +21,8 @@ pub struct DeviceConfig {
     /// HailoRT device id: a PCIe BDF, or the card's IP for the USB part.
     #[serde(default)]
     pub device_id: Option<String>,
-    /// Simulator profile: `hailo10h-pcie`, `hailo10h-usb` or `zero-time`.
+    /// Simulator profile: `hailo10h-pcie` (or `hailo10h`), `hailo10h-usb`, `hailo10h-no-link`
+    /// or `zero-time`.
     #[serde(default)]
     pub profile: SimProfileName,
     /// Simulator clock: `realtime` or `virtual`.

@@ -41,15 +41,20 @@ impl fmt::Display for BackendChoice {
     }
 }
 
-/// The simulated device's figures (`device.profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// The simulated device's figures: one set of names for the rig file's `device.profile` and
+/// every command's `--profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum SimProfileName {
-    /// A Hailo-10H on PCIe Gen3 x4.
+    /// A Hailo-10H on PCIe Gen3 x4 (also spelt `hailo10h`).
     #[default]
+    #[serde(alias = "hailo10h")]
+    #[value(alias = "hailo10h")]
     Hailo10hPcie,
     /// The USB part: the same chip reached over USB-Ethernet.
     Hailo10hUsb,
+    /// A Hailo-10H with the link's transfer time left out (compute only).
+    Hailo10hNoLink,
     /// A device that takes no time, for measuring the host's own costs.
     ZeroTime,
 }
@@ -60,6 +65,11 @@ impl SimProfileName {
         match self {
             Self::Hailo10hPcie => DeviceProfile::hailo10h(),
             Self::Hailo10hUsb => DeviceProfile::hailo10h_usb(),
+            Self::Hailo10hNoLink => {
+                let mut p = DeviceProfile::hailo10h().with_link(crate::npu::sim::Link::free());
+                p.name = "hailo10h-no-link".into();
+                p
+            }
             Self::ZeroTime => DeviceProfile::zero_time(),
         }
     }
