@@ -17,6 +17,7 @@ use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::record::{ImageMessage, McapFileError};
 use super::source::{Source, SourceError, SourceInfo};
+use super::stop::Stop;
 use crate::geom::Camera;
 
 /// How fast frames are handed out.
@@ -153,6 +154,7 @@ impl Recording {
                 next: 0,
                 pacing,
                 start,
+                stop: Stop::new(),
                 pool: BufferPool::new(8),
             })
             .collect()
@@ -209,6 +211,8 @@ pub struct ReplaySource {
     next: usize,
     pacing: Pacing,
     start: Instant,
+    /// What a paced wait for the next frame ends on.
+    stop: Stop,
     pool: BufferPool,
 }
 
@@ -242,10 +246,9 @@ impl Source for ReplaySource {
             .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
         data.truncate(n);
         if self.pacing == Pacing::Original {
-            let due = self.start + Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+            let due = Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
+            if self.stop.wait_for(due.saturating_sub(self.start.elapsed())) {
+                return Err(SourceError::Stopped);
             }
         }
         let timestamp_source = TimestampSource::from_name(&msg.timestamp_source)
@@ -263,6 +266,10 @@ impl Source for ReplaySource {
         };
         frame.check_size()?;
         Ok(frame)
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.stop = stop;
     }
 }
 
