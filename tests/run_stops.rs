@@ -171,11 +171,7 @@ fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    // The run goes on after the failure: results are still written.
-    let jsonl = dir.path().join("run.jsonl");
-    let before = std::fs::metadata(&jsonl).unwrap().len();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(std::fs::metadata(&jsonl).unwrap().len() > before);
+    std::thread::sleep(Duration::from_millis(1000));
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -194,7 +190,18 @@ fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
         failures[0]["error"]
     );
     assert!(failures[0]["items_lost"].as_u64().unwrap() > 0);
+    // The run went on past the failure: every frame is accounted for, more
+    // were processed than recorded, and the results were written.
     assert_eq!(report["accounting_ok"], true);
+    let processed: u64 = report["cameras"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["frames"]["processed"].as_u64().unwrap())
+        .sum();
+    assert!(processed > report["recorded"]["frames"].as_u64().unwrap());
+    let lines = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+    assert!(lines.lines().count() > 1, "no result line");
     assert!(stderr(dir.path()).contains("error: output record"));
 }
 
@@ -238,4 +245,76 @@ fn output_paths_are_refused_before_the_run_starts() {
     assert_eq!(std::fs::read(&precious).unwrap(), b"keep");
     assert_eq!(std::fs::read(&existing).unwrap(), b"earlier");
     assert!(!same.exists());
+}
+
+#[test]
+fn hef_verify_refuses_a_fifo_at_once_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.hef");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = Command::new(binary())
+        .args(["hef", "verify"])
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, _) =
+        wait_at_most(&mut child, Duration::from_secs(20)).expect("hef verify blocked on the FIFO");
+    assert!(!status.success());
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("model.hef") && err.contains("FIFO"), "{err}");
+}
+
+#[test]
+fn a_name_with_terminal_escapes_is_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = dir.path().join("x\u{1b}[2J.hef");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/backbone_288.hef"),
+        &hostile,
+    )
+    .unwrap();
+    for cmd in ["verify", "inspect"] {
+        let out = hailo_edge()
+            .args(["hef", cmd])
+            .arg(&hostile)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}");
+        assert!(!out.stdout.contains(&0x1b), "{cmd}: a raw ESC was printed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("x\\u{1b}[2J.hef"), "{cmd}: {text}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let hef = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/backbone_288.hef");
+    let mut child = Command::new(binary())
+        .args(["hef", "inspect"])
+        .args(std::iter::repeat_n(&hef, 400))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away after the first bytes, as `| head -1` does.
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let (status, _) = wait_at_most(&mut child, Duration::from_secs(30)).expect("it ended");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    // Ended by SIGPIPE, as `cat` is, not by an error exit.
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(13)
+    );
 }

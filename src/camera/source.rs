@@ -88,6 +88,13 @@ pub enum SourceError {
     /// The run stopped while the source waited for its next frame.
     #[error("stopped")]
     Stopped,
+    /// A recording cut short ended: the frames after its last whole message
+    /// are lost. The stream ends after this.
+    #[error("{device}: cut short: {bytes_discarded} bytes after the last whole message discarded")]
+    Truncated {
+        device: String,
+        bytes_discarded: u64,
+    },
     /// The device cannot deliver what the rig asks for.
     #[error("{device}: {what}")]
     Unsupported { device: String, what: String },
@@ -104,6 +111,9 @@ pub enum SourceError {
 impl SourceError {
     /// Whether the next call to [`Source::next_frame`] may succeed without a reconnect.
     pub fn is_recoverable(&self) -> bool {
-        matches!(self, Self::BadFrame(_) | Self::Timeout { .. })
+        matches!(
+            self,
+            Self::BadFrame(_) | Self::Timeout { .. } | Self::Truncated { .. }
+        )
     }
 }

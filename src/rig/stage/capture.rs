@@ -258,6 +258,10 @@ fn run(
                 return;
             }
             Err(SourceError::Stopped) => break,
+            Err(e @ SourceError::Truncated { .. }) => {
+                log::warn!("{e}");
+                status.set_error(&e);
+            }
             Err(e @ SourceError::BadFrame(_)) => {
                 log::warn!("{e}");
                 status.record_bad_frame(&e);
