@@ -29,6 +29,7 @@
 //! | [`gate`] | a HEF's outputs on the device against its reference ONNX, by name, within a bound |
 //! | [`hef`] | the HEF container: reader and writer |
 //! | [`digest`] | SHA-256 in the hex form cache names and provenance records carry |
+//! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
 
 pub mod bench;
 pub mod body;
@@ -41,6 +42,7 @@ pub mod gate;
 pub mod geom;
 pub mod metrics;
 pub mod npu;
+pub mod output;
 pub mod preprocess;
 pub mod rig;
 pub mod scene;

@@ -108,4 +108,8 @@ impl<S: Source> Source for FaultySource<S> {
     fn driver_drops(&self) -> u64 {
         self.inner.driver_drops()
     }
+
+    fn stop_on(&mut self, stop: crate::camera::Stop) {
+        self.inner.stop_on(stop);
+    }
 }

@@ -4,6 +4,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`source`] | the [`Source`] trait every camera implements |
+//! | [`stop`] | the stop request every source wait ends on |
 //! | [`frame`], [`pool`] | [`Frame`] and the buffer pool it lives in |
 //! | [`calib`] | OpenCV calibration files |
 //! | [`record`], [`replay`] | the MCAP recording format: writing and playing back |
@@ -16,6 +17,7 @@ pub mod pool;
 pub mod record;
 pub mod replay;
 pub mod source;
+pub mod stop;
 pub mod synthetic;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub mod v4l2;
@@ -23,3 +25,4 @@ pub mod v4l2;
 pub use frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 pub use pool::{BufferPool, PoolStats, PooledBuffer};
 pub use source::{Source, SourceError, SourceInfo};
+pub use stop::Stop;

@@ -120,6 +120,8 @@ pub enum McapFileError {
 pub enum RecordError {
     #[error(transparent)]
     File(#[from] McapFileError),
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     #[error("{}: frame from {camera}, which is not one of the recorded cameras", path.display())]
     UnknownCamera {
         path: PathBuf,
@@ -146,11 +148,26 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Creates `path` and declares one channel per camera.
+    /// Creates `path` (refusing an existing file or a link) and declares one
+    /// channel per camera.
     ///
     /// # Errors
     /// [`RecordError`] naming the file.
     pub fn create(path: &Path, cameras: &[RecordedCamera]) -> Result<Self, RecordError> {
+        Self::create_with(path, cameras, false)
+    }
+
+    /// [`Recorder::create`], replacing an existing file when `overwrite`. The
+    /// file is created owner-only ([`crate::output::PRIVATE_MODE`]): it
+    /// films people.
+    ///
+    /// # Errors
+    /// [`RecordError`] naming the file.
+    pub fn create_with(
+        path: &Path,
+        cameras: &[RecordedCamera],
+        overwrite: bool,
+    ) -> Result<Self, RecordError> {
         let io = |source| McapFileError::Io {
             path: path.to_path_buf(),
             source,
@@ -159,7 +176,7 @@ impl Recorder {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::create(path).map_err(io)?;
+        let file = crate::output::create("record", path, overwrite)?;
         let options = mcap::WriteOptions::new()
             .compression(None)
             .profile("")

@@ -11,12 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::{BTreeMap, HashMap};
+
 use base64::Engine;
+use mcap::records::Record;
+use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
 use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::record::{ImageMessage, McapFileError};
 use super::source::{Source, SourceError, SourceInfo};
+use super::stop::Stop;
 use crate::geom::Camera;
 
 /// How fast frames are handed out.
@@ -64,13 +69,29 @@ pub struct Recording {
     bytes: Vec<u8>,
     tracks: Vec<CameraTrack>,
     first_ns: u64,
+    truncation: Option<Truncation>,
+}
+
+/// What a recording cut short (a run killed before its footer, a full disk)
+/// lost: it is read up to its last whole message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// Messages read before the cut.
+    pub messages_read: u64,
+    /// Bytes after the last whole message, not read.
+    pub bytes_discarded: u64,
+    /// What the reader found at the cut.
+    pub error: String,
 }
 
 impl Recording {
-    /// Reads and indexes `path`.
+    /// Reads and indexes `path`. A file cut short (no footer, or ending inside
+    /// a record) is read up to its last whole message, and what was lost is
+    /// kept ([`Recording::truncation`]).
     ///
     /// # Errors
-    /// [`ReplayError`] naming the file and, for a malformed channel, its topic.
+    /// [`ReplayError`] naming the file and, for a malformed channel, its topic;
+    /// a file that is not an MCAP recording at all.
     pub fn open(path: &Path) -> Result<Arc<Self>, ReplayError> {
         let bytes = std::fs::read(path).map_err(|source| McapFileError::Io {
             path: path.to_path_buf(),
@@ -81,45 +102,108 @@ impl Recording {
             source,
         };
         let mut tracks: Vec<CameraTrack> = Vec::new();
-        let mut channel_track = std::collections::HashMap::new();
+        let mut channel_track = HashMap::new();
         let mut first_ns = u64::MAX;
-        let base = bytes.as_ptr() as usize;
-        for message in mcap::MessageStream::new(&bytes).map_err(mc)? {
-            let message = message.map_err(mc)?;
-            let ch = &message.channel;
-            if !ch.topic.ends_with("/image") {
+        // The streaming reader, fed exactly the bytes it asks for, so a
+        // record it hands back ends at `fed`; the end magic is not required.
+        let mut reader = LinearReader::new_with_options(
+            LinearReaderOptions::default().with_skip_end_magic(true),
+        );
+        let mut channels: HashMap<u16, (String, BTreeMap<String, String>)> = HashMap::new();
+        let (mut fed, mut last_end, mut records, mut read) = (0usize, 0usize, 0u64, 0u64);
+        let mut cut: Option<String> = None;
+        while let Some(event) = reader.next_event() {
+            let (opcode, data) = match event {
+                Ok(LinearReadEvent::ReadRequest(need)) => {
+                    let n = need.min(bytes.len() - fed);
+                    if n == 0 {
+                        cut = Some("the file ends before its footer".into());
+                        break;
+                    }
+                    reader.insert(n).copy_from_slice(&bytes[fed..fed + n]);
+                    reader.notify_read(n);
+                    fed += n;
+                    continue;
+                }
+                Ok(LinearReadEvent::Record { opcode, data }) => (opcode, data),
+                Err(e) if records == 0 => return Err(mc(e).into()),
+                Err(e) => {
+                    cut = Some(e.to_string());
+                    break;
+                }
+            };
+            records += 1;
+            let (header, data) = match mcap::parse_record(opcode, data) {
+                Ok(Record::Channel(ch)) => {
+                    channels.insert(ch.id, (ch.topic, ch.metadata));
+                    continue;
+                }
+                Ok(Record::Message { header, data }) => (header, data),
+                Ok(_) => continue,
+                Err(e) => {
+                    cut = Some(e.to_string());
+                    break;
+                }
+            };
+            read += 1;
+            last_end = fed;
+            let Some((topic, metadata)) = channels.get(&header.channel_id) else {
+                continue;
+            };
+            if !topic.ends_with("/image") {
                 continue;
             }
-            let track = match channel_track.get(&ch.id) {
+            let track = match channel_track.get(&header.channel_id) {
                 Some(&t) => t,
                 None => {
-                    let (info, calibration) = track_info(path, &ch.topic, &ch.metadata)?;
+                    let (info, calibration) = track_info(path, topic, metadata)?;
                     tracks.push(CameraTrack {
                         info,
                         calibration,
                         entries: Vec::new(),
                     });
-                    channel_track.insert(ch.id, tracks.len() - 1);
+                    channel_track.insert(header.channel_id, tracks.len() - 1);
                     tracks.len() - 1
                 }
             };
-            first_ns = first_ns.min(message.log_time);
-            let payload = match &message.data {
-                std::borrow::Cow::Borrowed(b) => {
-                    let start = b.as_ptr() as usize - base;
-                    Payload::Range(start..start + b.len())
-                }
-                std::borrow::Cow::Owned(v) => Payload::Owned(v.clone()),
+            first_ns = first_ns.min(header.log_time);
+            // Uncompressed: the payload is the file's bytes ending at `fed`,
+            // kept as a range; compressed, a copy.
+            let range = fed - data.len()..fed;
+            let payload = if fed >= data.len() && bytes[range.clone()] == *data {
+                Payload::Range(range)
+            } else {
+                Payload::Owned(data.into_owned())
             };
             tracks[track].entries.push(Entry { payload });
         }
         tracks.sort_by_key(|t| t.info.camera);
+        let truncation = cut.map(|error| Truncation {
+            messages_read: read,
+            bytes_discarded: (bytes.len() - last_end) as u64,
+            error,
+        });
+        if let Some(t) = &truncation {
+            log::warn!(
+                "{}: cut short ({}): read {} messages, {} bytes after the last whole one discarded",
+                path.display(),
+                t.error,
+                t.messages_read,
+                t.bytes_discarded
+            );
+        }
         Ok(Arc::new(Self {
             path: path.to_path_buf(),
             bytes,
             tracks,
             first_ns: if first_ns == u64::MAX { 0 } else { first_ns },
+            truncation,
         }))
+    }
+
+    /// What a recording cut short lost; `None` for a whole file.
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.truncation.as_ref()
     }
 
     /// The recorded cameras, by camera id.
@@ -153,6 +237,8 @@ impl Recording {
                 next: 0,
                 pacing,
                 start,
+                stop: Stop::new(),
+                told_truncation: false,
                 pool: BufferPool::new(8),
             })
             .collect()
@@ -209,6 +295,10 @@ pub struct ReplaySource {
     next: usize,
     pacing: Pacing,
     start: Instant,
+    /// What a paced wait for the next frame ends on.
+    stop: Stop,
+    /// Whether the end of a truncated recording was reported.
+    told_truncation: bool,
     pool: BufferPool,
 }
 
@@ -221,6 +311,14 @@ impl Source for ReplaySource {
         let rec = &self.recording;
         let track = &rec.tracks[self.track];
         let Some(entry) = track.entries.get(self.next) else {
+            // Once, at the end of a recording cut short: what it lost.
+            if let (Some(t), false) = (&rec.truncation, self.told_truncation) {
+                self.told_truncation = true;
+                return Err(SourceError::Truncated {
+                    device: rec.path.display().to_string(),
+                    bytes_discarded: t.bytes_discarded,
+                });
+            }
             return Err(SourceError::EndOfStream);
         };
         self.next += 1;
@@ -242,10 +340,9 @@ impl Source for ReplaySource {
             .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
         data.truncate(n);
         if self.pacing == Pacing::Original {
-            let due = self.start + Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+            let due = Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
+            if self.stop.wait_for(due.saturating_sub(self.start.elapsed())) {
+                return Err(SourceError::Stopped);
             }
         }
         let timestamp_source = TimestampSource::from_name(&msg.timestamp_source)
@@ -263,6 +360,10 @@ impl Source for ReplaySource {
         };
         frame.check_size()?;
         Ok(frame)
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.stop = stop;
     }
 }
 

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
+use super::stop::Stop;
 
 /// What a source delivers, fixed once it is open.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,14 @@ pub trait Source: Send {
     fn driver_drops(&self) -> u64 {
         0
     }
+
+    /// The stop every wait of this source ends on: once it is requested,
+    /// [`Source::next_frame`] returns [`SourceError::Stopped`] instead of
+    /// waiting out a frame period. Sources whose waits are short already
+    /// (a driver's poll) may ignore it.
+    fn stop_on(&mut self, stop: Stop) {
+        let _ = stop;
+    }
 }
 
 /// Why a source produced no frame.
@@ -76,6 +85,16 @@ pub enum SourceError {
     /// A finite source (a recording) has no more frames.
     #[error("end of stream")]
     EndOfStream,
+    /// The run stopped while the source waited for its next frame.
+    #[error("stopped")]
+    Stopped,
+    /// A recording cut short ended: the frames after its last whole message
+    /// are lost. The stream ends after this.
+    #[error("{device}: cut short: {bytes_discarded} bytes after the last whole message discarded")]
+    Truncated {
+        device: String,
+        bytes_discarded: u64,
+    },
     /// The device cannot deliver what the rig asks for.
     #[error("{device}: {what}")]
     Unsupported { device: String, what: String },
@@ -92,6 +111,9 @@ pub enum SourceError {
 impl SourceError {
     /// Whether the next call to [`Source::next_frame`] may succeed without a reconnect.
     pub fn is_recoverable(&self) -> bool {
-        matches!(self, Self::BadFrame(_) | Self::Timeout { .. })
+        matches!(
+            self,
+            Self::BadFrame(_) | Self::Timeout { .. } | Self::Truncated { .. }
+        )
     }
 }

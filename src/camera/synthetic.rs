@@ -14,6 +14,7 @@ use nalgebra::{Point3, Vector3};
 use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::source::{Source, SourceError, SourceInfo};
+use super::stop::Stop;
 use crate::geom::time::monotonic_ns;
 use crate::geom::{Camera, Distortion};
 use crate::preprocess::rgb_to_yuv;
@@ -38,6 +39,8 @@ pub struct SyntheticSource {
     start_ns: u64,
     start: Instant,
     real_time: bool,
+    /// What a real-time wait for the next frame ends on.
+    stop: Stop,
     next: u64,
     /// Frames skipped because rendering fell behind real time.
     dropped: u64,
@@ -93,6 +96,7 @@ impl SyntheticSource {
                     start_ns,
                     start,
                     real_time,
+                    stop: Stop::new(),
                     next: 0,
                     dropped: 0,
                     rgb: vec![0; w as usize * h as usize * 3],
@@ -128,10 +132,9 @@ impl Source for SyntheticSource {
         self.next += 1;
         let rel_ns = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
         if self.real_time {
-            let due = self.start + Duration::from_nanos(rel_ns);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+            let wait = Duration::from_nanos(rel_ns).saturating_sub(self.start.elapsed());
+            if self.stop.wait_for(wait) {
+                return Err(SourceError::Stopped);
             }
         }
         let t = rel_ns as f64 * 1e-9;
@@ -165,6 +168,10 @@ impl Source for SyntheticSource {
 
     fn driver_drops(&self) -> u64 {
         self.dropped
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.stop = stop;
     }
 }
 

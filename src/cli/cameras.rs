@@ -47,12 +47,13 @@ pub fn run(args: CamerasArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_device(d: &DeviceSummary) {
+    use hailo_edge::output::printable;
     println!(
         "{}: {} (driver {}, bus {}){}",
-        d.path.display(),
-        d.caps.card,
-        d.caps.driver,
-        d.caps.bus,
+        printable(&d.path.display().to_string()),
+        printable(&d.caps.card),
+        printable(&d.caps.driver),
+        printable(&d.caps.bus),
         if d.caps.streaming {
             ""
         } else {
@@ -61,7 +62,11 @@ fn print_device(d: &DeviceSummary) {
     );
     for f in &d.formats {
         let note = if f.supported { "" } else { "  (not handled)" };
-        println!("  {} {}{note}", f.fourcc, f.description);
+        println!(
+            "  {} {}{note}",
+            printable(&f.fourcc.to_string()),
+            printable(&f.description)
+        );
         match &f.sizes {
             Sizes::Discrete(_) => {
                 for ((w, h), rates) in &f.rates {

@@ -50,11 +50,19 @@ pub fn run(cmd: HefCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Replaces each directory by the `.hef` files in it, sorted by name, as
-/// `hailortcli parse-hef <dir>` does; other paths stay as given.
+/// `hailortcli parse-hef <dir>` does; other paths stay as given. A FIFO, a
+/// device or a socket is refused before it is opened: reading one would
+/// block or never end.
 fn expand(paths: Vec<PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for path in paths {
         if !path.is_dir() {
+            if let Some(kind) = not_a_file(&path) {
+                anyhow::bail!(
+                    "{}: is {kind}, not a regular file; a HEF is a file",
+                    path.display()
+                );
+            }
             out.push(path);
             continue;
         }
@@ -71,6 +79,26 @@ fn expand(paths: Vec<PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
         out.extend(hefs);
     }
     Ok(out)
+}
+
+/// What `path` is when it exists and is not a regular file (a FIFO, a
+/// device, a socket), from its file type alone.
+fn not_a_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
 }
 
 fn status(all_ok: bool) -> ExitCode {
@@ -122,8 +150,12 @@ fn inspect(files: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
             println!();
         }
         match result {
-            Ok(hef) => print!("{}", describe(path, &hef)),
-            Err(e) => eprintln!("error: {e}"),
+            Ok(hef) => {
+                for line in describe(path, &hef).lines() {
+                    println!("{}", hailo_edge::output::printable(line));
+                }
+            }
+            Err(e) => eprintln!("error: {}", hailo_edge::output::printable(&e.to_string())),
         }
     }
     if json {
@@ -284,7 +316,7 @@ fn verify(files: &[PathBuf], chip: Option<Chip>) -> ExitCode {
         match checked {
             Ok(hef) => {
                 let groups: Vec<_> = hef.network_groups.iter().map(|g| g.name.as_str()).collect();
-                println!(
+                let line = format!(
                     "OK    {}: header v{}, {}, {} network group(s): {}",
                     path.display(),
                     hef.header_version.number(),
@@ -292,10 +324,11 @@ fn verify(files: &[PathBuf], chip: Option<Chip>) -> ExitCode {
                     groups.len(),
                     groups.join(", ")
                 );
+                println!("{}", hailo_edge::output::printable(&line));
             }
             Err(e) => {
                 all_ok = false;
-                println!("FAIL  {e}");
+                println!("FAIL  {}", hailo_edge::output::printable(&e.to_string()));
             }
         }
     }

@@ -74,6 +74,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.verbose, cli.quiet);
+    set_pipe_signals(matches!(cli.command, Command::Run(_)));
     let outcome = match cli.command {
         Command::Hef(cmd) => hef::run(cmd),
         Command::Doctor(args) => doctor::run(args),
@@ -92,8 +93,33 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Errors name files, cameras and devices: escaped, as every name printed.
+            eprintln!(
+                "error: {}",
+                hailo_edge::output::printable(&format!("{err:#}"))
+            );
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// How a closed pipe and a full file end the process, set once in `main`.
+///
+/// Every command but `run` writes only to its standard output and files it
+/// has finished, so a closed pipe (`plan … | head`) ends it quietly by
+/// SIGPIPE, as it ends `cat`; Rust starts with SIGPIPE ignored, which turns
+/// the closed pipe into a panic in `println!`. `run` keeps SIGPIPE ignored and
+/// also ignores SIGXFSZ: JSON lines on a closed standard output, or a
+/// recording past the file-size limit, are then a write error, an output
+/// failure the run reports while it drains, records and writes its report.
+fn set_pipe_signals(run: bool) {
+    // SAFETY: called once on the main thread before any other thread starts;
+    // SIG_DFL and SIG_IGN are valid dispositions for SIGPIPE and SIGXFSZ.
+    unsafe {
+        if run {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        } else {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
 }

@@ -1,14 +1,15 @@
 //! `hailo-edge run`: the rig, live.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
+use hailo_edge::output::printable;
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
@@ -23,7 +24,8 @@ pub struct RunArgs {
     /// Write the final report (JSON) here.
     #[arg(long)]
     report: Option<PathBuf>,
-    /// Write per-frame results (JSON lines) here.
+    /// Write per-frame results (JSON lines) here; `-` is standard output (the
+    /// summary then goes to standard error).
     #[arg(long)]
     jsonl: Option<PathBuf>,
     /// Record frames and results into this MCAP file.
@@ -32,6 +34,13 @@ pub struct RunArgs {
     /// No live status display (as `-q` also does).
     #[arg(long)]
     no_status: bool,
+    /// Replace existing output files (never a symbolic link).
+    #[arg(long)]
+    force: bool,
+    /// Seconds the drain after a stop may take before the run reports what is
+    /// still in flight and ends.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    drain_timeout: f64,
     /// The simulator's utilisation, over the rig file's `device.utilisation`: `assumed`
     /// (0.30), a fraction, `published` (the model zoo's figures by batch) or a report file.
     #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
@@ -74,11 +83,36 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             "--duration: {d} is not a positive number of seconds"
         );
     }
+    anyhow::ensure!(
+        args.drain_timeout.is_finite() && (0.0..=3600.0).contains(&args.drain_timeout),
+        "--drain-timeout: {} is not between 0 and 3600 seconds",
+        args.drain_timeout
+    );
     let options = RunOptions {
         duration: args.duration.map(Duration::from_secs_f64),
         status: !(args.no_status || quiet),
+        overwrite: args.force,
+        drain_timeout: Duration::from_secs_f64(args.drain_timeout),
         ..RunOptions::default()
     };
+    // With the JSON lines on standard output, the summary goes to standard
+    // error. The summary is a courtesy: the report file is the record, so a
+    // closed pipe ends the summary quietly instead of failing the run.
+    let jsonl_on_stdout = rig
+        .output
+        .jsonl
+        .as_deref()
+        .is_some_and(hailo_edge::output::is_stdout);
+    let mut out: Box<dyn Write> = if jsonl_on_stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    macro_rules! say {
+        ($($arg:tt)*) => {
+            let _ = writeln!(out, $($arg)*);
+        };
+    }
     // The allocator setting is the whole process's, so the program makes it,
     // before the first decoder loads.
     if rig.decoder.retain_memory {
@@ -88,29 +122,37 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let choices = hailo_edge::rig::decoders::choose(&rig)?;
     let pairings = hailo_edge::rig::decoders::pairings(&rig, &choices)?;
     for ((g, pairing), choice) in rig.graphs.iter().zip(pairings).zip(&choices) {
-        println!("graph {}: decoder {}", g.name, choice.describe());
-        println!("  {}", pairing.split_text());
+        say!(
+            "graph {}: decoder {}",
+            printable(&g.name),
+            printable(&choice.describe())
+        );
+        say!("  {}", pairing.split_text());
         for line in pairing.lines() {
-            println!("  {line}");
+            say!("  {line}");
         }
     }
+    // One handler for SIGINT, SIGTERM and SIGHUP (ctrlc's `termination`
+    // feature): each requests the stop, and the run drains and reports.
     let stop = options.stop.clone();
-    ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
-        .context("installing the Ctrl-C handler")?;
+    ctrlc::set_handler(move || stop.request())
+        .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
     let report = run(&rig, &origin, &options)?;
     let w = &report.what_ran;
-    println!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
+    say!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
     if let Some(warning) = &w.ran_on.backend_warning {
         eprintln!("WARNING: {warning}");
     }
-    println!(
+    say!(
         "decoder: {} x{} threads; fit keypoints: {}",
-        w.decoder, w.decoder_threads, w.fit_keypoints
+        w.decoder,
+        w.decoder_threads,
+        w.fit_keypoints
     );
     for c in &report.cameras {
-        println!(
+        say!(
             "camera {:<6} captured {:>6} processed {:>6} dropped {:>6} ({:.1} fps in, {:.1} fps fitted){}",
-            c.name,
+            printable(&c.name),
             c.frames.captured,
             c.frames.processed,
             c.frames.dropped_total(),
@@ -120,13 +162,16 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         );
     }
     for g in &report.graphs {
-        println!(
+        say!(
             "graph {:<6} device {:.1} fps ({} frames in {} jobs)",
-            g.name, g.device_fps.value, g.frames, g.jobs
+            printable(&g.name),
+            g.device_fps.value,
+            g.frames,
+            g.jobs
         );
     }
     if let Some(s) = &report.switching.switches_per_s {
-        println!("switches: {:.1}/s", s.value);
+        say!("switches: {:.1}/s", s.value);
     }
     if let Some(e) = report.end_to_end() {
         // Frame periods of the slowest camera: the rate at which bodies are fitted.
@@ -140,9 +185,10 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         } else {
             String::new()
         };
-        println!(
+        say!(
             "end to end: p50 {:.1} ms, p99 {:.1} ms{periods}",
-            e.p50_ms, e.p99_ms
+            e.p50_ms,
+            e.p99_ms
         );
     }
     let share = report
@@ -155,21 +201,44 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             )
         });
     if let Some(m) = report.fit.mpjpe_mm {
-        println!("fit: {} groups, MPJPE {m:.1} mm{share}", report.fit.fits);
+        say!("fit: {} groups, MPJPE {m:.1} mm{share}", report.fit.fits);
     } else if let Some(r) = report.fit.residual_px {
-        println!("fit: {} groups, residual {r:.1} px{share}", report.fit.fits);
+        say!("fit: {} groups, residual {r:.1} px{share}", report.fit.fits);
     }
-    println!("{}", report.verdict.text);
+    say!("{}", report.verdict.text);
     for n in &w.notes {
-        println!("note: {n}");
+        say!("note: {n}");
     }
     if let Some(p) = &rig.output.report {
-        println!("report: {}", p.display());
+        say!("report: {}", printable(&p.display().to_string()));
     }
-    Ok(if report.accounting_ok {
-        ExitCode::SUCCESS
-    } else {
+    let d = &report.drain;
+    if !d.completed {
+        eprintln!(
+            "WARNING: the drain did not end within {:.1} s: still running: {}; {} frames in flight",
+            d.timeout_s,
+            d.waiting_for.join(", "),
+            d.frames_in_flight
+        );
+    }
+    for f in &report.output_failures {
+        eprintln!(
+            "error: output {} {} failed: {}; {} items not written (the other outputs went on)",
+            f.sink,
+            printable(&f.path),
+            f.error,
+            f.items_lost
+        );
+    }
+    // Exit 0: the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained
+    // and every frame is accounted for; 1: a frame is unaccounted for or an
+    // output failed.
+    Ok(if !report.accounting_ok {
         eprintln!("error: frame accounting does not add up (see the report)");
         ExitCode::FAILURE
+    } else if !report.output_failures.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     })
 }

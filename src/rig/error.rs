@@ -90,6 +90,8 @@ pub enum RunError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     /// A stage's thread could not be started.
     #[error("cannot start a stage's thread: {source}")]
     Spawn { source: std::io::Error },

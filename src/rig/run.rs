@@ -9,10 +9,15 @@
 //! left in the camera queues, flushes partial batches and waits for the device;
 //! each later stage ends when its input closes. After the drain no frame is in
 //! flight, so every camera's `captured = processed + dropped`.
+//!
+//! Stopping is bounded in time: every source wait ends on the run's
+//! [`Stop`], so a stop is seen within a poll of the wait loop (100 ms), and
+//! the drain has its own deadline ([`RunOptions::drain_timeout`]). A drain
+//! that runs out of time is reported (the stages still running, and the
+//! frames in flight), the recording is finished with what reached it, and
+//! the report is written.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,12 +25,13 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::body::fit::PoseFitter;
 use crate::camera::record::{RecordError, RecordedCamera, Recorder};
-use crate::camera::{Source, SourceInfo};
+use crate::camera::{Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
 use crate::npu::sim::{DeviceProfile, TimeBase};
 use crate::npu::{Device, NpuError};
+use crate::output::{self, AtomicFile, Output, OutputSet};
 use crate::preprocess::Preprocessor;
 use crate::scene::{BodyRig, BodyScene};
 
@@ -34,17 +40,20 @@ use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
-use super::stage::capture::{Backoff, CameraStatus, CaptureThread};
+use super::stage::capture::{Backoff, CaptureThread};
 use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
-use super::stage::sinks::{Item, Recorded, Recording, Sinks};
+use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
 use super::stage::sync::SyncConfig;
 use super::stage::{start, Running};
 use super::stats::LiveStats;
 use super::status::StatusLine;
 use super::work::{DecodeWork, Returned, ViewResult};
 use super::{CameraSetupError, RunError};
+
+mod drain;
+use drain::drain;
 
 /// How long no view of a camera may reach the sync, while others do, before
 /// its groups go ahead without it. Views arrive skewed by their place in the
@@ -58,8 +67,14 @@ const SILENT_CAMERA: Duration = Duration::from_secs(1);
 pub struct RunOptions {
     /// Stop by itself after this long.
     pub duration: Option<Duration>,
-    /// Set to stop (e.g. by Ctrl-C); the run then drains and reports.
-    pub stop: Arc<AtomicBool>,
+    /// Requested to stop (Ctrl-C, SIGTERM, SIGHUP); the run then drains and
+    /// reports.
+    pub stop: Stop,
+    /// How long the drain after the stop may take before the run reports
+    /// what is still in flight and ends.
+    pub drain_timeout: Duration,
+    /// Replace existing output files (`--force`).
+    pub overwrite: bool,
     /// Draw the live status line.
     pub status: bool,
     /// Frames each camera queue holds before it drops its oldest.
@@ -79,7 +94,9 @@ impl Default for RunOptions {
     fn default() -> Self {
         Self {
             duration: None,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Stop::new(),
+            drain_timeout: Duration::from_secs(5),
+            overwrite: false,
             status: false,
             queue_depth: 2,
             profile: None,
@@ -96,6 +113,7 @@ impl Default for RunOptions {
 /// # Errors
 /// [`RunError`] naming the key, file, camera or device that failed.
 pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report, RunError> {
+    let report_file = prepare_outputs(rig, options)?;
     let device = build::open_device(rig, options.profile.clone())?;
     let parts = build_parts(rig, options, &device)?;
     let infos = parts.infos.clone();
@@ -111,7 +129,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let channels = Channels::new(rig, options);
     let started = start_stages(rig, options, parts, channels, &stats)?;
     let waited = wait(rig, options, &device, &stats, &started);
-    let drained = drain(rig, started.stages);
+    let drained = drain(rig, started.stages, options.drain_timeout);
     if let Some(s) = waited.status {
         s.finish();
     }
@@ -136,15 +154,44 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         options,
         recorded: drained.recorded,
         stature_m,
+        drain: drained.drain,
+        sink_failures: drained.failures,
     };
     let report = Report::build(&facts);
-    if let Some(path) = &rig.output.report {
-        std::fs::write(path, report.to_json()).map_err(|source| RunError::Io {
-            path: path.clone(),
-            source,
-        })?;
+    if let Some(file) = report_file {
+        file.commit(report.to_json().as_bytes())?;
     }
     Ok(report)
+}
+
+/// Checks every output path before anything runs (links, existing files,
+/// a path named twice, directories) and opens the report's temporary file,
+/// so an output that cannot be written is found before the first frame.
+fn prepare_outputs(rig: &RigConfig, options: &RunOptions) -> Result<Option<AtomicFile>, RunError> {
+    let o = &rig.output;
+    let named = [
+        ("report", &o.report, false),
+        ("jsonl", &o.jsonl, true),
+        ("record", &o.record, false),
+    ];
+    let set = OutputSet {
+        outputs: named
+            .iter()
+            .filter_map(|&(what, path, stdout_ok)| {
+                path.as_deref().map(|path| Output {
+                    what,
+                    path,
+                    stdout_ok,
+                })
+            })
+            .collect(),
+        overwrite: options.overwrite,
+    };
+    set.check()?;
+    Ok(o.report
+        .as_deref()
+        .map(|p| AtomicFile::prepare("report", p, options.overwrite))
+        .transpose()?)
 }
 
 /// What a rig builds before anything runs.
@@ -202,8 +249,8 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     };
     let sources = build::sources(rig, &calibrations, scene, real_time)?;
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
-    let jsonl = open_jsonl(rig)?;
-    let recorder = open_recorder(rig, &infos, &calibrations)?;
+    let jsonl = open_jsonl(rig, options.overwrite)?;
+    let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let lanes: Vec<Lane> = graphs
         .into_iter()
@@ -237,15 +284,15 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     })
 }
 
-/// The JSON lines file, when the rig asks for one.
-fn open_jsonl(rig: &RigConfig) -> Result<Option<Box<dyn Write + Send>>, RunError> {
+/// The JSON lines file (or standard output, for `-`), when the rig asks for one.
+fn open_jsonl(rig: &RigConfig, overwrite: bool) -> Result<Option<Box<dyn Write + Send>>, RunError> {
     let Some(path) = &rig.output.jsonl else {
         return Ok(None);
     };
-    let file = std::fs::File::create(path).map_err(|source| RunError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    if output::is_stdout(path) {
+        return Ok(Some(Box::new(std::io::LineWriter::new(std::io::stdout()))));
+    }
+    let file = output::create("jsonl", path, overwrite)?;
     Ok(Some(Box::new(std::io::BufWriter::new(file))))
 }
 
@@ -254,6 +301,7 @@ fn open_recorder(
     rig: &RigConfig,
     infos: &[SourceInfo],
     calibrations: &[Camera],
+    overwrite: bool,
 ) -> Result<Option<Recorder>, RunError> {
     let Some(path) = &rig.output.record else {
         return Ok(None);
@@ -266,7 +314,7 @@ fn open_recorder(
             calibration: Some(*c),
         })
         .collect();
-    Ok(Some(Recorder::create(path, &cams)?))
+    Ok(Some(Recorder::create_with(path, &cams, overwrite)?))
 }
 
 /// The bounded queues between the stages (the recycle queue is unbounded:
@@ -307,6 +355,9 @@ struct Stages {
     npu: Running<Result<(), NpuError>>,
     decoders: Vec<Running<()>>,
     fit: Running<std::io::Result<()>>,
+    /// Tells the recorder to finish with what reached it.
+    abandon: Stop,
+    failures: SinkFailures,
 }
 
 /// The stages, when they started and the process CPU time then.
@@ -345,6 +396,8 @@ fn start_stages(
     let thread = |source: std::io::Error| RunError::Spawn { source };
 
     let (record_tx, record_rx) = channels.record;
+    let abandon = Stop::new();
+    let failures = SinkFailures::default();
     let recording = parts
         .recorder
         .map(|recorder| {
@@ -352,6 +405,8 @@ fn start_stages(
                 recorder,
                 items: record_rx,
                 skeleton: parts.body.naming.clone(),
+                abandon: abandon.clone(),
+                failures: failures.clone(),
             })
         })
         .transpose()
@@ -417,7 +472,9 @@ fn start_stages(
         clock,
         sinks: Sinks {
             jsonl: parts.jsonl,
+            jsonl_path: rig.output.jsonl.clone().unwrap_or_default(),
             record: record_tx,
+            failures: failures.clone(),
         },
         sync: SyncConfig {
             stall_ns: Some(SILENT_CAMERA.as_nanos() as u64),
@@ -437,6 +494,8 @@ fn start_stages(
             npu,
             decoders,
             fit,
+            abandon,
+            failures,
         },
         at,
         cpu_ns,
@@ -452,6 +511,13 @@ fn switching(rig: &RigConfig) -> Switching {
         },
     }
 }
+
+/// How often the wait loop samples the resident size and redraws the status.
+const STATUS_PERIOD: Duration = Duration::from_millis(100);
+
+/// How long the recorder may take to finish its file once a drain that ran
+/// out of time abandons it.
+const RECORDER_GRACE: Duration = Duration::from_secs(2);
 
 /// How long the rig ran, and the process's resident size along the way.
 struct Waited {
@@ -474,13 +540,16 @@ fn wait(
     let mut rss_samples = Vec::new();
     loop {
         let elapsed = started.at.elapsed();
-        if options.stop.load(Ordering::Relaxed) || options.duration.is_some_and(|d| elapsed >= d) {
+        if options.stop.is_requested() || options.duration.is_some_and(|d| elapsed >= d) {
             break;
         }
         if captures.iter().all(CaptureThread::is_finished) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        let left = options
+            .duration
+            .map_or(STATUS_PERIOD, |d| d.saturating_sub(elapsed));
+        options.stop.wait_for(left.min(STATUS_PERIOD));
         rss_samples.push((started.at.elapsed().as_secs_f64(), rss_bytes()));
         if let Some(s) = &mut status {
             s.update(stats, captures, device, started.at.elapsed());
@@ -491,51 +560,4 @@ fn wait(
         rss_samples,
         status,
     }
-}
-
-/// What the drained stages handed back.
-struct Drained {
-    camera_status: Vec<Arc<CameraStatus>>,
-    recorded: Option<Recorded>,
-    /// When the last stage finished.
-    at: Instant,
-}
-
-/// Stops the cameras first, then lets every later stage drain in the order
-/// the frame meets them; the first stage that failed is the error.
-fn drain(rig: &RigConfig, stages: Stages) -> Result<Drained, RunError> {
-    let thread = RunError::Panicked;
-    let camera_status: Vec<_> = stages
-        .captures
-        .into_iter()
-        .map(|c| {
-            let status = Arc::clone(&c.status);
-            c.stop();
-            status
-        })
-        .collect();
-    let npu = stages.npu.drain().map_err(thread)?;
-    for d in stages.decoders {
-        d.drain().map_err(thread)?;
-    }
-    let fit = stages.fit.drain().map_err(thread)?;
-    let recorded = match stages.recording {
-        Some(r) => Some(r.drain().map_err(thread)??),
-        None => None,
-    };
-    let at = Instant::now();
-    npu.map_err(|source| RunError::Npu { source })?;
-    fit.map_err(|source| RunError::Io {
-        path: rig
-            .output
-            .jsonl
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("-")),
-        source,
-    })?;
-    Ok(Drained {
-        camera_status,
-        recorded,
-        at,
-    })
 }

@@ -164,6 +164,76 @@ fn original_pacing_keeps_recorded_timing() {
     assert!(took < Duration::from_millis(1000), "{took:?}");
 }
 
+/// Every frame a source gives until it ends, and the error it ended with
+/// besides the end of the stream.
+fn drain_source(src: &mut ReplaySource) -> (usize, Option<SourceError>) {
+    let mut frames = 0;
+    let mut error = None;
+    loop {
+        match src.next_frame() {
+            Ok(_) => frames += 1,
+            Err(SourceError::EndOfStream) => return (frames, error),
+            Err(e) => error = Some(e),
+        }
+    }
+}
+
+/// Records into `path`, then keeps the first `keep(len)` bytes of the file;
+/// returns the frames written.
+fn record_cut(path: &Path, keep: impl Fn(usize) -> usize) -> Vec<Frame> {
+    let written = record(path);
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(path, &bytes[..keep(bytes.len())]).unwrap();
+    written
+}
+
+#[test]
+fn a_recording_missing_its_last_byte_replays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.mcap");
+    let written = record_cut(&path, |len| len - 1);
+    let rec = Recording::open(&path).unwrap();
+    let replayed: usize = rec
+        .sources(Pacing::AsFastAsPossible)
+        .iter_mut()
+        .map(|s| drain_source(s).0)
+        .sum();
+    assert_eq!(replayed, written.len());
+}
+
+#[test]
+fn a_recording_cut_mid_record_replays_to_its_last_whole_message_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.mcap");
+    // Cut inside the data, well before the summary.
+    let written = record_cut(&path, |len| len * 6 / 10);
+    let cut = std::fs::metadata(&path).unwrap().len();
+    let rec = Recording::open(&path).unwrap();
+    let t = rec
+        .truncation()
+        .expect("a cut file is reported as cut")
+        .clone();
+    assert!(
+        t.bytes_discarded > 0 && t.bytes_discarded < cut as u64,
+        "{t:?}"
+    );
+    let mut replayed = 0;
+    for mut src in rec.sources(Pacing::AsFastAsPossible) {
+        let (frames, error) = drain_source(&mut src);
+        replayed += frames;
+        let error = error.expect("each camera's end names the cut").to_string();
+        assert!(
+            error.contains("cut.mcap") && error.contains("bytes"),
+            "{error}"
+        );
+    }
+    assert!(replayed > 0 && replayed < written.len(), "{replayed}");
+    // A whole file reports no cut.
+    std::fs::remove_file(&path).unwrap();
+    record(&path);
+    assert!(Recording::open(&path).unwrap().truncation().is_none());
+}
+
 #[test]
 fn a_damaged_file_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::camera::frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 use crate::camera::pool::BufferPool;
 use crate::camera::source::{Source, SourceError, SourceInfo};
+use crate::camera::stop::Stop;
 
 use super::device::{is_disconnect, Device, Negotiated};
 use super::mmap::Mapping;
@@ -41,7 +42,12 @@ pub struct V4l2Source {
     stream: Option<Stream>,
     pool: BufferPool,
     seq: SequenceTracker,
+    /// Checked between the short polls a wait for a frame is made of.
+    stop: Stop,
 }
+
+/// The longest single poll: a stop is seen within this.
+const POLL_SLICE: Duration = Duration::from_millis(100);
 
 struct Stream {
     /// Unmapped before the device closes (fields drop in order).
@@ -74,6 +80,7 @@ impl V4l2Source {
             info,
             stream: Some(stream),
             seq: SequenceTracker::default(),
+            stop: Stop::new(),
         })
     }
 
@@ -170,7 +177,25 @@ impl Stream {
         ))
     }
 
-    /// Waits for a filled buffer; `Ok(None)` on timeout.
+    /// Waits for a filled buffer in polls of at most [`POLL_SLICE`]:
+    /// `Some(false)` on timeout, `None` when `stop` is requested first.
+    fn wait_or_stop(&self, timeout: Duration, stop: &Stop) -> std::io::Result<Option<bool>> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if stop.is_requested() {
+                return Ok(None);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if self.wait(left.min(POLL_SLICE))? {
+                return Ok(Some(true));
+            }
+            if left <= POLL_SLICE {
+                return Ok(Some(false));
+            }
+        }
+    }
+
+    /// Waits for a filled buffer; `Ok(false)` on timeout.
     fn wait(&self, timeout: Duration) -> std::io::Result<bool> {
         let mut pfd = libc::pollfd {
             fd: self.device.fd(),
@@ -219,9 +244,10 @@ impl Source for V4l2Source {
                 reason: "not streaming".into(),
             });
         };
-        match stream.wait(self.config.timeout) {
-            Ok(true) => {}
-            Ok(false) => {
+        match stream.wait_or_stop(self.config.timeout, &self.stop) {
+            Ok(Some(true)) => {}
+            Ok(None) => return Err(SourceError::Stopped),
+            Ok(Some(false)) => {
                 return Err(SourceError::Timeout {
                     device: self.info.name.clone(),
                     timeout: self.config.timeout,
@@ -313,6 +339,10 @@ impl Source for V4l2Source {
 
     fn driver_drops(&self) -> u64 {
         self.seq.dropped
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.stop = stop;
     }
 }
 

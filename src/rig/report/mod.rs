@@ -31,7 +31,7 @@ use crate::rig::stage::capture::CameraStatus;
 
 use super::config::RigConfig;
 use super::run::RunOptions;
-use super::stage::sinks::Recorded;
+use super::stage::sinks::{Recorded, SinkFailure};
 use super::stats::{LiveStats, END_TO_END};
 use schema::{CameraReport, FitReport, GraphReport, HostReport, SwitchReport, Verdict, WhatRan};
 
@@ -56,6 +56,22 @@ pub struct RunFacts<'a> {
     pub recorded: Option<Recorded>,
     /// The subject's stature, metres, that fit residuals are a share of.
     pub stature_m: Option<f64>,
+    /// Whether the drain ended in time.
+    pub drain: DrainReport,
+    /// Outputs that failed during the run.
+    pub sink_failures: Vec<SinkFailure>,
+}
+
+/// The drain after the stop: whether every stage ended within its timeout,
+/// and if not, which were still running and how many frames were in flight.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DrainReport {
+    pub completed: bool,
+    pub timeout_s: f64,
+    /// Stage threads still running when the timeout passed.
+    pub waiting_for: Vec<String>,
+    /// Frames captured and neither processed nor dropped, over all cameras.
+    pub frames_in_flight: u64,
 }
 
 /// The final report.
@@ -65,6 +81,7 @@ pub struct Report {
     pub what_ran: WhatRan,
     pub duration_s: f64,
     pub drain_s: f64,
+    pub drain: DrainReport,
     pub cameras: Vec<CameraReport>,
     pub accounting_ok: bool,
     pub graphs: Vec<GraphReport>,
@@ -76,6 +93,8 @@ pub struct Report {
     pub host: HostReport,
     pub verdict: Verdict,
     pub recorded: Option<Recorded>,
+    /// Outputs that failed during the run (each ended there; the others went on).
+    pub output_failures: Vec<SinkFailure>,
 }
 
 impl Report {
@@ -110,11 +129,16 @@ impl Report {
         let verdict = verdict::verdict(f.rig, &host, &cameras, sim.as_ref());
         let what_ran = what_ran::what_ran(f, &switching.mode);
         let accounting_ok = cameras.iter().all(|c| c.accounting_ok);
+        let drain = DrainReport {
+            frames_in_flight: cameras.iter().map(|c| c.frames.in_flight).sum(),
+            ..f.drain.clone()
+        };
         Report {
             schema: "hailo-edge.run-report/1",
             what_ran,
             duration_s: secs,
             drain_s: f.drain_time.as_secs_f64(),
+            drain,
             accounting_ok,
             cameras,
             graphs,
@@ -125,6 +149,7 @@ impl Report {
             host,
             verdict,
             recorded: f.recorded,
+            output_failures: f.sink_failures.clone(),
         }
     }
 }

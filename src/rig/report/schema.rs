@@ -43,6 +43,8 @@ pub struct CameraReport {
     /// captured = processed + dropped (by stage) + in flight.
     pub frames: FrameCounts,
     pub accounting_ok: bool,
+    /// The source's last error (a disconnect, a bad frame, a recording cut short).
+    pub last_error: Option<String>,
 }
 
 /// One graph on the device.

@@ -2,7 +2,7 @@
 //! a bounded channel (drop-oldest, counted), counts bad frames, and on a
 //! disconnect retries with exponential backoff while the other cameras go on.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::camera::frame::{CameraId, Frame};
 use crate::camera::source::{Source, SourceError};
+use crate::camera::Stop;
 
 use super::{start, Running, Stage};
 
@@ -132,7 +133,7 @@ impl CameraStatus {
 pub struct CaptureThread {
     pub camera: CameraId,
     pub status: Arc<CameraStatus>,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     running: Option<Running<()>>,
 }
 
@@ -144,7 +145,7 @@ struct Capture {
     rx: Receiver<Frame>,
     backoff: Backoff,
     status: Arc<CameraStatus>,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
 }
 
 impl Stage for Capture {
@@ -170,21 +171,22 @@ impl CaptureThread {
     /// Starts capturing from `source` into `tx`; when `tx` is full the oldest
     /// queued frame (taken through `rx`) is dropped and counted.
     pub fn spawn(
-        source: Box<dyn Source>,
+        mut source: Box<dyn Source>,
         tx: Sender<Frame>,
         rx: Receiver<Frame>,
         backoff: Backoff,
     ) -> std::io::Result<Self> {
         let camera = source.info().camera;
         let status = Arc::new(CameraStatus::default());
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::new();
+        source.stop_on(stop.clone());
         let running = start(Capture {
             source,
             tx,
             rx,
             backoff,
             status: Arc::clone(&status),
-            stop: Arc::clone(&stop),
+            stop: stop.clone(),
         })?;
         Ok(Self {
             camera,
@@ -194,9 +196,10 @@ impl CaptureThread {
         })
     }
 
-    /// Asks the thread to stop after its current frame and waits for it.
+    /// Asks the thread to stop (a wait for the next frame ends at once) and
+    /// waits for it.
     pub fn stop(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.request();
         if let Some(r) = self.running.take() {
             if r.drain().is_err() {
                 log::error!("{}: capture thread panicked", self.camera);
@@ -212,7 +215,7 @@ impl CaptureThread {
 
 impl Drop for CaptureThread {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.request();
     }
 }
 
@@ -222,11 +225,11 @@ fn run(
     rx: &Receiver<Frame>,
     backoff: Backoff,
     status: &CameraStatus,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) {
     let name = source.info().name.clone();
     status.set_state(CameraState::Streaming);
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_requested() {
         match source.next_frame() {
             Ok(frame) => {
                 status.frames.fetch_add(1, Ordering::Relaxed);
@@ -253,6 +256,11 @@ fn run(
             Err(SourceError::EndOfStream) => {
                 status.set_state(CameraState::Ended);
                 return;
+            }
+            Err(SourceError::Stopped) => break,
+            Err(e @ SourceError::Truncated { .. }) => {
+                log::warn!("{e}");
+                status.set_error(&e);
             }
             Err(e @ SourceError::BadFrame(_)) => {
                 log::warn!("{e}");
@@ -290,16 +298,11 @@ fn reconnect(
     source: &mut dyn Source,
     backoff: Backoff,
     status: &CameraStatus,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> bool {
     for attempt in 0.. {
-        // Sleep in short steps so a stop request is honoured quickly.
-        let deadline = std::time::Instant::now() + backoff.delay(attempt);
-        while std::time::Instant::now() < deadline {
-            if stop.load(Ordering::Relaxed) {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(5).min(deadline - std::time::Instant::now()));
+        if stop.wait_for(backoff.delay(attempt)) {
+            return false;
         }
         match source.reconnect() {
             Ok(()) => return true,

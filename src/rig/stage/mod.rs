@@ -86,7 +86,27 @@ impl<T> Running<T> {
             .join()
             .map_err(|_| Panicked { stage: self.name })
     }
+
+    /// [`Running::drain`], waiting no later than `deadline`: a stage still
+    /// running then is handed back (`Err`), its thread left to end alone.
+    pub fn drain_until(self, deadline: std::time::Instant) -> Result<Result<T, Panicked>, Self> {
+        while !self.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                return Err(self);
+            }
+            std::thread::sleep(DRAIN_POLL);
+        }
+        Ok(self.drain())
+    }
+
+    /// The stage's thread name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
+
+/// How often a bounded drain looks whether a stage has ended.
+const DRAIN_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 #[cfg(test)]
 mod tests {
@@ -124,6 +144,36 @@ mod tests {
     fn a_drained_stage_hands_back_its_output() {
         let running = start(Sum(vec![1, 2, 3])).unwrap();
         assert_eq!(running.drain().unwrap(), 6);
+    }
+
+    struct Sleeps(std::time::Duration);
+
+    impl Stage for Sleeps {
+        type Output = ();
+
+        fn name(&self) -> String {
+            "sleeps".into()
+        }
+
+        fn run(self) {
+            std::thread::sleep(self.0);
+        }
+    }
+
+    #[test]
+    fn a_bounded_drain_hands_back_a_stage_that_outlives_it() {
+        use std::time::{Duration, Instant};
+        let t = Instant::now();
+        let slow = start(Sleeps(Duration::from_secs(3))).unwrap();
+        let left = slow
+            .drain_until(t + Duration::from_millis(50))
+            .expect_err("a 3 s stage drained in 50 ms");
+        assert_eq!(left.name(), "sleeps");
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        let quick = start(Sleeps(Duration::from_millis(1))).unwrap();
+        assert!(quick
+            .drain_until(Instant::now() + Duration::from_secs(5))
+            .is_ok());
     }
 
     #[test]

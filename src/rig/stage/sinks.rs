@@ -9,13 +9,16 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use serde::Serialize;
 
 use crate::body::SkeletonNaming;
 use crate::camera::record::{McapFileError, RecordError, Recorder};
-use crate::camera::Frame;
+use crate::camera::{Frame, Stop};
 
 use super::Stage;
 
@@ -73,14 +76,67 @@ pub struct FitRecord<'a> {
     pub cold_start: bool,
 }
 
+/// An output that failed during the run: it ended there, the others went on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SinkFailure {
+    /// `jsonl` or `record`.
+    pub sink: &'static str,
+    /// Its file (`-` for standard output).
+    pub path: String,
+    pub error: String,
+    /// Items that reached the sink after it failed, not written.
+    pub items_lost: u64,
+}
+
+/// The failures of a run's sinks, shared by the threads that write them.
+#[derive(Debug, Clone, Default)]
+pub struct SinkFailures(Arc<Mutex<Vec<SinkFailure>>>);
+
+impl SinkFailures {
+    /// Records that `sink` at `path` failed with `error`, losing `lost` items.
+    pub fn push(&self, sink: &'static str, path: &Path, error: &dyn std::fmt::Display, lost: u64) {
+        log::error!(
+            "{sink} {}: {error}; that output ends, the run goes on",
+            path.display()
+        );
+        self.lock().push(SinkFailure {
+            sink,
+            path: path.display().to_string(),
+            error: error.to_string(),
+            items_lost: lost,
+        });
+    }
+
+    /// Counts one more item `sink` could not write.
+    fn lost(&self, sink: &str) {
+        if let Some(f) = self.lock().iter_mut().find(|f| f.sink == sink) {
+            f.items_lost += 1;
+        }
+    }
+
+    /// The failures so far.
+    pub fn list(&self) -> Vec<SinkFailure> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SinkFailure>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Where the fit stage's results go: a JSON lines writer, the recorder, both
-/// or neither.
+/// or neither. A JSON lines writer that fails ends there (counted in
+/// `failures`); the results still go to the recorder.
 #[derive(Default)]
 pub struct Sinks {
     /// One line per fitted instant.
     pub jsonl: Option<Box<dyn Write + Send>>,
+    /// The JSON lines file, for messages (`-`: standard output).
+    pub jsonl_path: PathBuf,
     /// Each result's JSON with its capture time, for the recorder.
     pub record: Option<Sender<Item>>,
+    /// Where a failed output is recorded.
+    pub failures: SinkFailures,
 }
 
 impl Sinks {
@@ -90,33 +146,48 @@ impl Sinks {
         self.jsonl.is_some() || self.record.is_some()
     }
 
+    /// Runs `write` on the JSON lines writer; a failure ends that sink.
+    /// `items` is what the write carries (a line: 1, a flush: 0), counted as
+    /// lost when the sink has failed.
+    fn on_jsonl(&mut self, items: u64, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+        let Some(w) = &mut self.jsonl else {
+            if items > 0 && self.jsonl_failed() {
+                self.failures.lost("jsonl");
+            }
+            return;
+        };
+        if let Err(e) = write(w.as_mut()) {
+            self.failures.push("jsonl", &self.jsonl_path, &e, items);
+            self.jsonl = None;
+        }
+    }
+
+    fn jsonl_failed(&self) -> bool {
+        self.failures.lock().iter().any(|f| f.sink == "jsonl")
+    }
+
     /// Writes the header line naming the skeleton; call once, before the first
     /// result.
     ///
     /// # Errors
-    /// Writing the JSON lines failed.
+    /// The skeleton could not be serialised.
     pub fn header(&mut self, skeleton: &SkeletonNaming) -> std::io::Result<()> {
-        if let Some(w) = &mut self.jsonl {
-            let header = ResultsHeader {
-                schema: RESULTS_SCHEMA,
-                skeleton,
-            };
-            serde_json::to_writer(&mut *w, &header).map_err(std::io::Error::other)?;
-            w.write_all(b"\n")?;
-        }
+        let header = ResultsHeader {
+            schema: RESULTS_SCHEMA,
+            skeleton,
+        };
+        let line = serde_json::to_string(&header).map_err(std::io::Error::other)?;
+        self.on_jsonl(1, |w| writeln!(w, "{line}"));
         Ok(())
     }
 
     /// Writes `result` as one JSON line and hands it to the recorder.
     ///
     /// # Errors
-    /// Writing the JSON lines failed.
+    /// The result could not be serialised.
     pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
         let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
-        if let Some(w) = &mut self.jsonl {
-            w.write_all(line.as_bytes())?;
-            w.write_all(b"\n")?;
-        }
+        self.on_jsonl(1, |w| writeln!(w, "{line}"));
         if let Some(r) = &self.record {
             let _ = r.send(Item::Result {
                 capture_ns: result.capture_ns,
@@ -126,15 +197,13 @@ impl Sinks {
         Ok(())
     }
 
-    /// Flushes the JSON lines.
+    /// Flushes the JSON lines (a failure ends that sink, as a write's does).
     ///
     /// # Errors
-    /// Writing the JSON lines failed.
+    /// None: failures are recorded in `failures`.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.jsonl {
-            Some(w) => w.flush(),
-            None => Ok(()),
-        }
+        self.on_jsonl(0, |w| w.flush());
+        Ok(())
     }
 }
 
@@ -158,13 +227,24 @@ pub struct Recorded {
 }
 
 /// The recorder thread: frames from the NPU stage, results from the fit stage.
+///
+/// The file is finished (summary and footer) when the items end, or when
+/// `abandon` is requested because the drain ran out of time; a write that
+/// fails ends the recording there, counted in `failures`, and the items
+/// after it are taken and counted so the stages sending them go on.
 pub struct Recording {
     pub recorder: Recorder,
     pub items: Receiver<Item>,
     /// The skeleton the results count in, recorded as the `/results`
     /// channel's `skeleton` metadata.
     pub skeleton: SkeletonNaming,
+    /// Finish with what has arrived, without waiting for the senders.
+    pub abandon: Stop,
+    pub failures: SinkFailures,
 }
+
+/// How often the recorder looks at `abandon` while no item arrives.
+const ABANDON_POLL: Duration = Duration::from_millis(20);
 
 impl Stage for Recording {
     type Output = Result<Recorded, RecordError>;
@@ -182,6 +262,8 @@ impl Stage for Recording {
             mut recorder,
             items,
             skeleton,
+            abandon,
+            failures,
         } = self;
         let skeleton = serde_json::to_string(&skeleton).map_err(|e| McapFileError::Io {
             path: recorder.path().to_path_buf(),
@@ -198,17 +280,44 @@ impl Stage for Recording {
             &metadata,
         )?;
         let mut results = 0u64;
-        while let Ok(item) = items.recv() {
-            match item {
-                Item::Frame(frame) => recorder.write(&frame)?,
-                Item::Result { capture_ns, json } => {
-                    recorder.write_json(channel, results as u32, capture_ns, json.as_bytes())?;
-                    results += 1;
+        let mut failed = false;
+        loop {
+            let item = match items.recv_timeout(ABANDON_POLL) {
+                Ok(item) => item,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) if !abandon.is_requested() => {
+                    continue
                 }
+                Err(_) => break,
+            };
+            if failed {
+                failures.lost("record");
+                continue;
+            }
+            let written = match item {
+                Item::Frame(frame) => recorder.write(&frame),
+                Item::Result { capture_ns, json } => recorder
+                    .write_json(channel, results as u32, capture_ns, json.as_bytes())
+                    .map(|()| results += 1),
+            };
+            if let Err(e) = written {
+                failures.push("record", recorder.path(), &e, 1);
+                failed = true;
             }
         }
-        let frames = recorder.finish()?;
-        Ok(Recorded { frames, results })
+        if failed {
+            let frames = recorder.frames();
+            drop(recorder);
+            return Ok(Recorded { frames, results });
+        }
+        let path = recorder.path().to_path_buf();
+        let frames = recorder.frames();
+        match recorder.finish() {
+            Ok(frames) => Ok(Recorded { frames, results }),
+            Err(e) => {
+                failures.push("record", &path, &e, 0);
+                Ok(Recorded { frames, results })
+            }
+        }
     }
 }
 
@@ -241,6 +350,7 @@ mod tests {
         let mut sinks = Sinks {
             jsonl: Some(Box::new(out.clone())),
             record: Some(tx),
+            ..Sinks::default()
         };
         assert!(sinks.any());
         let result = FrameResult {
@@ -266,12 +376,67 @@ mod tests {
         assert!(!Sinks::default().any());
     }
 
+    /// A disk that fills after `room` bytes.
+    struct FillsUp {
+        room: usize,
+    }
+
+    impl Write for FillsUp {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if buf.len() > self.room {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.room -= buf.len();
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_ends_the_json_lines_and_the_recorder_still_gets_every_result() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut sinks = Sinks {
+            jsonl: Some(Box::new(FillsUp { room: 100 })),
+            jsonl_path: "/mnt/full/run.jsonl".into(),
+            record: Some(tx),
+            ..Sinks::default()
+        };
+        let result = FrameResult {
+            capture_ns: 7,
+            views: Vec::new(),
+            fit: None,
+            fit_error: None,
+        };
+        for _ in 0..5 {
+            sinks.write(&result).unwrap();
+        }
+        sinks.flush().unwrap();
+        assert_eq!(rx.try_iter().count(), 5);
+        let failures = sinks.failures.list();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let f = &failures[0];
+        assert_eq!((f.sink, f.path.as_str()), ("jsonl", "/mnt/full/run.jsonl"));
+        assert!(f.error.contains("No space left"), "{}", f.error);
+        // One line fits in 100 bytes; the second failed and three came after it.
+        assert_eq!(f.items_lost, 4);
+        // A writer with room records no failure.
+        let mut roomy = Sinks {
+            jsonl: Some(Box::new(FillsUp { room: 10_000 })),
+            ..Sinks::default()
+        };
+        roomy.write(&result).unwrap();
+        assert!(roomy.failures.list().is_empty());
+    }
+
     #[test]
     fn the_header_line_names_the_skeleton_once() {
         let out = Shared::default();
         let mut sinks = Sinks {
             jsonl: Some(Box::new(out.clone())),
-            record: None,
+            ..Sinks::default()
         };
         let naming = crate::body::Model::embedded().unwrap().naming();
         sinks.header(&naming).unwrap();

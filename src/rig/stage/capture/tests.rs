@@ -7,24 +7,26 @@ use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 use crate::scene::MarkerScene;
 use nalgebra::{Point3, Vector3};
 
+fn small_cam(i: u32) -> SyntheticCamera {
+    SyntheticCamera {
+        camera: CameraId(i),
+        calibration: Camera::look_at(
+            Point3::new(3.0, 0.0, 0.0),
+            Point3::origin(),
+            Vector3::z(),
+            60.0,
+            (64, 48),
+            Distortion::default(),
+        )
+        .unwrap(),
+        format: PixelFormat::Yuyv,
+        fps: 200.0,
+        offset_ns: 0,
+    }
+}
+
 fn small_rig(n: u32) -> Vec<SyntheticSource> {
-    let cams: Vec<SyntheticCamera> = (0..n)
-        .map(|i| SyntheticCamera {
-            camera: CameraId(i),
-            calibration: Camera::look_at(
-                Point3::new(3.0, 0.0, 0.0),
-                Point3::origin(),
-                Vector3::z(),
-                60.0,
-                (64, 48),
-                Distortion::default(),
-            )
-            .unwrap(),
-            format: PixelFormat::Yuyv,
-            fps: 200.0,
-            offset_ns: 0,
-        })
-        .collect();
+    let cams: Vec<SyntheticCamera> = (0..n).map(small_cam).collect();
     SyntheticSource::rig(Arc::new(MarkerScene::default()), &cams, true).unwrap()
 }
 
@@ -125,4 +127,78 @@ fn a_slow_consumer_drops_oldest_and_counts_it() {
     // The newest frames are kept.
     let newest = rx.try_recv().unwrap().sequence;
     assert!(newest >= s.frames - 3, "kept {newest} of {}", s.frames);
+}
+
+/// Stops `thread` from another thread and returns how long the stop took,
+/// or `None` when it had not returned within `limit` (the capture thread is
+/// then left behind, so the test fails instead of hanging).
+fn time_stop(thread: CaptureThread, limit: Duration) -> Option<Duration> {
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let t = std::time::Instant::now();
+        thread.stop();
+        let _ = done_tx.send(t.elapsed());
+    });
+    done_rx.recv_timeout(limit).ok()
+}
+
+/// Captures from `source` until its first frame, then stops the capture
+/// thread and asserts the stop took less than a second.
+fn stop_after_the_first_frame(source: Box<dyn Source>) -> Arc<CameraStatus> {
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let t = CaptureThread::spawn(source, tx, rx, fast_backoff()).unwrap();
+    let status = Arc::clone(&t.status);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while status.snapshot().frames < 1 {
+        assert!(std::time::Instant::now() < deadline, "no frame captured");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let took = time_stop(t, Duration::from_secs(5)).expect("the stop waited for the next frame");
+    assert!(took < Duration::from_secs(1), "the stop took {took:?}");
+    status
+}
+
+#[test]
+fn a_camera_at_a_thousandth_of_a_frame_per_second_stops_at_once() {
+    // The next frame is due 1000 s after the first.
+    let cams = [SyntheticCamera {
+        fps: 0.001,
+        ..small_cam(0)
+    }];
+    let src = SyntheticSource::rig(Arc::new(MarkerScene::default()), &cams, true)
+        .unwrap()
+        .remove(0);
+    let status = stop_after_the_first_frame(Box::new(src));
+    assert_eq!(status.snapshot().state, CameraState::Stopped);
+}
+
+#[test]
+fn a_replayed_frame_stamped_a_million_seconds_ahead_does_not_hold_the_stop() {
+    use crate::camera::record::{RecordedCamera, Recorder};
+    use crate::camera::replay::{Pacing, Recording};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("far.mcap");
+    let src = small_rig(1).remove(0);
+    let info = src.info().clone();
+    let mut src = src;
+    let mut rec = Recorder::create(
+        &path,
+        &[RecordedCamera {
+            info,
+            calibration: None,
+        }],
+    )
+    .unwrap();
+    let first = src.next_frame().unwrap();
+    let mut far = src.next_frame().unwrap();
+    far.capture_ns = first.capture_ns + 1_000_000 * 1_000_000_000;
+    rec.write(&first).unwrap();
+    rec.write(&far).unwrap();
+    rec.finish().unwrap();
+    let replay = Recording::open(&path)
+        .unwrap()
+        .sources(Pacing::Original)
+        .remove(0);
+    let status = stop_after_the_first_frame(Box::new(replay));
+    assert_eq!(status.snapshot().frames, 1);
 }
