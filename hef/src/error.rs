@@ -185,11 +185,9 @@ pub enum HefErrorKind {
     },
     /// A stream whose frame no Hailo part can carry
     /// ([`crate::limits::MAX_STREAM_FRAME_BYTES`]).
-    #[error("network group {group}, stream {stream}: a frame of {} exceeds the {limit} bytes one DMA descriptor list of a Hailo part carries", bytes.map_or_else(|| "more than 2^64 bytes".to_owned(), |b| format!("{b} bytes")))]
+    #[error("stream {stream}: a frame of {} exceeds the {limit} bytes one DMA descriptor list of a Hailo part carries", bytes.map_or_else(|| "more than 2^64 bytes".to_owned(), |b| format!("{b} bytes")))]
     StreamTooLarge {
-        /// The network group.
-        group: String,
-        /// The stream.
+        /// The stream (`<network group>/<name>`).
         stream: String,
         /// Bytes of one frame (`None` when the product overflows).
         bytes: Option<u64>,
@@ -197,24 +195,22 @@ pub enum HefErrorKind {
         limit: u64,
     },
     /// A stream with no elements: a dimension of zero.
-    #[error("network group {group}, stream {stream}: a frame of zero elements (a dimension is 0)")]
+    #[error("stream {stream}: a frame of zero elements (a dimension is 0)")]
     EmptyStream {
-        /// The network group.
-        group: String,
-        /// The stream.
+        /// The stream (`<network group>/<name>`).
         stream: String,
     },
     /// A quantisation or rate field that is NaN, infinite or (fps) not positive.
-    #[error("network group {group}{}: {field} is {value}, not a finite{} number", stream.as_ref().map_or_else(String::new, |s| format!(", stream {s}")), if *field == "bottleneck_fps" { " positive" } else { "" })]
+    #[error("{at}: {field} is {value}, not {expected}")]
     NonFinite {
-        /// The network group.
-        group: String,
-        /// The stream, when the field is a stream's.
-        stream: Option<String>,
+        /// The stream, or the network group for `bottleneck_fps`.
+        at: String,
         /// The field: `qp_zp`, `qp_scale`, `limvals_min`, `limvals_max` or `bottleneck_fps`.
         field: &'static str,
         /// Its value.
         value: f64,
+        /// What it must be.
+        expected: &'static str,
     },
     /// Reading the file failed.
     #[error("cannot read: {0}")]

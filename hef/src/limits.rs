@@ -31,21 +31,21 @@ impl Hef {
     ///
     /// # Errors
     /// [`HefErrorKind::StreamTooLarge`], [`HefErrorKind::EmptyStream`] or
-    /// [`HefErrorKind::NonFinite`] naming the group, the stream and the field.
+    /// [`HefErrorKind::NonFinite`] naming the stream (or group) and the field.
     pub fn check_limits(&self) -> Result<(), HefErrorKind> {
         for group in &self.network_groups {
             if let Some(fps) = group.bottleneck_fps {
                 if !(fps.is_finite() && fps > 0.0) {
                     return Err(HefErrorKind::NonFinite {
-                        group: group.name.clone(),
-                        stream: None,
+                        at: format!("network group {}", group.name),
                         field: "bottleneck_fps",
                         value: fps,
+                        expected: "a finite positive rate",
                     });
                 }
             }
             for stream in group.streams() {
-                check_stream(&group.name, stream)?;
+                check_stream(stream)?;
             }
         }
         Ok(())
@@ -53,11 +53,10 @@ impl Hef {
 }
 
 /// One stream's size and quantisation.
-fn check_stream(group: &str, stream: &StreamInfo) -> Result<(), HefErrorKind> {
+fn check_stream(stream: &StreamInfo) -> Result<(), HefErrorKind> {
     let elements = stream.shape.checked_elements();
     if elements == Some(0) {
         return Err(HefErrorKind::EmptyStream {
-            group: group.to_owned(),
             stream: stream.name.clone(),
         });
     }
@@ -65,7 +64,6 @@ fn check_stream(group: &str, stream: &StreamInfo) -> Result<(), HefErrorKind> {
     let bytes = elements.and_then(|e| e.checked_mul(stream.data_type.size() as u64));
     if bytes.is_none_or(|b| b > MAX_STREAM_FRAME_BYTES) {
         return Err(HefErrorKind::StreamTooLarge {
-            group: group.to_owned(),
             stream: stream.name.clone(),
             bytes,
             limit: MAX_STREAM_FRAME_BYTES,
@@ -85,10 +83,10 @@ fn check_stream(group: &str, stream: &StreamInfo) -> Result<(), HefErrorKind> {
         for (field, value) in fields {
             if !value.is_finite() {
                 return Err(HefErrorKind::NonFinite {
-                    group: group.to_owned(),
-                    stream: Some(stream.name.clone()),
+                    at: format!("stream {}", stream.name),
                     field,
                     value: f64::from(value),
+                    expected: "a finite number",
                 });
             }
         }
