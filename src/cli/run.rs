@@ -68,14 +68,15 @@ pub fn run_cmd(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.record.is_some() {
         rig.output.record = args.record.clone();
     }
-    if let Some(d) = args.duration {
-        anyhow::ensure!(
-            d.is_finite() && d > 0.0,
-            "--duration: {d} is not a positive number of seconds"
-        );
+    let duration = args
+        .duration
+        .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
+        .transpose()?;
+    if duration == Some(Duration::ZERO) {
+        anyhow::bail!("--duration: 0 s is not a positive number of seconds");
     }
     let options = RunOptions {
-        duration: args.duration.map(Duration::from_secs_f64),
+        duration,
         status: !args.quiet,
         ..RunOptions::default()
     };
