@@ -28,6 +28,7 @@
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
 //! | [`gate`] | a HEF's outputs on the device against its reference ONNX, by name, within a bound |
 //! | [`hef`] | the HEF container: reader and writer |
+//! | [`limits`] | the bound of every size, count and duration from a file, flag or device |
 //! | [`digest`] | SHA-256 in the hex form cache names and provenance records carry |
 //! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
 
@@ -40,6 +41,7 @@ pub mod doctor;
 pub mod first_light;
 pub mod gate;
 pub mod geom;
+pub mod limits;
 pub mod metrics;
 pub mod npu;
 pub mod output;

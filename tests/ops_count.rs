@@ -140,3 +140,51 @@ fn cli_exit_status_and_json() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.onnx"));
 }
+
+/// A graph `y = x + c` whose initializer `c` is re-typed by `edit`: encodings tract's
+/// tensor loader stops on (`unimplemented!`) instead of returning an error.
+fn malformed_initializer(edit: impl FnOnce(&mut tract_onnx::pb::TensorProto)) -> Vec<u8> {
+    let mut g = GraphBuilder::new("malformed", 17);
+    let x = g.input("x", &[2.into()]);
+    let c = g.floats("c", &[2], &[1.0, 2.0]);
+    let y = g.node("Add", "add", &[&x, &c], &[]);
+    g.output(&y);
+    let mut model = g.finish();
+    edit(&mut model.graph.as_mut().unwrap().initializer[0]);
+    encode(&model)
+}
+
+#[test]
+fn malformed_onnx_is_an_error_naming_the_file_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    // A string tensor in raw bytes (tract's loader stops on it), and a complex tensor in
+    // typed fields (tract refuses it with an error).
+    let cases = [
+        (
+            "raw_string.onnx",
+            malformed_initializer(|t| t.data_type = 8),
+        ),
+        (
+            "complex.onnx",
+            malformed_initializer(|t| {
+                t.data_type = 14;
+                t.float_data = vec![1.0, 2.0, 3.0, 4.0];
+                t.raw_data.clear();
+            }),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let err = count_bytes(name, &bytes, &[]).unwrap_err().to_string();
+        assert!(err.contains(name) && !err.contains("panic"), "{err}");
+        if name == "raw_string.onnx" {
+            // tract stops on this one (`unimplemented!`); its words come through as an error.
+            assert!(err.contains("tract cannot load this graph"), "{err}");
+        }
+        let path = write(&dir, name, &bytes);
+        let out = hailo_edge().arg("ops").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(name), "{stderr}");
+        assert!(!stderr.contains("panic"), "{stderr}");
+    }
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hailo_edge::camera::PixelFormat;
-use hailo_edge::npu::sim::DeviceProfile;
+use hailo_edge::npu::sim::{DeviceProfile, TimeBase};
 use hailo_edge::rig::config::{SimProfileName, SwitchingConfig};
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
@@ -56,19 +56,19 @@ fn assert_accounting(report: &Report) {
     assert!(report.accounting_ok);
 }
 
-#[test]
-fn demo_rig_runs_end_to_end_and_frames_add_up() {
-    let _one = serial();
-    let dir = tempfile::tempdir().unwrap();
+/// The demo rig at 30 fps on one decoder thread, run for three seconds on `clock`, with
+/// its JSON lines and report in `dir`.
+fn demo_run(clock: TimeBase, dir: &Path) -> Report {
     let mut rig = demo();
+    rig.device.clock = clock;
     rig.decoder.threads = 1;
     // 30 fps: unoptimised test builds render four cameras at 120 fps too slowly
     // to keep their frames aligned in time (each camera then skips different ones).
     for c in &mut rig.cameras {
         c.fps = 30.0;
     }
-    rig.output.jsonl = Some(dir.path().join("results.jsonl"));
-    rig.output.report = Some(dir.path().join("report.json"));
+    rig.output.jsonl = Some(dir.join("results.jsonl"));
+    rig.output.report = Some(dir.join("report.json"));
     let options = RunOptions {
         duration: Some(Duration::from_millis(3000)),
         ..RunOptions::default()
@@ -80,23 +80,22 @@ fn demo_rig_runs_end_to_end_and_frames_add_up() {
         "no group was fitted: {:?}",
         report.cameras.iter().map(|c| &c.frames).collect::<Vec<_>>()
     );
-    // The demo fit sees ground truth with 2 px noise: its error is that of a fit, not noise.
-    // (Groups are far apart in time in an unoptimised build; the fitter starts cold
-    // across such gaps instead of from a stale pose, which gave 50-160 mm here.)
-    let mpjpe = report.fit.mpjpe_mm.unwrap();
-    assert!(mpjpe > 0.0 && mpjpe < 60.0, "MPJPE {mpjpe} mm");
+    report
+}
+
+/// On the real-time clock the run shows what real time must: every frame accounted for,
+/// groups fitted, the report and the JSON lines written and consistent. How well the fit
+/// does depends on how many instants a loaded machine skips, so accuracy is asserted on the
+/// virtual clock (below), not here.
+#[test]
+fn demo_rig_runs_end_to_end_and_frames_add_up() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let report = demo_run(TimeBase::RealTime, dir.path());
     assert!(report.what_ran.fit_keypoints.contains("2 px"));
     assert!(report.what_ran.notes.iter().any(|n| n.contains("random")));
     assert_eq!(report.what_ran.decoder, "tract");
-    // The residual as a share of stature, next to the MPJPE. The detections' 2 px noise
-    // alone, back-projected at the subject's distance from the demo cameras, is about 30 mm
-    // (1.7-2.2 % of the stature here). The bound adds the 60 mm the MPJPE bound allows a
-    // loaded machine: 90 mm over the shortest stature accepted, 1.4 m, is 6.4 %.
     let stature = report.fit.stature_m.unwrap();
-    assert!((1.4..2.1).contains(&stature), "stature {stature} m");
-    let share = report.fit.residual_stature_pct.unwrap();
-    assert!(share.p50 > 0.0 && share.p50 <= share.p99, "{share:?}");
-    assert!(share.p99 < 6.4, "{share:?}");
     // A header line naming the skeleton, then one JSON line per fitted group, each with the
     // views, the pose and its residual as a share of stature.
     let lines = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
@@ -121,6 +120,27 @@ fn demo_rig_runs_end_to_end_and_frames_add_up() {
             .unwrap();
     assert_eq!(json["accounting_ok"], true);
     assert!(json["latency_ms"]["end_to_end"]["p99_ms"].as_f64().unwrap() > 0.0);
+}
+
+/// On the virtual clock every camera renders every instant and nothing is skipped for
+/// lack of CPU, so the fit's accuracy is the fit's, at any load.
+#[test]
+fn the_demo_fit_is_accurate_on_the_virtual_clock() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let report = demo_run(TimeBase::Virtual, dir.path());
+    // The demo fit sees ground truth with 2 px noise: its error is that of a fit, not noise.
+    let mpjpe = report.fit.mpjpe_mm.unwrap();
+    assert!(mpjpe > 0.0 && mpjpe < 60.0, "MPJPE {mpjpe} mm");
+    // The residual as a share of stature, next to the MPJPE. The detections' 2 px noise
+    // alone, back-projected at the subject's distance from the demo cameras, is about 30 mm
+    // (1.7-2.2 % of the stature here). The bound adds the 60 mm the MPJPE bound allows:
+    // 90 mm over the shortest stature accepted, 1.4 m, is 6.4 %.
+    let stature = report.fit.stature_m.unwrap();
+    assert!((1.4..2.1).contains(&stature), "stature {stature} m");
+    let share = report.fit.residual_stature_pct.unwrap();
+    assert!(share.p50 > 0.0 && share.p50 <= share.p99, "{share:?}");
+    assert!(share.p99 < 6.4, "{share:?}");
 }
 
 #[test]

@@ -183,6 +183,35 @@ pub enum HefErrorKind {
         /// The configured limit.
         limit: u64,
     },
+    /// A stream whose frame no Hailo part can carry
+    /// ([`crate::limits::MAX_STREAM_FRAME_BYTES`]).
+    #[error("stream {stream}: a frame of {} exceeds the {limit} bytes one DMA descriptor list of a Hailo part carries", bytes.map_or_else(|| "more than 2^64 bytes".to_owned(), |b| format!("{b} bytes")))]
+    StreamTooLarge {
+        /// The stream (`<network group>/<name>`).
+        stream: String,
+        /// Bytes of one frame (`None` when the product overflows).
+        bytes: Option<u64>,
+        /// The most one frame can hold.
+        limit: u64,
+    },
+    /// A stream with no elements: a dimension of zero.
+    #[error("stream {stream}: a frame of zero elements (a dimension is 0)")]
+    EmptyStream {
+        /// The stream (`<network group>/<name>`).
+        stream: String,
+    },
+    /// A quantisation or rate field that is NaN, infinite or (fps) not positive.
+    #[error("{at}: {field} is {value}, not {expected}")]
+    NonFinite {
+        /// The stream, or the network group for `bottleneck_fps`.
+        at: String,
+        /// The field: `qp_zp`, `qp_scale`, `limvals_min`, `limvals_max` or `bottleneck_fps`.
+        field: &'static str,
+        /// Its value.
+        value: f64,
+        /// What it must be.
+        expected: &'static str,
+    },
     /// Reading the file failed.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),
@@ -202,9 +231,11 @@ impl HefErrorKind {
             | InvalidHeader { .. }
             | ChecksumMismatch { .. }
             | Protobuf { .. }
-            | InvalidField { .. } => ErrorClass::Corrupted,
+            | InvalidField { .. }
+            | EmptyStream { .. }
+            | NonFinite { .. } => ErrorClass::Corrupted,
             NotCompatible { .. } => ErrorClass::NotCompatible,
-            LimitExceeded { .. } => ErrorClass::LimitExceeded,
+            LimitExceeded { .. } | StreamTooLarge { .. } => ErrorClass::LimitExceeded,
             Io(_) => ErrorClass::Io,
         }
     }

@@ -11,6 +11,7 @@
 //! | `read` | header checks, checksum, protobuf decode, listing ([`Hef::open`], [`ReaderOptions`]) |
 //! | `write` | [`HefBuilder`] |
 //! | `proto` | the protobuf messages, written from `hef.proto` field numbers |
+//! | [`limits`] | what a stream of a Hailo part can carry, checked on every listing |
 //! | [`samples`] | sample models and the committed fixtures made from them |
 //!
 //! ```no_run
@@ -40,6 +41,7 @@ macro_rules! setters {
 
 mod error;
 pub mod format;
+pub mod limits;
 mod model;
 mod proto;
 mod read;

@@ -452,20 +452,29 @@ pub enum StreamShape {
 }
 
 impl StreamShape {
-    /// Number of elements in one frame.
+    /// Number of elements in one frame, saturating at `u64::MAX` (a listed
+    /// HEF is within [`crate::limits::MAX_STREAM_FRAME_BYTES`], far below).
     pub fn elements(&self) -> u64 {
-        match *self {
+        self.checked_elements().unwrap_or(u64::MAX)
+    }
+
+    /// Number of elements in one frame, `None` when the product overflows.
+    pub fn checked_elements(&self) -> Option<u64> {
+        let [a, b, c] = match *self {
             Self::Image {
                 height,
                 width,
                 features,
-            } => u64::from(height) * u64::from(width) * u64::from(features),
+            } => [height, width, features],
             Self::Nms {
                 classes,
                 bbox_params,
                 max_bboxes_per_class,
-            } => u64::from(classes) * u64::from(bbox_params) * u64::from(max_bboxes_per_class),
-        }
+            } => [classes, bbox_params, max_bboxes_per_class],
+        };
+        u64::from(a)
+            .checked_mul(u64::from(b))?
+            .checked_mul(u64::from(c))
     }
 }
 
@@ -544,6 +553,8 @@ impl StreamInfo {
 
     /// Bytes of one frame in the host order and the device data type.
     pub fn frame_size(&self) -> u64 {
-        self.shape.elements() * self.data_type.size() as u64
+        self.shape
+            .elements()
+            .saturating_mul(self.data_type.size() as u64)
     }
 }

@@ -71,8 +71,9 @@ pub mod unrolled;
 
 pub use error::BodyError;
 pub use model::keypoints::{KeypointTerm, KeypointTerms};
-pub use model::kinematics::{KeypointRig, Pose, PoseJson, Posed, RigError, Rigid, Skeleton};
+pub use model::kinematics::{KeypointRig, Pose, Posed, RigError, Rigid, Skeleton};
 pub use model::naming::SkeletonNaming;
 pub use model::phenotype::Phenotype;
+pub use model::pose_json::{PoseJson, PoseJsonError};
 pub use model::rest::Rest;
 pub use model::{Model, KEYPOINT_COUNT};

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use crate::geom::{Camera, Distortion};
+use crate::limits::MAX_CAMERA_SIDE;
 
 /// A calibration as the rig file writes it (flat keys; unknown keys are errors).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -97,44 +98,31 @@ pub fn rodrigues(r: [f64; 3]) -> Matrix3<f64> {
     Rotation3::new(Vector3::from(r)).into_inner()
 }
 
-/// Checks a calibration makes sense.
+/// Checks a calibration makes sense: [`Camera::check`] (positive finite
+/// focal lengths, sides of 1 to 8192 pixels, finite coefficients, a proper
+/// rotation).
 ///
 /// # Errors
 /// [`CalibError::Invalid`] naming `origin` and the field.
 pub fn validate(c: &Camera, origin: &str) -> Result<(), CalibError> {
-    let bad = |field: &str, what: String| CalibError::Invalid {
-        origin: origin.to_string(),
-        field: field.to_string(),
-        what,
-    };
-    if c.width == 0 || c.height == 0 {
-        return Err(bad(
-            "width/height",
-            format!("{}x{} is empty", c.width, c.height),
-        ));
-    }
-    if !(c.fx > 0.0 && c.fy > 0.0) {
-        return Err(bad(
-            "fx/fy",
-            format!("focal lengths {} {} must be positive", c.fx, c.fy),
-        ));
-    }
-    let r = &c.rotation;
-    if (r * r.transpose() - Matrix3::identity()).abs().max() > 1e-6
-        || (r.determinant() - 1.0).abs() > 1e-6
-    {
-        return Err(bad(
-            "rotation",
-            "not an orthonormal right-handed rotation".into(),
-        ));
-    }
-    Ok(())
+    c.check().map_err(|e| match e {
+        crate::geom::CameraError::BadField {
+            field,
+            value,
+            expected,
+        } => CalibError::Invalid {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            what: format!("{value} must be {expected}"),
+        },
+    })
 }
 
 /// Reads an OpenCV FileStorage calibration (YAML with `%YAML:1.0` and
 /// `!!opencv-matrix`, or JSON): `camera_matrix`, `distortion_coefficients`,
 /// `image_width`/`image_height`, and optionally `R`/`T` or `rvec`/`tvec`
-/// (common aliases accepted). `size` is used when the file has no image size.
+/// (common aliases accepted). `size` is the camera's: the file's image size
+/// must equal it, and it is used when the file has none.
 ///
 /// # Errors
 /// [`CalibError`] naming the file and the key that is missing or malformed.
@@ -202,8 +190,8 @@ pub fn from_opencv_str(
     }
     let dist = |i: usize| d.get(i).copied().unwrap_or(0.0);
     let (width, height) = match (
-        doc.int(&["image_width", "width"]),
-        doc.int(&["image_height", "height"]),
+        doc.side(&["image_width", "width"])?,
+        doc.side(&["image_height", "height"])?,
     ) {
         (Some(w), Some(h)) => (w, h),
         _ => size.ok_or_else(|| CalibError::Missing {
@@ -211,6 +199,13 @@ pub fn from_opencv_str(
             keys: "image_width/image_height".into(),
         })?,
     };
+    if let Some((w, h)) = size.filter(|&s| s != (width, height)) {
+        return Err(CalibError::SizeMismatch {
+            origin: origin.to_string(),
+            calibrated: (width, height),
+            camera: (w, h),
+        });
+    }
     let rotation = if let Some(r) = doc.optional_matrix(&["R", "rotation_matrix", "rotation"])? {
         if r.len() == 3 {
             rodrigues([r[0], r[1], r[2]])
@@ -289,6 +284,13 @@ pub enum CalibError {
     Parse { origin: String, what: String },
     #[error("{origin}: no {keys}")]
     Missing { origin: String, keys: String },
+    /// A calibration made for another image size than its camera's.
+    #[error("{origin}: calibrated for {}x{} images, but the camera is {}x{}", calibrated.0, calibrated.1, camera.0, camera.1)]
+    SizeMismatch {
+        origin: String,
+        calibrated: (u32, u32),
+        camera: (u32, u32),
+    },
     #[error("{origin}: {field}: {what}")]
     Invalid {
         origin: String,
@@ -317,10 +319,25 @@ impl Doc<'_> {
         keys.iter().find_map(|k| self.root.get(*k).map(|v| (*k, v)))
     }
 
-    fn int(&self, keys: &[&str]) -> Option<u32> {
-        self.find(keys)
-            .and_then(|(_, v)| v.as_u64())
+    /// An image side under one of `keys`: absent is `None`; present, it must
+    /// be an integer from 1 to [`MAX_CAMERA_SIDE`] (a negative, zero or huge
+    /// side is an error, never a fallback).
+    fn side(&self, keys: &[&str]) -> Result<Option<u32>, CalibError> {
+        let Some((key, v)) = self.find(keys) else {
+            return Ok(None);
+        };
+        v.as_u64()
             .and_then(|v| u32::try_from(v).ok())
+            .filter(|v| (1..=MAX_CAMERA_SIDE).contains(v))
+            .map(Some)
+            .ok_or_else(|| CalibError::Invalid {
+                origin: self.origin.to_string(),
+                field: key.to_string(),
+                what: format!(
+                    "{} is not a number of pixels from 1 to {MAX_CAMERA_SIDE}",
+                    serde_json::to_string(v).unwrap_or_else(|_| "the value".into())
+                ),
+            })
     }
 
     fn matrix(&self, keys: &[&str], rows: usize, cols: usize) -> Result<Vec<f64>, CalibError> {
@@ -360,14 +377,14 @@ impl Doc<'_> {
             .iter()
             .map(|x| {
                 x.as_f64()
-                    .ok_or_else(|| bad(format!("non-numeric entry {x:?}")))
+                    .ok_or_else(|| bad("an entry is not a number".into()))
             })
             .collect::<Result<Vec<f64>, _>>()?;
         if let (Some(r), Some(c)) = (
             v.get("rows").and_then(Value::as_u64),
             v.get("cols").and_then(Value::as_u64),
         ) {
-            if (r * c) as usize != values.len() {
+            if r.checked_mul(c) != Some(values.len() as u64) {
                 return Err(bad(format!("{r}x{c} matrix with {} values", values.len())));
             }
         }

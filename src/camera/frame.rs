@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::pool::PooledBuffer;
+use crate::limits::MAX_CAMERA_SIDE;
 use crate::scene::GroundTruth;
 
 /// Which camera of the rig a frame comes from (its index in the rig file).
@@ -72,14 +73,16 @@ impl PixelFormat {
         Self::ALL.into_iter().find(|f| f.name() == name)
     }
 
-    /// Bytes of one uncompressed frame; `None` for compressed formats.
+    /// Bytes of one uncompressed frame; `None` for compressed formats. The
+    /// products saturate at `usize::MAX` rather than wrap, so no claimed size
+    /// maps onto a small buffer; [`Frame::check_size`] bounds the sides first.
     pub fn frame_len(self, width: u32, height: u32) -> Option<usize> {
-        let px = width as usize * height as usize;
+        let px = (width as usize).saturating_mul(height as usize);
         match self {
-            Self::Yuyv => Some(px * 2),
-            Self::Nv12 => Some(px + px / 2),
+            Self::Yuyv => Some(px.saturating_mul(2)),
+            Self::Nv12 => Some(px.saturating_add(px / 2)),
             Self::Grey => Some(px),
-            Self::Rgb24 => Some(px * 3),
+            Self::Rgb24 => Some(px.saturating_mul(3)),
             Self::Mjpeg => None,
         }
     }
@@ -154,11 +157,14 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Checks that the data length matches format and size.
+    /// Checks that the sides are within [`MAX_CAMERA_SIDE`] and the data
+    /// length matches format and size.
     ///
     /// # Errors
+    /// [`FrameError::TooLarge`] naming the camera, the size and the bound;
     /// [`FrameError::WrongSize`] naming the camera and both lengths.
     pub fn check_size(&self) -> Result<(), FrameError> {
+        check_sides(self.camera, self.width, self.height)?;
         match self.format.frame_len(self.width, self.height) {
             Some(expected) if expected != self.data.len() => Err(FrameError::WrongSize {
                 camera: self.camera,
@@ -176,6 +182,23 @@ impl Frame {
     }
 }
 
+/// Refuses a claimed frame size with a side of zero or beyond
+/// [`MAX_CAMERA_SIDE`], before anything is sized from it.
+///
+/// # Errors
+/// [`FrameError::TooLarge`] naming the camera, the size and the bound.
+pub fn check_sides(camera: CameraId, width: u32, height: u32) -> Result<(), FrameError> {
+    if (1..=MAX_CAMERA_SIDE).contains(&width) && (1..=MAX_CAMERA_SIDE).contains(&height) {
+        Ok(())
+    } else {
+        Err(FrameError::TooLarge {
+            camera,
+            width,
+            height,
+        })
+    }
+}
+
 /// A frame that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -188,6 +211,20 @@ pub enum FrameError {
         height: u32,
         expected: usize,
         actual: usize,
+    },
+    #[error("{camera}: a {width}x{height} frame is outside 1..={MAX_CAMERA_SIDE} pixels a side (the widest V4L2 sensor mode)")]
+    TooLarge {
+        camera: CameraId,
+        width: u32,
+        height: u32,
+    },
+    /// A recorded frame whose message does not decode.
+    #[error("{camera}: frame {index} of {file} is corrupt: {what}")]
+    Corrupt {
+        camera: CameraId,
+        file: String,
+        index: usize,
+        what: String,
     },
     #[error("{camera}: empty frame")]
     Empty { camera: CameraId },

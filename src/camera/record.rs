@@ -68,8 +68,11 @@ impl Time {
             nsec: (ns % 1_000_000_000) as u32,
         }
     }
-    pub fn to_ns(self) -> u64 {
-        self.sec * 1_000_000_000 + u64::from(self.nsec)
+    /// Nanoseconds, `None` past 2^64 ns (a stamp no recording can hold).
+    pub fn to_ns(self) -> Option<u64> {
+        self.sec
+            .checked_mul(1_000_000_000)?
+            .checked_add(u64::from(self.nsec))
     }
 }
 

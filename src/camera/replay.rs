@@ -17,12 +17,13 @@ use base64::Engine;
 use mcap::records::Record;
 use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
-use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
+use super::frame::{check_sides, CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::record::{ImageMessage, McapFileError};
 use super::source::{Source, SourceError, SourceInfo};
 use super::stop::Stop;
 use crate::geom::Camera;
+use crate::limits::MAX_CAMERA_SIDE;
 
 /// How fast frames are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,12 +275,18 @@ fn track_info(
         }
         None => None,
     };
+    let (width, height) = (num("width")?, num("height")?);
+    if !(1..=MAX_CAMERA_SIDE).contains(&width) || !(1..=MAX_CAMERA_SIDE).contains(&height) {
+        return Err(bad(format!(
+            "a {width}x{height} camera is outside 1..={MAX_CAMERA_SIDE} pixels a side"
+        )));
+    }
     let info = SourceInfo {
         camera: CameraId(num("camera")?),
         name: get("name")?.clone(),
         format,
-        width: num("width")?,
-        height: num("height")?,
+        width,
+        height,
         fps: get("fps")?
             .parse()
             .map_err(|_| bad("`fps` is not a number".into()))?,
@@ -326,18 +333,34 @@ impl Source for ReplaySource {
             Payload::Range(r) => &rec.bytes[r.clone()],
             Payload::Owned(v) => v.as_slice(),
         };
-        let corrupt = |what: String| SourceError::Unsupported {
-            device: format!("{} ({})", rec.path.display(), track.info.camera),
-            what,
+        // A frame that does not decode is one bad frame: it is counted and
+        // the camera goes on with the next.
+        let corrupt = |what: String| {
+            SourceError::BadFrame(FrameError::Corrupt {
+                camera: track.info.camera,
+                file: rec.path.display().to_string(),
+                index: self.next - 1,
+                what,
+            })
         };
-        let msg: ImageMessage<'_> = serde_json::from_slice(bytes)
-            .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
-        let capture_ns = msg.timestamp.to_ns();
+        let msg: ImageMessage<'_> =
+            serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        let width = msg.width.unwrap_or(track.info.width);
+        let height = msg.height.unwrap_or(track.info.height);
+        // The claimed size is bounded before anything downstream sizes a
+        // buffer from it; the payload itself is bounded by the file.
+        check_sides(track.info.camera, width, height)?;
+        let capture_ns = msg.timestamp.to_ns().ok_or_else(|| {
+            corrupt(format!(
+                "a stamp of {} s is past 2^64 ns",
+                msg.timestamp.sec
+            ))
+        })?;
         let engine = base64::engine::general_purpose::STANDARD;
         let mut data = self.pool.zeroed(msg.data.len() / 4 * 3 + 3);
         let n = engine
             .decode_slice(msg.data.as_bytes(), &mut data)
-            .map_err(|e| corrupt(format!("frame {}: {e}", self.next - 1)))?;
+            .map_err(|e| corrupt(e.to_string()))?;
         data.truncate(n);
         if self.pacing == Pacing::Original {
             let due = Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
@@ -350,8 +373,8 @@ impl Source for ReplaySource {
         let frame = Frame {
             camera: track.info.camera,
             format: track.info.format,
-            width: msg.width.unwrap_or(track.info.width),
-            height: msg.height.unwrap_or(track.info.height),
+            width,
+            height,
             capture_ns,
             sequence: msg.sequence,
             timestamp_source,
@@ -369,3 +392,5 @@ impl Source for ReplaySource {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hostile;

@@ -107,11 +107,13 @@ fn sim_profile(args: &BenchArgs) -> anyhow::Result<SimProfile> {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    if !(args.duration_per_point.is_finite() && args.duration_per_point > 0.0) {
-        anyhow::bail!(
-            "--duration-per-point {}: expected a positive number of seconds",
-            args.duration_per_point
-        );
+    let duration = hailo_edge::limits::duration(
+        "--duration-per-point",
+        args.duration_per_point,
+        hailo_edge::limits::MAX_RUN,
+    )?;
+    if duration.is_zero() {
+        anyhow::bail!("--duration-per-point: 0 s is not a positive number of seconds");
     }
     let hefs = if args.hefs.is_empty() {
         let dir = RigConfig::demo_fixtures_dir()?;
@@ -136,7 +138,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             Graphs::Two => GraphsMode::Two,
             Graphs::Both => GraphsMode::Both,
         },
-        duration: Duration::from_secs_f64(args.duration_per_point),
+        duration,
         pair_ratio: (3, 1),
         ops_override: args
             .ops

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Subcommand;
-use nalgebra::{Point3, Vector3};
+use nalgebra::Point3;
 
 use hailo_edge::body::{self, Model, PoseJson};
 
@@ -104,6 +104,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             let model = load_model(model.as_deref())?;
             let (rest, pose) = read_pose(model, &input)?;
             let keypoints = model.keypoints(&rest, &pose)?;
+            finite(&keypoints, "keypoint")?;
             let mut out = serde_json::json!({
                 "skeleton": model.naming(),
                 "keypoint_labels": model.keypoint_labels(),
@@ -111,6 +112,7 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             });
             if vertices {
                 let v = model.vertices(&rest, &pose)?;
+                finite(&v, "vertex")?;
                 out["vertices"] =
                     serde_json::json!(v.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>());
             }
@@ -144,10 +146,22 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
                     hailo_edge::scene::demo_rig_at(Point3::from(pose_value.translation))?.to_vec()
                 }
             };
+            for (i, camera) in cameras.iter().enumerate() {
+                camera.check().with_context(|| format!("camera {i}"))?;
+            }
+            finite(&model.keypoints(&rest, &pose_value)?, "keypoint")?;
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let mut truth = Vec::new();
             for (i, camera) in cameras.iter().enumerate() {
                 let view = body::model::render::render(model, &rest, &pose_value, camera)?;
+                if let Some(k) = view.keypoints.iter().position(|k| {
+                    k.pixel
+                        .is_some_and(|p| !(p.x.is_finite() && p.y.is_finite()))
+                }) {
+                    anyhow::bail!(
+                        "camera {i}: keypoint {k} projects to a pixel that is not finite"
+                    );
+                }
                 let file = out.join(format!("view{i}.png"));
                 view.image
                     .save(&file)
@@ -179,27 +193,31 @@ fn load_model(path: Option<&Path>) -> anyhow::Result<&'static Model> {
     }
 }
 
-/// Reads pose.json into the rest shape of its phenotype and a model pose, naming unknown bones.
+/// Reads pose.json into the rest shape of its phenotype and a model pose, naming the file
+/// and the bone or field that is wrong.
 fn read_pose(model: &Model, path: &Path) -> anyhow::Result<(body::Rest, body::Pose)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let json: PoseJson = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a valid pose.json", path.display()))?;
-    let mut pose = body::Pose::identity(model.bone_count());
-    for (label, v) in &json.rotations {
-        let bone = model
-            .bone_index(label)
-            .with_context(|| format!("{}: rotations: unknown bone \"{label}\"", path.display()))?;
-        if v.iter().any(|x| !x.is_finite()) {
-            anyhow::bail!("{}: rotations.{label}: not finite", path.display());
-        }
-        pose.rotations[bone] = nalgebra::UnitQuaternion::from_scaled_axis(Vector3::from(*v));
+    let json = PoseJson::parse(&text).with_context(|| path.display().to_string())?;
+    let pose = json
+        .pose(model)
+        .with_context(|| path.display().to_string())?;
+    Ok((model.try_rest(&json.phenotype())?, pose))
+}
+
+/// Refuses points that are not finite: a pose or camera that overflows
+/// gives NaN, which JSON would print as `null`.
+fn finite<'a>(
+    points: impl IntoIterator<Item = &'a nalgebra::Point3<f64>>,
+    what: &str,
+) -> anyhow::Result<()> {
+    match points
+        .into_iter()
+        .position(|p| !p.coords.iter().all(|x| x.is_finite()))
+    {
+        Some(i) => anyhow::bail!("{what} {i} is not finite"),
+        None => Ok(()),
     }
-    if json.root_translation.iter().any(|x| !x.is_finite()) {
-        anyhow::bail!("{}: root_translation: not finite", path.display());
-    }
-    pose.translation = Vector3::from(json.root_translation);
-    Ok((model.try_rest(&json.phenotype)?, pose))
 }
 
 /// `body unrolled`: the graph, or its table.

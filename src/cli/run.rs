@@ -77,11 +77,12 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     if args.record.is_some() {
         rig.output.record = args.record.clone();
     }
-    if let Some(d) = args.duration {
-        anyhow::ensure!(
-            d.is_finite() && d > 0.0,
-            "--duration: {d} is not a positive number of seconds"
-        );
+    let duration = args
+        .duration
+        .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
+        .transpose()?;
+    if duration == Some(Duration::ZERO) {
+        anyhow::bail!("--duration: 0 s is not a positive number of seconds");
     }
     anyhow::ensure!(
         args.drain_timeout.is_finite() && (0.0..=3600.0).contains(&args.drain_timeout),
@@ -89,7 +90,7 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         args.drain_timeout
     );
     let options = RunOptions {
-        duration: args.duration.map(Duration::from_secs_f64),
+        duration,
         status: !(args.no_status || quiet),
         overwrite: args.force,
         drain_timeout: Duration::from_secs_f64(args.drain_timeout),

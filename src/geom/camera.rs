@@ -96,8 +96,9 @@ impl Camera {
         Ok(camera)
     }
 
-    /// Checks what projection and its Jacobian rely on: positive finite focal lengths, a
-    /// non-empty image, finite coefficients and a proper rotation.
+    /// Checks what projection and its Jacobian rely on: positive finite focal lengths, an
+    /// image of 1 to [`MAX_CAMERA_SIDE`](crate::limits::MAX_CAMERA_SIDE) pixels a side,
+    /// finite coefficients and a proper rotation.
     ///
     /// # Errors
     /// [`CameraError::BadField`] naming the first field that is not as expected.
@@ -112,11 +113,11 @@ impl Camera {
             }
         }
         for (field, value) in [("width", self.width), ("height", self.height)] {
-            if value < 1 {
+            if !(1..=crate::limits::MAX_CAMERA_SIDE).contains(&value) {
                 return Err(CameraError::BadField {
                     field,
                     value: f64::from(value),
-                    expected: "at least 1 pixel",
+                    expected: "from 1 to 8192 pixels (the widest V4L2 sensor mode)",
                 });
             }
         }

@@ -447,16 +447,97 @@ fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, Ru
         camera: c.name.clone(),
         source: e.into(),
     })?;
-    recording
+    let source = recording
         .sources(Pacing::Original)
         .into_iter()
         .find(|s| s.info().camera == CameraId(i as u32))
-        .map(|s| Box::new(s) as Box<dyn Source>)
         .ok_or_else(|| RunError::Camera {
             camera: c.name.clone(),
             source: CameraSetupError::NotRecorded {
                 path: path.to_owned(),
                 camera: i,
             },
+        })?;
+    let info = source.info();
+    if (info.width, info.height) != (c.width, c.height) {
+        return Err(RunError::Camera {
+            camera: c.name.clone(),
+            source: CameraSetupError::ReplaySize {
+                path: path.to_owned(),
+                recorded: (info.width, info.height),
+                key: format!("camera[{i}].width"),
+                configured: (c.width, c.height),
+            },
+        });
+    }
+    Ok(Box::new(source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::camera::pool::PooledBuffer;
+    use crate::camera::record::{RecordedCamera, Recorder};
+    use crate::camera::{Frame, SourceInfo, TimestampSource};
+
+    /// A recording of one 4x2 grey camera, replayed into a rig camera of
+    /// `width` x `height`.
+    fn replay_into(width: u32, height: u32) -> Result<Box<dyn Source>, RunError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("take.mcap");
+        let info = SourceInfo {
+            camera: CameraId(0),
+            name: "take".into(),
+            format: PixelFormat::Grey,
+            width: 4,
+            height: 2,
+            fps: 30.0,
+            timestamp_source: TimestampSource::Synthetic,
+        };
+        let mut rec = Recorder::create(
+            &path,
+            &[RecordedCamera {
+                info,
+                calibration: None,
+            }],
+        )
+        .unwrap();
+        rec.write(&Frame {
+            camera: CameraId(0),
+            format: PixelFormat::Grey,
+            width: 4,
+            height: 2,
+            capture_ns: 1,
+            sequence: 0,
+            timestamp_source: TimestampSource::Synthetic,
+            data: PooledBuffer::detached(vec![0; 8]),
+            truth: None,
         })
+        .unwrap();
+        rec.finish().unwrap();
+        let camera = CameraConfig {
+            name: "cam".into(),
+            source: CameraSource::Replay(path.clone()),
+            width,
+            height,
+            fps: 30.0,
+            graph: "body".into(),
+            format: None,
+            fit: Default::default(),
+            pad: 0,
+            calibration_file: None,
+        };
+        replay(0, &camera, &path)
+    }
+
+    #[test]
+    fn a_recording_of_another_size_is_refused_naming_both_sizes() {
+        let err = replay_into(640, 480).err().expect("refused").to_string();
+        assert!(
+            err.contains("4x2") && err.contains("640x480") && err.contains("camera[0].width"),
+            "{err}"
+        );
+        // Negative control: the recorded size replays.
+        replay_into(4, 2).expect("the recorded size");
+    }
 }

@@ -169,6 +169,14 @@ pub enum CameraSetupError {
     Replay(#[from] ReplayError),
     #[error("{path} has no camera {camera}")]
     NotRecorded { path: PathBuf, camera: usize },
+    /// A recording replayed into a camera of another size.
+    #[error("{} records {}x{} frames, but `{key}` and height say {}x{}", path.display(), recorded.0, recorded.1, configured.0, configured.1)]
+    ReplaySize {
+        path: PathBuf,
+        recorded: (u32, u32),
+        key: String,
+        configured: (u32, u32),
+    },
     #[error("capture thread: {0}")]
     CaptureThread(#[source] std::io::Error),
 }

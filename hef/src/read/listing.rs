@@ -281,9 +281,9 @@ fn network_group(
         name,
         networks,
         contexts: u32::try_from(core.contexts.len()).unwrap_or(u32::MAX),
-        bottleneck_fps: metadata
-            .map(|m| m.bottleneck_fps)
-            .filter(|f| f.is_finite() && *f > 0.0),
+        // 0 is the protobuf's unset value; any other value is kept, so
+        // that `Hef::check_limits` refuses a NaN, infinite or negative rate.
+        bottleneck_fps: metadata.map(|m| m.bottleneck_fps).filter(|&f| f != 0.0),
         ops_per_frame: metadata
             .map(|m| m.computational_ops)
             .filter(|&ops| ops != 0),

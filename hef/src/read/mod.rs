@@ -124,7 +124,9 @@ impl ReaderOptions {
         let message = crate::proto::decode(&proto).map_err(|e| HefErrorKind::Protobuf {
             message: e.to_string(),
         })?;
-        listing::build(&message, layout.version)
+        let hef = listing::build(&message, layout.version)?;
+        hef.check_limits()?;
+        Ok(hef)
     }
 }
 

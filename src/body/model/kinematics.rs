@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use nalgebra::{Matrix3, Point3, Rotation3, UnitQuaternion, Vector3};
-use serde::{Deserialize, Serialize};
 
 use super::keypoints::KeypointTerm;
 use super::rest::Rest;
@@ -98,21 +97,6 @@ impl Pose {
                 .collect(),
         }
     }
-}
-
-/// The JSON form of a pose (see the README's `pose.json` schema).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PoseJson {
-    /// Rotation vector (radians) per bone label; bones not named keep the identity.
-    #[serde(default)]
-    pub rotations: std::collections::BTreeMap<String, [f64; 3]>,
-    /// Root translation, metres.
-    #[serde(default)]
-    pub root_translation: [f64; 3],
-    /// Phenotype sliders; missing ones are 0.5.
-    #[serde(default)]
-    pub phenotype: super::Phenotype,
 }
 
 /// Why a rig cannot be built or posed.

@@ -10,6 +10,7 @@ pub mod keypoints;
 pub mod kinematics;
 pub mod naming;
 pub mod phenotype;
+pub mod pose_json;
 pub mod render;
 pub mod rest;
 

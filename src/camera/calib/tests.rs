@@ -140,3 +140,25 @@ fn projection_matches_opencv_project_points() {
         "{p:?}"
     );
 }
+
+#[test]
+fn an_image_size_that_is_not_the_camera_s_or_not_a_size_is_refused() {
+    // The fixture is calibrated for 1280x720.
+    from_opencv_str(OPENCV_YAML, "cam0.yml", Some((1280, 720))).expect("the camera's size");
+    let e = from_opencv_str(OPENCV_YAML, "cam0.yml", Some((288, 288)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cam0.yml") && e.contains("1280x720") && e.contains("288x288"),
+        "{e}"
+    );
+    for bad in ["-5", "0", "100000", "12.5"] {
+        let text = OPENCV_YAML.replace("image_width: 1280", &format!("image_width: {bad}"));
+        for size in [None, Some((1280, 720))] {
+            let e = from_opencv_str(&text, "cam0.yml", size)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("image_width") && e.contains(bad), "{e}");
+        }
+    }
+}

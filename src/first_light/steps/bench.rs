@@ -50,11 +50,14 @@ impl Step for BenchStep {
     }
 
     fn run(&mut self, ctx: &mut Context) -> Outcome {
-        if !(ctx.config.bench_seconds.is_finite() && ctx.config.bench_seconds > 0.0) {
+        let seconds = ctx.config.bench_seconds;
+        let max = crate::limits::MAX_RUN;
+        if !crate::limits::duration("--bench-seconds", seconds, max).is_ok_and(|d| !d.is_zero()) {
             return Outcome::failed(
                 format!(
-                    "{} s per point, expected a positive time",
-                    ctx.config.bench_seconds
+                    "{} s per point, expected a positive time of at most {} s",
+                    crate::limits::number(seconds),
+                    max.as_secs()
                 ),
                 "give a positive --bench-seconds",
             );

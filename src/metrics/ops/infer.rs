@@ -1,8 +1,10 @@
 //! Shape inference through tract: parse the ONNX proto, pin the inputs, analyse, and read the
 //! concrete shape of every tensor each ONNX node consumes and produces.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
 
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -23,19 +25,17 @@ pub fn count_proto(
         source_name: source.to_owned(),
         reason: "the model has no graph".into(),
     })?;
-    // tract's tensor loader panics (`unimplemented!`) on a few exotic initializer encodings;
-    // turn that into an error naming the file instead of letting it abort the command.
-    let parsed = catch_unwind(AssertUnwindSafe(|| {
-        tract_onnx::onnx().parse(proto, model_dir)
-    }))
-    .map_err(|_| OpsError::Parse {
-        source_name: source.to_owned(),
-        reason: "tract could not load an initializer of this model".into(),
-    })?
-    .map_err(|e| OpsError::Parse {
-        source_name: source.to_owned(),
-        reason: format!("{e:#}"),
-    })?;
+    // tract's tensor loader stops (`unimplemented!`, an index out of range) on some malformed
+    // or exotic initializers; that becomes an error naming the file, with tract's own words.
+    let parsed = quietly(|| tract_onnx::onnx().parse(proto, model_dir))
+        .map_err(|what| OpsError::Parse {
+            source_name: source.to_owned(),
+            reason: format!("tract cannot load this graph: {what}"),
+        })?
+        .map_err(|e| OpsError::Parse {
+            source_name: source.to_owned(),
+            reason: format!("{e:#}"),
+        })?;
     let mut model = parsed.model;
     let outlets = parsed.outlets_by_name;
 
@@ -63,10 +63,12 @@ pub fn count_proto(
 
     // Same for the analysis: a rule that panics on a malformed graph becomes a reported error,
     // and every node it left without shapes is listed as unresolved below.
-    let analysis_error = match catch_unwind(AssertUnwindSafe(|| model.analyse(true))) {
+    let analysis_error = match quietly(|| model.analyse(true)) {
         Ok(Ok(_)) => None,
         Ok(Err(e)) => Some(format!("{e:#}")),
-        Err(_) => Some("shape analysis panicked; nodes without shapes are listed".to_owned()),
+        Err(what) => Some(format!(
+            "shape analysis stopped ({what}); nodes without shapes are listed"
+        )),
     };
     if let Some(e) = &analysis_error {
         log::debug!("shape analysis of {source} stopped short: {e}");
@@ -186,4 +188,45 @@ fn display_name(node: &pb::NodeProto, ix: usize, seen: &mut HashMap<String, usiz
     } else {
         format!("{base}#{count}")
     }
+}
+
+thread_local! {
+    /// While set, a panic on this thread is recorded here instead of printed.
+    static CAUGHT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, returning what it panicked with instead of unwinding, and without the default
+/// hook's "thread panicked" text on stderr: tract's loader and analysis stop that way on
+/// malformed graphs, and the command reports it as an error naming the file. Panics on
+/// other threads, and outside `f`, are reported by the previous hook as before.
+fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let quiet = CAUGHT.with(|c| {
+                let mut c = c.borrow_mut();
+                match c.as_mut() {
+                    Some(slot) => {
+                        let message = info
+                            .payload()
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".to_owned());
+                        *slot = message;
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !quiet {
+                previous(info);
+            }
+        }));
+    });
+    CAUGHT.with(|c| *c.borrow_mut() = Some(String::new()));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    let message = CAUGHT.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    result.map_err(|_| message)
 }

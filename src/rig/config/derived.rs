@@ -3,6 +3,7 @@
 //! preprocessing fit.
 
 use super::{CameraConfig, FitMode, GraphConfig, RigConfig};
+use crate::limits::MAX_IN_FLIGHT;
 use crate::preprocess::Fit;
 
 impl RigConfig {
@@ -13,9 +14,9 @@ impl RigConfig {
 
     /// Scheduler threshold for a graph: as configured, else its camera count.
     pub fn threshold(&self, graph: &GraphConfig) -> u32 {
-        graph
-            .threshold
-            .unwrap_or_else(|| self.cameras_of(&graph.name).count() as u32)
+        graph.threshold.unwrap_or_else(|| {
+            u32::try_from(self.cameras_of(&graph.name).count()).unwrap_or(u32::MAX)
+        })
     }
 
     /// Scheduler timeout for a graph: as configured, else half the shortest
@@ -36,19 +37,21 @@ impl RigConfig {
 
     /// Most frames past the camera queues at once: as configured, else one
     /// batch per graph plus one frame per decoder thread (at least one
-    /// instant of every camera).
+    /// instant of every camera), within [`MAX_IN_FLIGHT`].
     pub fn in_flight(&self) -> usize {
         self.decoder.in_flight.unwrap_or_else(|| {
             let batches: usize = self.graphs.iter().map(|g| usize::from(self.batch(g))).sum();
-            (batches + self.decoder.threads.max(1)).max(self.cameras.len())
+            (batches.saturating_add(self.decoder.threads.max(1)))
+                .min(MAX_IN_FLIGHT)
+                .max(self.cameras.len())
         })
     }
 
     /// Batch size for a graph: as configured, else its camera count.
     pub fn batch(&self, graph: &GraphConfig) -> u16 {
-        graph
-            .batch
-            .unwrap_or_else(|| self.cameras_of(&graph.name).count().max(1) as u16)
+        graph.batch.unwrap_or_else(|| {
+            u16::try_from(self.cameras_of(&graph.name).count().max(1)).unwrap_or(u16::MAX)
+        })
     }
 }
 

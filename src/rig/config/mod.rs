@@ -29,6 +29,8 @@ pub mod values;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bounds;
 
 use std::path::{Path, PathBuf};
 
@@ -136,7 +138,10 @@ impl RigConfig {
         Ok(rig)
     }
 
-    /// Makes relative paths relative to the rig file's folder.
+    /// Makes relative paths relative to the rig file's folder: HEFs, decoder
+    /// and reference ONNX files, calibrations, replayed recordings, the body
+    /// model and the outputs. Paths given on the command line stay relative
+    /// to the working directory.
     fn resolve_paths(&mut self, dir: &Path) {
         let fix = |p: &mut PathBuf| {
             if p.is_relative() && !p.as_os_str().is_empty() {
@@ -156,8 +161,19 @@ impl RigConfig {
             if let Some(p) = &mut c.calibration_file {
                 fix(p);
             }
+            // A V4L2 device node is a system path, never the rig's own file.
+            if let CameraSource::Replay(p) = &mut c.source {
+                fix(p);
+            }
         }
         if let Some(p) = &mut self.body.model {
+            fix(p);
+        }
+        let out = &mut self.output;
+        for p in [&mut out.jsonl, &mut out.report, &mut out.record]
+            .into_iter()
+            .flatten()
+        {
             fix(p);
         }
     }

@@ -40,7 +40,7 @@ graph = "face"
 format = "mjpeg"
 "#;
 
-fn parse(text: &str) -> Result<RigConfig, ConfigError> {
+pub(super) fn parse(text: &str) -> Result<RigConfig, ConfigError> {
     RigConfig::parse(text, Path::new("rigs/test.toml"))
 }
 
@@ -183,7 +183,7 @@ fn closed_sets_parse_to_their_types_with_the_rig_file_s_spellings() {
     assert!(!rig.decoder.retain_memory);
     assert_eq!(
         rig.cameras[1].source,
-        CameraSource::Replay("take.mcap".into())
+        CameraSource::Replay("rigs/take.mcap".into())
     );
     assert_eq!(rig.cameras[1].format, Some(PixelFormat::Nv12));
     assert_eq!(rig.cameras[1].fit, FitMode::Crop);

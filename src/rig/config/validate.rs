@@ -3,7 +3,17 @@
 
 use std::path::Path;
 
-use super::{ConfigError, KeypointsFrom, RigConfig, SwitchingConfig};
+use super::{CameraSource, ConfigError, KeypointsFrom, RigConfig, SwitchingConfig};
+use crate::limits::{
+    MAX_BATCH, MAX_CAMERAS, MAX_CAMERA_SIDE, MAX_DECODER_THREADS, MAX_FRAMES_PER_SWITCH,
+    MAX_GRAPHS, MAX_IN_FLIGHT, MAX_NOISE_PX, MAX_SCHEDULER_TIMEOUT, MAX_THRESHOLD,
+};
+use crate::npu::sim::TimeBase;
+
+/// `value` of a key beyond its bound, named with the bound and what sets it.
+fn beyond(value: impl std::fmt::Display, bound: impl std::fmt::Display, why: &str) -> String {
+    format!("{value} exceeds the bound {bound} ({why}; see docs/limits.md)")
+}
 
 impl RigConfig {
     /// Checks values that parse but cannot work.
@@ -17,19 +27,36 @@ impl RigConfig {
             problem,
         };
         self.validate_decoder().map_err(|(k, p)| bad(k, p))?;
-        if !(self.body.noise_px >= 0.0 && self.body.noise_px.is_finite()) {
+        if !(self.body.noise_px >= 0.0 && self.body.noise_px <= MAX_NOISE_PX) {
             return Err(bad(
                 "body.noise_px".into(),
-                "must be a finite number >= 0".into(),
+                format!(
+                    "{} is not a number of pixels from 0 to {MAX_NOISE_PX} (the largest camera side)",
+                    crate::limits::number(self.body.noise_px)
+                ),
             ));
         }
-        if let SwitchingConfig::Manual {
-            frames_per_switch: 0,
-        } = self.switching
-        {
+        if let SwitchingConfig::Manual { frames_per_switch } = self.switching {
+            if !(1..=MAX_FRAMES_PER_SWITCH).contains(&frames_per_switch) {
+                return Err(bad(
+                    "switching.frames_per_switch".into(),
+                    format!("{frames_per_switch} is outside 1..={MAX_FRAMES_PER_SWITCH}"),
+                ));
+            }
+        }
+        if let (TimeBase::Virtual | TimeBase::Manual(_), Some(c)) = (
+            &self.device.clock,
+            self.cameras
+                .iter()
+                .find(|c| matches!(c.source, CameraSource::V4l2(_))),
+        ) {
             return Err(bad(
-                "switching.frames_per_switch".into(),
-                "must be at least 1".into(),
+                "device.clock".into(),
+                format!(
+                    "`virtual` cannot pace camera `{}` ({}): a V4L2 camera delivers frames in real time; \
+                     use clock = \"realtime\"",
+                    c.name, c.source
+                ),
             ));
         }
         self.validate_graphs().map_err(|(k, p)| bad(k, p))?;
@@ -51,6 +78,16 @@ impl RigConfig {
         if self.decoder.threads == 0 {
             return Err(("decoder.threads".into(), "must be at least 1".into()));
         }
+        if self.decoder.threads > MAX_DECODER_THREADS {
+            return Err((
+                "decoder.threads".into(),
+                beyond(
+                    self.decoder.threads,
+                    MAX_DECODER_THREADS,
+                    "each thread loads its own decoder",
+                ),
+            ));
+        }
         if !(0..=19).contains(&self.decoder.nice) {
             return Err((
                 "decoder.nice".into(),
@@ -58,6 +95,16 @@ impl RigConfig {
             ));
         }
         if let Some(n) = self.decoder.in_flight {
+            if n > MAX_IN_FLIGHT {
+                return Err((
+                    "decoder.in_flight".into(),
+                    beyond(
+                        n,
+                        MAX_IN_FLIGHT,
+                        "each frame in flight holds its job buffer and feature maps",
+                    ),
+                ));
+            }
             // Cameras of one rate are admitted an instant at a time, and a
             // graph's batch must fit: fewer slots would never admit anything.
             let need = self
@@ -82,20 +129,30 @@ impl RigConfig {
     /// The graphs: how many, their names and scheduler settings, and that a
     /// camera feeds each.
     fn validate_graphs(&self) -> Result<(), (String, String)> {
-        if self.graphs.is_empty() {
-            return Err(("graph".into(), "at least one [[graph]] is needed".into()));
-        }
-        if self.graphs.len() > 8 {
-            return Err((
-                "graph".into(),
-                format!(
-                    "{} graphs; HailoRT configures at most 8 network groups",
-                    self.graphs.len()
-                ),
-            ));
-        }
-        if self.cameras.is_empty() {
-            return Err(("camera".into(), "at least one [[camera]] is needed".into()));
+        let tables = [
+            (
+                "graph",
+                self.graphs.len(),
+                MAX_GRAPHS,
+                "HailoRT configures at most 8 network groups",
+            ),
+            (
+                "camera",
+                self.cameras.len(),
+                MAX_CAMERAS,
+                "more than one Hailo-10H feeds",
+            ),
+        ];
+        for (key, n, max, why) in tables {
+            if n == 0 {
+                return Err((key.into(), format!("at least one [[{key}]] is needed")));
+            }
+            if n > max {
+                return Err((
+                    key.into(),
+                    beyond(format!("{n} [[{key}]] tables"), max, why),
+                ));
+            }
         }
         for (i, g) in self.graphs.iter().enumerate() {
             let key = |f: &str| format!("graph[{i}].{f}");
@@ -108,12 +165,29 @@ impl RigConfig {
             if g.priority > 31 {
                 return Err((key("priority"), format!("{} is outside 0..=31", g.priority)));
             }
-            if g.batch == Some(0) {
-                return Err((key("batch"), "must be at least 1".into()));
+            if let Some(b) = g.batch {
+                if !(1..=MAX_BATCH).contains(&b) {
+                    return Err((key("batch"), format!("{b} is outside 1..={MAX_BATCH}")));
+                }
+            }
+            if let Some(t) = g.threshold {
+                if t > MAX_THRESHOLD {
+                    return Err((
+                        key("threshold"),
+                        beyond(t, MAX_THRESHOLD, "the most frames a rig has in flight"),
+                    ));
+                }
             }
             if let Some(t) = g.timeout_ms {
-                if !(t >= 0.0 && t.is_finite()) {
-                    return Err((key("timeout_ms"), "must be a finite number >= 0".into()));
+                let max_ms = MAX_SCHEDULER_TIMEOUT.as_secs_f64() * 1e3;
+                if !(t >= 0.0 && t <= max_ms) {
+                    return Err((
+                        key("timeout_ms"),
+                        format!(
+                            "{} is not a number of milliseconds from 0 to {max_ms} (the bound)",
+                            crate::limits::number(t)
+                        ),
+                    ));
                 }
             }
         }
@@ -127,8 +201,15 @@ impl RigConfig {
             if self.cameras[..i].iter().any(|o| o.name == c.name) {
                 return Err((key("name"), format!("`{}` is used twice", c.name)));
             }
-            if c.width == 0 || c.height == 0 {
-                return Err((key("width"), "width and height must be positive".into()));
+            for (side, value) in [("width", c.width), ("height", c.height)] {
+                if !(1..=MAX_CAMERA_SIDE).contains(&value) {
+                    return Err((
+                        key(side),
+                        format!(
+                            "{value} is outside 1..={MAX_CAMERA_SIDE} pixels (the widest V4L2 sensor mode)"
+                        ),
+                    ));
+                }
             }
             if !(c.fps > 0.0 && c.fps <= 1000.0) {
                 return Err((key("fps"), format!("{} is outside (0, 1000]", c.fps)));

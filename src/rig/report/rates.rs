@@ -67,6 +67,7 @@ pub(super) fn cameras(f: &RunFacts<'_>, secs: f64) -> Vec<CameraReport> {
                 processed_fps: processed as f64 / secs,
                 frames,
                 accounting_ok,
+                bad_frames: snap.bad_frames,
                 last_error: snap.last_error,
             }
         })

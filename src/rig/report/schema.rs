@@ -43,7 +43,14 @@ pub struct CameraReport {
     /// captured = processed + dropped (by stage) + in flight.
     pub frames: FrameCounts,
     pub accounting_ok: bool,
-    /// The source's last error (a disconnect, a bad frame, a recording cut short).
+    /// Frames found unusable and skipped, the camera going on: at the source
+    /// (wrong size, past the size bound, a recorded message that does not
+    /// decode; these are not among the captured frames) or downstream (a
+    /// corrupt MJPEG).
+    pub bad_frames: u64,
+    /// The source's last error (a disconnect, a bad frame, a timeout, a
+    /// recording cut short), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }
 
