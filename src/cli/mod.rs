@@ -13,6 +13,7 @@ mod doctor;
 mod first_light;
 mod gate;
 mod hef;
+mod kernels;
 mod ops;
 mod plan;
 mod plan_table;
@@ -56,6 +57,10 @@ enum Command {
     DecoderGraph(decoder_graph::DecoderGraphArgs),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
+    /// Per-frame work and time of the hot CPU kernels (preprocessing, attention, deformable
+    /// sampling, softmax, matrix products) with the code path that ran, next to a Cortex-A76
+    /// (Raspberry Pi 5) model.
+    Kernels(kernels::KernelsArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -73,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
         Command::DecoderGraph(args) => decoder_graph::run(args),
+        Command::Kernels(args) => kernels::run(args),
     };
     match outcome {
         Ok(code) => code,
