@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hailo_edge::bench::kernels::probe_inputs;
 use hailo_edge::decode::engine::tract::{prepare, read, TractKernels};
 use tract_onnx::prelude::*;
-use tract_onnx::tract_hir::internal::format_err;
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -47,20 +47,7 @@ fn main() -> TractResult<()> {
     let (model, _) = prepare(read(&args.model, kernel)?, kernel)?;
     let plan = model.into_runnable()?;
     let mut state = plan.spawn()?;
-    let inputs: TVec<TValue> = (0..plan.model().inputs.len())
-        .map(|i| {
-            let fact = plan.model().input_fact(i)?;
-            let shape = fact
-                .shape
-                .as_concrete()
-                .ok_or_else(|| format_err!("dynamic input"))?;
-            let n: usize = shape.iter().product();
-            let data: Vec<f32> = (0..n)
-                .map(|k| ((k * 7919 % 1000) as f32 / 500.0) - 1.0)
-                .collect();
-            Ok(Tensor::from_shape(shape, &data)?.into_tvalue())
-        })
-        .collect::<TractResult<_>>()?;
+    let inputs = probe_inputs(plan.model())?;
     state.run(inputs.clone())?;
     let mut per_node: HashMap<usize, Duration> = HashMap::new();
     let t0 = cpu_time();

@@ -10,6 +10,7 @@
 //! | `*.svg`, `*.png` | fps vs batch, utilisation vs batch, latency CDF, switch-cost histogram ([`plots`]) |
 
 mod files;
+pub mod kernels;
 pub mod measure;
 pub mod plots;
 

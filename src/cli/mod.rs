@@ -13,6 +13,7 @@ mod doctor;
 mod first_light;
 mod gate;
 mod hef;
+mod kernels;
 mod logging;
 mod ops;
 mod plan;
@@ -68,6 +69,10 @@ enum Command {
     Completions(shell::CompletionsArgs),
     /// Write the man pages of hailo-edge and each subcommand into a folder.
     Man(shell::ManArgs),
+    /// Per-frame work and time of the hot CPU kernels (preprocessing, attention, deformable
+    /// sampling, softmax, matrix products) with the code path that ran, next to a Cortex-A76
+    /// (Raspberry Pi 5) model.
+    Kernels(kernels::KernelsArgs),
 }
 
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
@@ -89,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::DecoderGraph(args) => decoder_graph::run(args),
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),
+        Command::Kernels(args) => kernels::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -4,11 +4,20 @@
 //! libclang: the `v4l` crate (through `v4l2-sys-mit`) and `v4l2r` both run
 //! bindgen in their build scripts, and `linuxvideo`, which is pure ioctl,
 //! does not expose a dequeued buffer's timestamp or sequence number. Layouts
-//! are the 64-bit ones; the tests pin every size, offset and request code to
-//! the values the kernel header gives.
+//! are the LP64 ones, which x86_64 and aarch64 share: compile-time assertions
+//! pin every size and field offset to the values `linux/videodev2.h` gives on
+//! both (checked with `offsetof` under gcc and aarch64-linux-gnu-gcc), and a
+//! 32-bit target, whose `timeval` and union alignment differ, does not compile.
 
 use std::io;
+use std::mem::{offset_of, size_of};
 use std::os::fd::RawFd;
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "camera::v4l2: the V4L2 structures are written with the LP64 layout (x86_64, aarch64); \
+     a 32-bit target needs its own `v4l2_buffer` (32-bit timeval) and `v4l2_format` layouts"
+);
 
 pub const VIDEO_CAPTURE: u32 = 1; // V4L2_BUF_TYPE_VIDEO_CAPTURE
 pub const MEMORY_MMAP: u32 = 1;
@@ -214,6 +223,49 @@ pub struct Buffer {
     pub _tail: u32,
 }
 
+// Sizes and offsets as `linux/videodev2.h` gives them on x86_64 and aarch64 (LP64).
+const _: () = {
+    assert!(size_of::<Capability>() == 104);
+    assert!(offset_of!(Capability, version) == 80);
+    assert!(offset_of!(Capability, capabilities) == 84);
+    assert!(offset_of!(Capability, device_caps) == 88);
+    assert!(size_of::<FmtDesc>() == 64);
+    assert!(offset_of!(FmtDesc, description) == 12);
+    assert!(offset_of!(FmtDesc, pixelformat) == 44);
+    assert!(offset_of!(FmtDesc, mbus_code) == 48);
+    assert!(size_of::<FrmSizeEnum>() == 44);
+    assert!(offset_of!(FrmSizeEnum, type_) == 8);
+    assert!(offset_of!(FrmSizeEnum, size) == 12);
+    assert!(offset_of!(FrmSizeEnum, reserved) == 36);
+    assert!(size_of::<FrmIvalEnum>() == 52);
+    assert!(offset_of!(FrmIvalEnum, type_) == 16);
+    assert!(offset_of!(FrmIvalEnum, interval) == 20);
+    assert!(offset_of!(FrmIvalEnum, reserved) == 44);
+    assert!(size_of::<PixFormat>() == 48);
+    assert!(offset_of!(PixFormat, bytesperline) == 16);
+    assert!(offset_of!(PixFormat, xfer_func) == 44);
+    assert!(size_of::<Format>() == 208);
+    assert!(offset_of!(Format, pix) == 8);
+    assert!(size_of::<CaptureParm>() == 40);
+    assert!(offset_of!(CaptureParm, timeperframe) == 8);
+    assert!(offset_of!(CaptureParm, readbuffers) == 20);
+    assert!(size_of::<StreamParm>() == 204);
+    assert!(offset_of!(StreamParm, capture) == 4);
+    assert!(size_of::<RequestBuffers>() == 20);
+    assert!(offset_of!(RequestBuffers, capabilities) == 12);
+    assert!(offset_of!(RequestBuffers, flags) == 16);
+    assert!(size_of::<Buffer>() == 88);
+    assert!(offset_of!(Buffer, field) == 16);
+    assert!(offset_of!(Buffer, timestamp) == 24);
+    assert!(offset_of!(Buffer, timecode) == 40);
+    assert!(offset_of!(Buffer, sequence) == 56);
+    assert!(offset_of!(Buffer, memory) == 60);
+    assert!(offset_of!(Buffer, m_offset) == 64);
+    assert!(offset_of!(Buffer, length) == 72);
+    assert!(offset_of!(Buffer, reserved2) == 76);
+    assert!(offset_of!(Buffer, request_fd) == 80);
+};
+
 // SAFETY: all of these are #[repr(C)] structs of integers and integer arrays.
 unsafe impl Pod for Capability {}
 // SAFETY: as above.
@@ -281,26 +333,11 @@ pub fn fourcc_str(v: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::mem::{offset_of, size_of};
 
-    /// Sizes, offsets and request codes as `linux/videodev2.h` gives them on 64-bit Linux.
+    /// Request codes as `linux/videodev2.h` gives them on x86_64 and aarch64 (the sizes and
+    /// offsets are asserted at compile time above).
     #[test]
-    fn layouts_match_the_kernel_header() {
-        assert_eq!(size_of::<Capability>(), 104);
-        assert_eq!(size_of::<FmtDesc>(), 64);
-        assert_eq!(size_of::<FrmSizeEnum>(), 44);
-        assert_eq!(size_of::<FrmIvalEnum>(), 52);
-        assert_eq!(size_of::<PixFormat>(), 48);
-        assert_eq!(size_of::<Format>(), 208);
-        assert_eq!(offset_of!(Format, pix), 8);
-        assert_eq!(size_of::<StreamParm>(), 204);
-        assert_eq!(size_of::<RequestBuffers>(), 20);
-        assert_eq!(size_of::<Buffer>(), 88);
-        assert_eq!(offset_of!(Buffer, timestamp), 24);
-        assert_eq!(offset_of!(Buffer, timecode), 40);
-        assert_eq!(offset_of!(Buffer, sequence), 56);
-        assert_eq!(offset_of!(Buffer, m_offset), 64);
-        assert_eq!(offset_of!(Buffer, length), 72);
+    fn request_codes_match_the_kernel_header() {
         let codes = [
             (VIDIOC_QUERYCAP, 0x8068_5600u64),
             (VIDIOC_ENUM_FMT, 0xc040_5602),

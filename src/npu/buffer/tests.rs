@@ -110,3 +110,44 @@ fn a_failed_mapping_leaves_the_buffer_unmapped() {
     drop(buf);
     assert!(recorder.unmaps.lock().unwrap().is_empty());
 }
+
+#[test]
+fn a_16k_mapping_pool_maps_each_buffer_once_on_16k_boundaries() {
+    let recorder = Arc::new(Recorder::default());
+    let pool = PagePool::with_page_size(16_384)
+        .unwrap()
+        .mapping(Arc::clone(&recorder) as Arc<dyn DmaMapper>);
+    let lens = [1usize, 5_000, 16_384, 16_385, 40_000];
+    let mut bufs: Vec<PageBuf> = lens.iter().map(|&n| pool.take(n)).collect();
+    for (buf, &len) in bufs.iter_mut().zip(&lens) {
+        assert!(buf.is_mapped());
+        assert_eq!(buf.as_mut_ptr() as usize % 16_384, 0, "{len} bytes");
+        assert_eq!(buf.capacity(), len.div_ceil(16_384) * 16_384, "{len} bytes");
+    }
+    assert_eq!(recorder.maps.load(Ordering::SeqCst), lens.len());
+    for buf in bufs {
+        pool.give(buf);
+    }
+    let again: Vec<PageBuf> = lens.iter().map(|&n| pool.take(n)).collect();
+    assert_eq!(
+        recorder.maps.load(Ordering::SeqCst),
+        lens.len(),
+        "reused buffers are not mapped again"
+    );
+    // 16 KiB pages: 1 + 1 + 1 + 2 + 3 pages; 4 KiB pages would give 1 + 2 + 4 + 5 + 10.
+    let pages: usize = again.iter().map(|b| b.capacity() / 16_384).sum();
+    assert_eq!(pages, 8);
+    drop(again);
+    let mut unmapped: Vec<usize> = recorder
+        .unmaps
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|u| u.1)
+        .collect();
+    unmapped.sort_unstable();
+    assert_eq!(
+        unmapped, lens,
+        "each freed buffer is unmapped once, with its length"
+    );
+}

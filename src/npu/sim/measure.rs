@@ -132,9 +132,18 @@ impl DmaMaps {
         lock(&self.maps).len()
     }
 
-    /// The bounce copies and per-transfer mappings `bufs` need.
+    /// The bounce copies and per-transfer mappings `bufs` need on this host's pages.
     pub fn cost<'a>(&self, bufs: impl Iterator<Item = &'a RawBuf>) -> TransferCost {
-        let page = crate::npu::buffer::page_size();
+        self.cost_on_pages(crate::npu::buffer::page_size(), bufs)
+    }
+
+    /// The bounce copies and per-transfer mappings `bufs` need on a host of `page`-byte
+    /// pages (HailoRT bounces a buffer that is not aligned to the page).
+    pub fn cost_on_pages<'a>(
+        &self,
+        page: usize,
+        bufs: impl Iterator<Item = &'a RawBuf>,
+    ) -> TransferCost {
         let maps = lock(&self.maps);
         let mut cost = TransferCost::default();
         for b in bufs {
@@ -282,5 +291,50 @@ mod tests {
         assert_eq!(maps.unmap(m(page)).unwrap_err().0, HAILO_NOT_FOUND);
         maps.forget(16);
         assert_eq!(maps.count(), 0);
+    }
+
+    /// A 16 KiB-page host (Raspberry Pi 5 kernels): the pool's buffers on injected 16 KiB
+    /// pages never bounce, are mapped per transfer until mapped once, and the same buffers
+    /// from a pool that assumed 4 KiB pages bounce there.
+    #[test]
+    fn pool_buffers_on_16k_pages_do_not_bounce_on_a_16k_host() {
+        use crate::npu::buffer::{PageBuf, PagePool};
+        const PAGE: usize = 16_384;
+        let raw = |b: &mut PageBuf| RawBuf {
+            ptr: b.as_mut_ptr(),
+            len: b.len(),
+        };
+        let pool = PagePool::with_page_size(PAGE).unwrap();
+        let mut bufs: Vec<PageBuf> = [1, 10_000, PAGE, 50_000]
+            .into_iter()
+            .map(|n| pool.take(n))
+            .collect();
+        let raws: Vec<RawBuf> = bufs.iter_mut().map(raw).collect();
+        let maps = DmaMaps::default();
+        let cost = maps.cost_on_pages(PAGE, raws.iter());
+        assert_eq!((cost.bounce_copies, cost.transfer_maps), (0, 4));
+        for r in &raws {
+            maps.map(Mapping {
+                addr: r.ptr as usize,
+                len: r.len,
+                direction: 2,
+                owner: 1,
+            });
+        }
+        let cost = maps.cost_on_pages(PAGE, raws.iter());
+        assert_eq!((cost.bounce_copies, cost.transfer_maps), (0, 0));
+        assert_eq!(maps.count(), 4, "one mapping per buffer");
+
+        // Negative control: a pool on 4 KiB pages hands out buffers that are not all on
+        // 16 KiB boundaries; such a buffer bounces on the 16 KiB host, not on a 4 KiB one.
+        let small = PagePool::with_page_size(4_096).unwrap();
+        let mut held: Vec<PageBuf> = (0..64).map(|_| small.take(10_000)).collect();
+        let off = held
+            .iter_mut()
+            .find(|b| !(b.as_slice().as_ptr() as usize).is_multiple_of(PAGE))
+            .expect("64 buffers on 4 KiB pages, none off a 16 KiB boundary");
+        let one = [raw(off)];
+        assert_eq!(maps.cost_on_pages(PAGE, one.iter()).bounce_copies, 1);
+        assert_eq!(maps.cost_on_pages(4_096, one.iter()).bounce_copies, 0);
     }
 }
