@@ -7,7 +7,7 @@
 #   --no-build       package the release binary already built
 # Needs cargo-deb (`cargo install cargo-deb`); lints with lintian when it is installed.
 # Man pages and completions are written by a hailo-edge that runs here:
-# $HAILO_EDGE_BIN, else target/release/hailo-edge, else target/debug/hailo-edge.
+# $HAILO_EDGE_BIN, else the newer of target/release/hailo-edge and target/debug/hailo-edge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +22,11 @@ done
 
 host_bin=${HAILO_EDGE_BIN:-}
 if [[ -z "$host_bin" ]]; then
+  # The newer of the two builds.
   for candidate in target/release/hailo-edge target/debug/hailo-edge; do
-    if [[ -x "$candidate" ]]; then host_bin=$candidate; break; fi
+    if [[ -x "$candidate" && ( -z "$host_bin" || "$candidate" -nt "$host_bin" ) ]]; then
+      host_bin=$candidate
+    fi
   done
 fi
 if [[ -z "$host_bin" ]]; then
