@@ -52,6 +52,7 @@ fn run_report_json_lines_and_terminal_have_no_debug_output() {
             "run",
             "--duration",
             "1",
+            "--exit-zero",
             "--report",
             report.to_str().unwrap(),
             "--jsonl",

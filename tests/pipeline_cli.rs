@@ -14,7 +14,14 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
     let report = dir.path().join("report.json");
     let mcap = dir.path().join("run.mcap");
     hailo_edge()
-        .args(["run", "--duration", "1", "--quiet", "--report"])
+        .args([
+            "run",
+            "--duration",
+            "1",
+            "--quiet",
+            "--exit-zero",
+            "--report",
+        ])
         .arg(&report)
         .arg("--record")
         .arg(&mcap)
@@ -214,4 +221,34 @@ fn reduced_demo() -> RigConfig {
         g.decoder_onnx = Some(fixtures.join(format!("decoder_reduced_{side}.onnx")));
     }
     rig
+}
+
+#[test]
+fn the_exit_status_follows_the_verdict_unless_asked_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = hailo_edge()
+        .args(["run", "--duration", "1", "--quiet", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let json = read_json(&report);
+    assert_eq!(json["accounting_ok"], true);
+    // The demo's real-width decoders need tens of cores at 120 fps, so on most machines the
+    // verdict is "not sustained" (3); wherever it is sustained, the status is 0.
+    let sustained = json["verdict"]["sustained"].as_bool().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(if sustained { 0 } else { 3 }),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !sustained {
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not sustained"));
+    }
+    // --exit-zero keeps 0 whatever the verdict.
+    hailo_edge()
+        .args(["run", "--duration", "0.5", "--quiet", "--exit-zero"])
+        .assert()
+        .success();
 }

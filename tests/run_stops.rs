@@ -32,7 +32,8 @@ fn spawn_run(dir: &Path, prefix: &[&str]) -> Child {
     };
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("RUST_LOG")
-        .args(["run", "--quiet", "--duration", "60", "--drain-timeout"])
+        .args(["run", "--quiet", "--exit-zero", "--duration", "60"])
+        .arg("--drain-timeout")
         .arg(DRAIN_S.to_string())
         .arg("--report")
         .arg(dir.join("report.json"))

@@ -34,6 +34,9 @@ pub struct RunArgs {
     /// No live status display (as `-q` also does).
     #[arg(long)]
     no_status: bool,
+    /// Exit 0 even when the rig's rate was not sustained (otherwise the exit status is 3).
+    #[arg(long)]
+    exit_zero: bool,
     /// Replace existing output files (never a symbolic link).
     #[arg(long)]
     force: bool,
@@ -231,15 +234,22 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             f.items_lost
         );
     }
-    // Exit 0: the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained
-    // and every frame is accounted for; 1: a frame is unaccounted for or an
-    // output failed.
+    // Exit 0: the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained,
+    // every frame is accounted for and the rate was sustained; 1: a frame is
+    // unaccounted for or an output failed; 3: the rate was not sustained.
     Ok(if !report.accounting_ok {
         eprintln!("error: frame accounting does not add up (see the report)");
         ExitCode::FAILURE
     } else if !report.output_failures.is_empty() {
         ExitCode::FAILURE
+    } else if !report.verdict.sustained {
+        let code = if args.exit_zero { 0 } else { NOT_SUSTAINED };
+        eprintln!("the rig's rate was not sustained (see the verdict); exit status {code}");
+        ExitCode::from(code)
     } else {
         ExitCode::SUCCESS
     })
 }
+
+/// The exit status of a run that completed but did not sustain the rig's rate.
+pub const NOT_SUSTAINED: u8 = 3;
