@@ -155,6 +155,9 @@ impl FastSoftmax {
     /// Rows of two (the deformable attention's two sampling points) take a closed
     /// form instead: `p = 1 / (1 + e^-|a-b|)` for the larger element, `1 - p` for the
     /// other, with no per-row passes.
+    ///
+    /// The one dispatch point: AVX2 where the x86-64 CPU has it, NEON on
+    /// aarch64 (`softmax_neon`), else the portable loops.
     pub fn apply(data: &mut [f32], row: usize) {
         #[cfg(target_arch = "x86_64")]
         {
@@ -164,6 +167,12 @@ impl FastSoftmax {
                 return;
             }
         }
+        // SAFETY: NEON is the aarch64 baseline.
+        #[cfg(target_arch = "aarch64")]
+        unsafe {
+            super::softmax_neon::softmax(data, row)
+        };
+        #[cfg(not(target_arch = "aarch64"))]
         Self::apply_generic(data, row);
     }
 
@@ -175,20 +184,26 @@ impl FastSoftmax {
         Self::apply_generic(data, row);
     }
 
+    /// The closed form of a row of two, in place.
+    #[inline(always)]
+    pub(super) fn pair(pair: &mut [f32]) {
+        let (a, b) = (pair[0], pair[1]);
+        let e = exp_approx(-(a - b).abs());
+        let hi = 1.0 / (1.0 + e);
+        let lo = e * hi;
+        // NaN in, NaN out, as the general path.
+        let nan = if (a - b).is_nan() { f32::NAN } else { 0.0 };
+        (pair[0], pair[1]) = if a >= b { (hi, lo) } else { (lo, hi) };
+        pair[0] += nan;
+        pair[1] += nan;
+    }
+
+    /// The portable loops: the scalar reference of every SIMD build.
+    #[cfg_attr(target_arch = "aarch64", allow(dead_code))]
     #[inline(always)]
     fn apply_generic(data: &mut [f32], row: usize) {
         if row == 2 {
-            for pair in data.chunks_exact_mut(2) {
-                let (a, b) = (pair[0], pair[1]);
-                let e = exp_approx(-(a - b).abs());
-                let hi = 1.0 / (1.0 + e);
-                let lo = e * hi;
-                // NaN in, NaN out, as the general path.
-                let nan = if (a - b).is_nan() { f32::NAN } else { 0.0 };
-                (pair[0], pair[1]) = if a >= b { (hi, lo) } else { (lo, hi) };
-                pair[0] += nan;
-                pair[1] += nan;
-            }
+            data.chunks_exact_mut(2).for_each(Self::pair);
             return;
         }
         for r in data.chunks_exact_mut(row) {
@@ -406,5 +421,64 @@ mod tests {
         FastSoftmax::apply(&mut rows, 2);
         assert!(rows[0].is_nan() && rows[1].is_nan());
         assert!((rows[2] + rows[3] - 1.0).abs() < 1e-6 && rows[2] > rows[3]);
+    }
+
+    /// The largest `|got - want| / (want · u)` over all elements, `u = 2^-24`.
+    fn worst_units(got: &[f32], want: &[f32]) -> f64 {
+        got.iter()
+            .zip(want)
+            .map(|(&g, &w)| (f64::from(g) - f64::from(w)).abs() / (f64::from(w) * 2f64.powi(-24)))
+            .fold(0.0, f64::max)
+    }
+
+    /// The SIMD softmax of this target (AVX2 build on x86-64, NEON on
+    /// aarch64) against the portable loops: bit for bit for rows of two,
+    /// and within `(2 n + 2) u` of each output for rows of `n` (only the
+    /// order of each row's sum differs: both sums of positive terms are
+    /// within `(n - 1) u` of the exact one, and the division and product
+    /// add a rounding each).
+    #[test]
+    fn simd_softmax_equals_the_portable_loops() {
+        let mut worst = 0.0f64;
+        for row in [2usize, 1, 3, 4, 5, 7, 8, 9, 15, 16] {
+            for rows in [1usize, 3, 4, 5, 17, 1700] {
+                let x = super::super::test_util::random(
+                    row * rows,
+                    (row * 1000 + rows) as u64,
+                    -12.0,
+                    12.0,
+                );
+                let (mut got, mut want) = (x.clone(), x.clone());
+                FastSoftmax::apply(&mut got, row);
+                FastSoftmax::apply_generic(&mut want, row);
+                if row == 2 {
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{rows} rows of two");
+                    continue;
+                }
+                let units = worst_units(&got, &want);
+                assert!(
+                    units <= (2 * row + 2) as f64,
+                    "{rows} rows of {row}: {units} u"
+                );
+                worst = worst.max(units);
+                // Negative control: the smallest input of a row moved by 1e-3
+                // (its probability is at most 1 / n, so its output moves by at
+                // least (1 - 1 / n) 1e-3 relatively) is far outside the bound.
+                let mut moved = x.clone();
+                let r = &mut moved[row * (rows / 2)..][..row];
+                let min = r.iter().copied().fold(f32::INFINITY, f32::min);
+                *r.iter_mut().find(|v| **v == min).unwrap() += 1e-3;
+                FastSoftmax::apply_generic(&mut moved, row);
+                if row > 1 {
+                    let seen = worst_units(&got, &moved);
+                    assert!(
+                        seen > 100.0 * (2 * row + 2) as f64,
+                        "{rows} rows of {row}: {seen} u"
+                    );
+                }
+            }
+        }
+        eprintln!("softmax, SIMD against portable: worst {worst} u");
     }
 }

@@ -33,6 +33,12 @@ impl FastLayerNorm {
                 return;
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is the aarch64 baseline.
+        self.apply_with(data, row, |r, sq| unsafe {
+            super::layer_norm_neon::lane_sum(r, sq)
+        });
+        #[cfg(not(target_arch = "aarch64"))]
         self.apply_generic(data, row);
     }
 
@@ -44,16 +50,31 @@ impl FastLayerNorm {
         self.apply_generic(data, row);
     }
 
+    /// The portable loops: the scalar reference of every SIMD build.
+    #[cfg_attr(target_arch = "aarch64", allow(dead_code))]
     #[inline(always)]
     fn apply_generic(&self, data: &mut [f32], row: usize) {
+        self.apply_with(data, row, |r, squared| {
+            if squared {
+                lane_sum(r, |x| x * x)
+            } else {
+                lane_sum(r, |x| x)
+            }
+        });
+    }
+
+    /// The normalisation with `sum(row, squared)` (the row's sum, or sum of
+    /// squares) as its reductions, the one place a SIMD build differs.
+    #[inline(always)]
+    fn apply_with(&self, data: &mut [f32], row: usize, sum: impl Fn(&[f32], bool) -> f32) {
         let scale = f32::from_bits(self.mean_scale_bits);
         let eps = f32::from_bits(self.eps_bits);
         for r in data.chunks_exact_mut(row) {
-            let mean = lane_sum(r, |x| x) * scale;
+            let mean = sum(r, false) * scale;
             for x in r.iter_mut() {
                 *x -= mean;
             }
-            let var = lane_sum(r, |x| x * x) / row as f32;
+            let var = sum(r, true) / row as f32;
             let inv = 1.0 / (var + eps).sqrt();
             for x in r.iter_mut() {
                 *x *= inv;
@@ -237,5 +258,37 @@ mod tests {
     fn leaves_other_axes_alone() {
         let mut m = model(1);
         assert_eq!(fuse_layer_norm(&mut m).unwrap(), 0);
+    }
+
+    /// The SIMD build of this target (AVX2 on x86-64, NEON on aarch64)
+    /// against the portable loops, bit for bit (the same eight partial sums,
+    /// joined in the same order), at row lengths around the 8-lane width; the
+    /// negative control, a single running sum, differs in some bits.
+    #[test]
+    fn simd_build_equals_the_portable_loops_bit_for_bit() {
+        let op = FastLayerNorm {
+            mean_scale_bits: 0,
+            eps_bits: 1e-5f32.to_bits(),
+        };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for row in [1usize, 3, 7, 8, 9, 15, 16, 17, 64, 67, 256] {
+            let op = FastLayerNorm {
+                mean_scale_bits: (1.0 / row as f32).to_bits(),
+                ..op.clone()
+            };
+            let x = super::super::test_util::random(row * 13, row as u64, -3.0, 5.0);
+            let (mut got, mut want) = (x.clone(), x.clone());
+            op.apply(&mut got, row);
+            op.apply_generic(&mut want, row);
+            assert_eq!(bits(&got), bits(&want), "rows of {row}");
+            if row >= 16 {
+                // One running sum instead of eight partial ones.
+                let mut serial = x.clone();
+                op.apply_with(&mut serial, row, |r, squared| {
+                    r.iter().map(|&v| if squared { v * v } else { v }).sum()
+                });
+                assert_ne!(bits(&got), bits(&serial), "rows of {row}: order unseen");
+            }
+        }
     }
 }

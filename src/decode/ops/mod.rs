@@ -20,6 +20,8 @@
 //! loops index them directly because each kernel picks its own memory order.
 
 pub mod attention;
+#[cfg(target_arch = "aarch64")]
+mod deform_neon;
 pub mod deform_project;
 pub mod deform_sample;
 pub mod fast_ops;
@@ -27,7 +29,13 @@ mod graph_patch;
 pub mod grid_sample;
 pub(crate) mod input_reshape;
 pub mod layer_norm;
+#[cfg(target_arch = "aarch64")]
+mod layer_norm_neon;
+#[cfg(target_arch = "aarch64")]
+mod softmax_neon;
 pub mod trig;
+#[cfg(target_arch = "aarch64")]
+mod trig_neon;
 
 use tract_onnx::tract_hir::internal::*;
 

@@ -191,7 +191,9 @@ pub enum YuvLayout {
     Nv12,
 }
 
-/// `out = (a * (256 - w) + b * w + 128) >> 8`, over whole rows (vectorises).
+/// `out = (a * (256 - w) + b * w + 128) >> 8`, over whole rows: NEON
+/// intrinsics on aarch64 for the whole vectors, plain loops (which the
+/// compiler vectorises, AVX2 under `resample_yuv_avx2`) for the rest.
 #[inline]
 fn blend_rows(out: &mut [u8], a: &[u8], b: &[u8], w: u32) {
     if w == 0 {
@@ -199,6 +201,12 @@ fn blend_rows(out: &mut [u8], a: &[u8], b: &[u8], w: u32) {
         return;
     }
     let (wa, wb) = (256 - w as u16, w as u16);
+    // SAFETY: NEON is the aarch64 baseline.
+    #[cfg(target_arch = "aarch64")]
+    let done = unsafe { super::neon::blend_rows(out, a, b, wa, wb) };
+    #[cfg(not(target_arch = "aarch64"))]
+    let done = 0;
+    let (out, a, b) = (&mut out[done..], &a[done..], &b[done..]);
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
         *o = ((u16::from(x) * wa + u16::from(y) * wb + 128) >> 8) as u8;
     }

@@ -11,6 +11,8 @@
 
 pub(super) mod convolve;
 pub(super) mod fused;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 use serde::{Deserialize, Serialize};
 

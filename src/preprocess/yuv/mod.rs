@@ -3,14 +3,18 @@
 //!
 //! One family: [`yuv_to_rgb`] is the scalar reference for one pixel, and
 //! the row converters below are its only vector form. Each row converter
-//! has a scalar version (the reference and the fallback) and an AVX2 kernel
-//! picked at run time, bit-exact with the scalar one (see [`avx2`] for why
-//! 16-bit lanes suffice). The three row shapes differ only in where a
+//! has a scalar version (the reference and the fallback) and a SIMD kernel,
+//! bit-exact with the scalar one: AVX2 picked at run time on x86-64, NEON
+//! (the aarch64 baseline) on aarch64 (see `avx2.rs` for why 16-bit lanes
+//! suffice). One dispatch point per row shape picks the kernel; the scalar
+//! version finishes the tail. The three row shapes differ only in where a
 //! pixel's chroma comes from: a YUYV macropixel, an NV12 U V pair shared by
 //! two pixels, or one U and one V per pixel (resampled chroma).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 /// One pixel from Y, U (Cb), V (Cr) to R, G, B.
 #[inline(always)]
@@ -61,17 +65,8 @@ pub fn yuv_to_rgb_reference(y: u8, u: u8, v: u8) -> [f64; 3] {
 pub fn yuyv_row_to_rgb(src: &[u8], dst: &mut [u8]) {
     let n = even_pixels(dst);
     assert!(src.len() >= 2 * n, "YUYV row shorter than its RGB row");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above); `src` has
-            // `2 n` bytes and `dst` `3 n` (asserted above).
-            let done = unsafe { avx2::yuyv(src, dst, n) };
-            yuyv_row_scalar(&src[2 * done..2 * n], &mut dst[3 * done..]);
-            return;
-        }
-    }
-    yuyv_row_scalar(&src[..2 * n], dst);
+    let done = simd::yuyv(src, dst, n);
+    yuyv_row_scalar(&src[2 * done..2 * n], &mut dst[3 * done..]);
 }
 
 /// Converts one NV12 row, `n` luma bytes and the `n` bytes of interleaved
@@ -85,17 +80,8 @@ pub fn nv12_row_to_rgb(luma: &[u8], uv: &[u8], dst: &mut [u8]) {
         luma.len() >= n && uv.len() >= n,
         "NV12 rows shorter than their RGB row"
     );
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above); `luma` and
-            // `uv` have `n` bytes and `dst` `3 n` (asserted above).
-            let done = unsafe { avx2::nv12(luma, uv, dst, n) };
-            nv12_row_scalar(&luma[done..n], &uv[done..n], &mut dst[3 * done..]);
-            return;
-        }
-    }
-    nv12_row_scalar(&luma[..n], &uv[..n], dst);
+    let done = simd::nv12(luma, uv, dst, n);
+    nv12_row_scalar(&luma[done..n], &uv[done..n], &mut dst[3 * done..]);
 }
 
 /// Converts `n` pixels, each with its own Y, U and V (rows of at least `n`
@@ -114,17 +100,67 @@ pub fn planar_row_to_rgb(y: &[u8], u: &[u8], v: &[u8], dst: &mut [u8]) {
         y.len() >= n && u.len() >= n && v.len() >= n,
         "Y, U, V rows shorter than their RGB row"
     );
-    #[cfg(target_arch = "x86_64")]
-    {
+    let done = simd::planar(y, u, v, dst, n);
+    planar_row_scalar(&y[done..n], &u[done..n], &v[done..n], &mut dst[3 * done..]);
+}
+
+/// The one dispatch point of each row shape: the target's SIMD kernel over
+/// the whole steps of a row, returning the pixels done (0 where the target
+/// has none); the scalar version does the rest.
+mod simd {
+    /// The SIMD part of [`super::yuyv_row_to_rgb`]; `src` has `2 n` bytes
+    /// and `dst` `3 n`.
+    pub fn yuyv(src: &[u8], dst: &mut [u8], n: usize) -> usize {
+        debug_assert!(src.len() >= 2 * n && dst.len() >= 3 * n);
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above); `y`, `u`
-            // and `v` have `n` bytes and `dst` `3 n` (asserted above).
-            let done = unsafe { avx2::planar(y, u, v, dst, n) };
-            planar_row_scalar(&y[done..n], &u[done..n], &v[done..n], &mut dst[3 * done..]);
-            return;
+            // SAFETY: the CPU supports AVX2 (checked just above); the lengths
+            // are the caller's, asserted by `yuyv_row_to_rgb`.
+            return unsafe { super::avx2::yuyv(src, dst, n) };
         }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is the aarch64 baseline; the lengths are the caller's,
+        // asserted by `yuyv_row_to_rgb`.
+        return unsafe { super::neon::yuyv(src, dst, n) };
+        #[allow(unreachable_code)]
+        0
     }
-    planar_row_scalar(&y[..n], &u[..n], &v[..n], dst);
+
+    /// The SIMD part of [`super::nv12_row_to_rgb`]; `luma` and `uv` have
+    /// `n` bytes and `dst` `3 n`.
+    pub fn nv12(luma: &[u8], uv: &[u8], dst: &mut [u8], n: usize) -> usize {
+        debug_assert!(luma.len() >= n && uv.len() >= n && dst.len() >= 3 * n);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above); the lengths
+            // are the caller's, asserted by `nv12_row_to_rgb`.
+            return unsafe { super::avx2::nv12(luma, uv, dst, n) };
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is the aarch64 baseline; the lengths are the caller's,
+        // asserted by `nv12_row_to_rgb`.
+        return unsafe { super::neon::nv12(luma, uv, dst, n) };
+        #[allow(unreachable_code)]
+        0
+    }
+
+    /// The SIMD part of [`super::planar_row_to_rgb`]; `y`, `u` and `v` have
+    /// `n` bytes and `dst` `3 n`.
+    pub fn planar(y: &[u8], u: &[u8], v: &[u8], dst: &mut [u8], n: usize) -> usize {
+        debug_assert!(y.len() >= n && u.len() >= n && v.len() >= n && dst.len() >= 3 * n);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above); the lengths
+            // are the caller's, asserted by `planar_row_to_rgb`.
+            return unsafe { super::avx2::planar(y, u, v, dst, n) };
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is the aarch64 baseline; the lengths are the caller's,
+        // asserted by `planar_row_to_rgb`.
+        return unsafe { super::neon::planar(y, u, v, dst, n) };
+        #[allow(unreachable_code)]
+        0
+    }
 }
 
 /// Pixels of an RGB row of an even number of pixels.

@@ -1,4 +1,5 @@
-//! The per-item loops of [`super::FastAttention`]: portable, and AVX2 + FMA on x86-64.
+//! The per-item loops of [`super::FastAttention`]: portable, AVX2 + FMA on x86-64,
+//! and NEON on aarch64 (`neon.rs`).
 
 use super::super::fast_ops::exp_approx;
 use super::Dims;
@@ -61,6 +62,7 @@ pub(super) trait Rows {
 }
 
 /// Plain loops (the compiler vectorises them as the target allows).
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 pub(super) struct Portable;
 
 impl Rows for Portable {
@@ -266,7 +268,8 @@ pub(super) struct Operands<'a> {
 }
 
 /// One batch item; where the CPU has AVX2 and FMA, the register-blocked loops of
-/// [`super::small`] for narrow heads, or the AVX2 build of the general loops.
+/// [`super::small`] for narrow heads, or the AVX2 build of the general loops; on
+/// aarch64 the general loops with NEON rows.
 pub(super) fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -283,6 +286,9 @@ pub(super) fn one(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [
             return;
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    one_generic::<super::neon::Neon>(ops, dims, scratch, out);
+    #[cfg(not(target_arch = "aarch64"))]
     one_generic::<Portable>(ops, dims, scratch, out);
 }
 

@@ -17,11 +17,14 @@
 //!
 //! The per-item loops: `small` where the CPU has AVX2 and FMA and the heads are at
 //! most 16 wide (the decoder's are 8), with every phase register-blocked over several
-//! query rows; `kernel` for everything else, row at a time, portable or AVX2.
+//! query rows; `kernel` for everything else, row at a time, portable, AVX2 or NEON
+//! (`neon`, on aarch64).
 
 use tract_onnx::tract_hir::internal::*;
 
 mod kernel;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod rewrite;
 #[cfg(target_arch = "x86_64")]
 mod small;
@@ -362,42 +365,81 @@ mod tests {
         }
     }
 
+    /// The dispatched loops (AVX2 + FMA or the narrow-head path on x86-64, NEON on
+    /// aarch64) against the portable ones, at sizes around the 8-lane width (tails
+    /// of every kind), in place and gathered. They differ only in rounding: with
+    /// `|q|, |k|, |v| <= 2` each score `scale · q·k` differs by at most
+    /// `2 (k + 1) u · scale · 4 k` (`u = 2^-24`: two orders of a k-term sum, fused
+    /// or not), each probability relatively by twice that plus `(2 n + 4) u` (the
+    /// row sum's order, the division, the product), and each output, a convex
+    /// combination of V's rows, by `2` times that plus `2 n u` (its own sum).
     #[test]
     fn portable_loops_agree_with_the_dispatched_ones() {
-        // One item: Q (17, 16), K (18, 16), V (18, 8) in row-major order; both the
-        // in-place and the gathering layouts (strides (1, row) read the transposes).
-        let (m, n, k, d) = (17, 18, 16, 8);
-        let q = random(m * k, 1, -2.0, 2.0);
-        let kk = random(n * k, 2, -2.0, 2.0);
-        let v = random(n * d, 3, -2.0, 2.0);
-        let dims = Dims {
-            m0: 1,
-            m1: m,
-            n,
-            k,
-            d,
-        };
-        for (qw, kw, vw) in [([k, 1], [k, 1], [d, 1]), ([1, m], [1, n], [1, n])] {
-            let ops = Operands {
-                q: &q,
-                k: &kk,
-                v: &v,
-                qw,
-                kw,
-                vw,
-                ow: [d, 1],
-                scale: 0.3,
+        let u = 2f32.powi(-24);
+        let mut worst = 0.0f32;
+        for (seed, (m, n, k, d)) in [
+            (17, 18, 16, 8),
+            (5, 3, 7, 3),
+            (9, 13, 5, 11),
+            (4, 33, 24, 17),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let seed = 10 * seed as u64;
+            let q = random(m * k, seed + 1, -2.0, 2.0);
+            let kk = random(n * k, seed + 2, -2.0, 2.0);
+            let v = random(n * d, seed + 3, -2.0, 2.0);
+            let dims = Dims {
+                m0: 1,
+                m1: m,
+                n,
+                k,
+                d,
             };
-            let scratch = || Scratch::new(dims);
-            let mut a = vec![0.0; (m - 1) * d];
-            let mut b = vec![1.0; (m - 1) * d];
-            one(&ops, dims, &mut scratch(), &mut a);
-            one_generic::<Portable>(&ops, dims, &mut scratch(), &mut b);
-            let diff = max_abs_diff(&a, &b);
-            assert!(diff < 1e-5, "{diff}");
-            // Rows are distributions over V's rows: bounded by V's range.
-            assert!(a.iter().all(|x| x.abs() <= 2.0));
+            let scale = 0.3;
+            let score = 2.0 * (k + 1) as f32 * u * scale * 4.0 * k as f32;
+            let bound =
+                2.0 * (2.0 * 2.0 * score + (2 * n + 4) as f32 * u) + 2.0 * (2 * n) as f32 * u;
+            // Both the in-place and the gathering layouts (strides (1, row) read the
+            // transposes).
+            for (qw, kw, vw) in [([k, 1], [k, 1], [d, 1]), ([1, m], [1, n], [1, n])] {
+                let run = |v: &[f32], generic: bool| {
+                    let ops = Operands {
+                        q: &q,
+                        k: &kk,
+                        v,
+                        qw,
+                        kw,
+                        vw,
+                        ow: [d, 1],
+                        scale,
+                    };
+                    let mut o = vec![f32::NAN; (m - 1) * d];
+                    if generic {
+                        one_generic::<Portable>(&ops, dims, &mut Scratch::new(dims), &mut o);
+                    } else {
+                        one(&ops, dims, &mut Scratch::new(dims), &mut o);
+                    }
+                    o
+                };
+                let (a, b) = (run(&v, false), run(&v, true));
+                let diff = max_abs_diff(&a, &b);
+                assert!(diff <= bound, "{m}x{n}x{k}x{d}: {diff} > {bound}");
+                worst = worst.max(diff);
+                // Rows are distributions over V's rows: bounded by V's range.
+                assert!(a.iter().all(|x| x.abs() <= 2.0));
+                // Negative control: V moved by 0.01 moves every output by 0.01 (the
+                // probabilities sum to one), well outside the bound.
+                let moved: Vec<f32> = v.iter().map(|x| x + 0.01).collect();
+                let moved = max_abs_diff(&a, &run(&moved, true));
+                assert!(
+                    moved > 0.009 && moved > 10.0 * bound,
+                    "{m}x{n}x{k}x{d}: moved V gave {moved}"
+                );
+            }
         }
+        eprintln!("attention, dispatched against portable: worst {worst}");
     }
 
     #[test]

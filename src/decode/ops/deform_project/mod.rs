@@ -77,6 +77,12 @@ impl FastDeformProject {
                 return Ok(());
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is the aarch64 baseline.
+        self.sample_with(inputs, weight, bias, out, |a, w, r| unsafe {
+            super::deform_neon::axpy(a, w, r)
+        });
+        #[cfg(not(target_arch = "aarch64"))]
         self.sample_generic(inputs, weight, bias, out);
         Ok(())
     }
@@ -98,6 +104,8 @@ impl FastDeformProject {
         self.sample_generic(inputs, weight, bias, out);
     }
 
+    /// The portable loops: the scalar reference of every SIMD build.
+    #[cfg_attr(target_arch = "aarch64", allow(dead_code))]
     #[inline(always)]
     fn sample_generic(
         &self,
@@ -105,6 +113,24 @@ impl FastDeformProject {
         weight: &[f32],
         bias: &[f32],
         out: &mut [f32],
+    ) {
+        self.sample_with(inputs, weight, bias, out, |acc, wt, row| {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a += wt * v;
+            }
+        });
+    }
+
+    /// The sampling and projection loops with `axpy` (`acc += wt * row`) as
+    /// their inner loop, the one place a SIMD build differs.
+    #[inline(always)]
+    fn sample_with(
+        &self,
+        inputs: &ProjectInputs<'_>,
+        weight: &[f32],
+        bias: &[f32],
+        out: &mut [f32],
+        axpy: impl Fn(&mut [f32], f32, &[f32]),
     ) {
         let [heads, d, dh] = self.dims();
         let [mh, mw] = self.map;
@@ -144,14 +170,11 @@ impl FastDeformProject {
                                 continue;
                             }
                             wsum[j] += wt;
-                            let m = &memory[i as usize * d..(i as usize + 1) * d];
-                            for (a, &v) in row.iter_mut().zip(m) {
-                                *a += wt * v;
-                            }
+                            axpy(row, wt, &memory[i as usize * d..(i as usize + 1) * d]);
                         }
                     }
                 }
-                project(&acc[..n * d], w_h, dh, |j, c, v| {
+                project(&acc[..n * d], w_h, dh, &axpy, |j, c, v| {
                     dst[c * lq + q0 + j] = v + b_h[c] * wsum[j];
                 });
             }
@@ -162,17 +185,20 @@ impl FastDeformProject {
 /// `rows (n, D) · w (D, dh)`, handing each result to `put(row, column, value)`; up to
 /// [`BLOCK`] rows, each with dh ≤ 32 accumulators.
 #[inline(always)]
-fn project(rows: &[f32], w: &[f32], dh: usize, mut put: impl FnMut(usize, usize, f32)) {
+fn project(
+    rows: &[f32],
+    w: &[f32],
+    dh: usize,
+    axpy: impl Fn(&mut [f32], f32, &[f32]),
+    mut put: impl FnMut(usize, usize, f32),
+) {
     let d = w.len() / dh;
     let n = rows.len() / d;
     let mut o = [[0f32; 32]; BLOCK];
     if dh <= 32 {
         for (k, wrow) in w.chunks_exact(dh).enumerate() {
             for j in 0..n {
-                let a = rows[j * d + k];
-                for (oc, &wc) in o[j][..dh].iter_mut().zip(wrow) {
-                    *oc += a * wc;
-                }
+                axpy(&mut o[j][..dh], rows[j * d + k], wrow);
             }
         }
         for (j, oj) in o.iter().enumerate().take(n) {
