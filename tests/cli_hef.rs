@@ -93,10 +93,10 @@ fn inspect_json_carries_the_model() {
     let ng = &entry["hef"]["network_groups"][0];
     assert_eq!(ng["name"], "backbone_288");
     assert_eq!(ng["ops_per_frame"], 35_600_000_000u64);
-    assert_eq!(ng["inputs"][0]["shape"]["Image"]["height"], 288);
+    assert_eq!(ng["inputs"][0]["shape"]["image"]["height"], 288);
     assert_eq!(ng["outputs"].as_array().expect("outputs").len(), 2);
     assert_eq!(ng["outputs"][1]["name"], "backbone_288/features");
-    assert_eq!(ng["outputs"][1]["data_type"], "Uint8");
+    assert_eq!(ng["outputs"][1]["data_type"], "uint8");
 }
 
 #[test]

@@ -198,3 +198,22 @@ fn bad_arguments_are_refused() {
         assert!(text.contains("etc/group is missing"), "{text}");
     }
 }
+
+#[test]
+fn a_symbolic_link_inside_the_root_is_refused() {
+    let dir = tree("");
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("etc/udev")).unwrap();
+    let (out, text) = run(dir.path(), &[]);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("etc/udev is a symbolic link"), "{text}");
+    assert_eq!(
+        fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "wrote through the link"
+    );
+    // Negative control: the same tree without the link installs.
+    fs::remove_file(dir.path().join("etc/udev")).unwrap();
+    let (out, text) = run(dir.path(), &[]);
+    assert!(out.status.success(), "{text}");
+}

@@ -12,7 +12,8 @@
 #   --uninstall  remove the files; remove the group when it has no members
 #   --dry-run    print every action, change nothing
 #   --root DIR   work inside DIR instead of / (for tests and images); no
-#                daemon is reloaded
+#                daemon is reloaded, and a symbolic link anywhere on the way
+#                to a file it writes or removes is refused
 set -euo pipefail
 
 readonly GROUP_NAME=hailo
@@ -79,11 +80,27 @@ prefix_args() {
   fi
 }
 
+# Under --root, refuse a path whose folders or file inside the tree are
+# symbolic links: writing through one would land outside the tree.
+refuse_links() {
+  [[ -n "$root" ]] || return 0
+  local rel=${1#/} path=$root part
+  local -a parts
+  IFS=/ read -r -a parts <<<"$rel"
+  for part in "${parts[@]}"; do
+    path="$path/$part"
+    if [[ -L "$path" ]]; then
+      die "--root: $path is a symbolic link; refusing to write through it"
+    fi
+  done
+}
+
 install_files() {
   local entry src dest mode target
   for entry in "${FILES[@]}"; do
     IFS='|' read -r src dest mode <<<"$entry"
     target="${root}${dest}"
+    refuse_links "$dest"
     if [[ -f "$target" ]] && cmp -s "$SRC_DIR/$src" "$target" &&
       [[ "$(stat -c %a "$target")" == "$mode" ]]; then
       echo "unchanged: $dest"
@@ -99,6 +116,7 @@ remove_files() {
   for entry in "${FILES[@]}"; do
     IFS='|' read -r src dest mode <<<"$entry"
     target="${root}${dest}"
+    refuse_links "$dest"
     if [[ -e "$target" ]]; then
       act rm -f "$target"
       changed=1
@@ -197,6 +215,7 @@ done
 if [[ "$root" == "/" ]]; then
   root=""
 fi
+refuse_links /etc/group
 if ((!dry_run)) && [[ -z "$root" ]] && ((EUID != 0)); then
   die "must run as root: sudo $0 $*"
 fi

@@ -1,16 +1,53 @@
-//! A pose.json on arbitrary text: parsed, then posed through the embedded ANNY model's
-//! forward kinematics. Every input gives keypoints or an error naming the field.
+//! A pose.json on arbitrary text: parsed, turned into a pose of the embedded ANNY model and
+//! posed through its forward kinematics. Every input gives keypoints or an error naming the
+//! field or bone.
 #![no_main]
 
-use hailo_edge::body::{Model, PoseJson};
+use std::sync::OnceLock;
+
+use hailo_edge::body::{Model, Phenotype, PoseJson, Rest};
 use libfuzzer_sys::fuzz_target;
 
+fn model() -> Option<&'static Model> {
+    static MODEL: OnceLock<Option<&'static Model>> = OnceLock::new();
+    *MODEL.get_or_init(|| Model::embedded().ok())
+}
+
+fn rest(model: &'static Model) -> &'static Rest {
+    static REST: OnceLock<Rest> = OnceLock::new();
+    REST.get_or_init(|| model.rest(&Phenotype::default()))
+}
+
 fuzz_target!(|data: &[u8]| {
-    let Ok(json) = serde_json::from_slice::<PoseJson>(data) else {
+    let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(model) = Model::embedded() else {
+    let json = match PoseJson::parse(text) {
+        Ok(j) => j,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    let Some(model) = model() else {
         return;
     };
-    let _ = (model, json);
+    match json.pose(model) {
+        Ok(pose) => {
+            let owned;
+            let rest = match &json.phenotype {
+                Some(p) => {
+                    owned = model.rest(p);
+                    &owned
+                }
+                None => rest(model),
+            };
+            if let Err(e) = model.skeleton(rest, &pose) {
+                let _ = e.to_string();
+            }
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
 });

@@ -40,7 +40,7 @@ use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
-use super::stage::capture::{Backoff, CaptureThread};
+use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
 use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
@@ -381,12 +381,16 @@ fn start_stages(
     let mut camera_rxs = Vec::new();
     for (i, source) in parts.sources.into_iter().enumerate() {
         let (tx, rx) = bounded(channels.camera_depth);
-        let thread =
-            CaptureThread::spawn(source, tx, rx.clone(), Backoff::default()).map_err(|e| {
-                RunError::Camera {
-                    camera: rig.cameras[i].name.clone(),
-                    source: CameraSetupError::CaptureThread(e),
-                }
+        // On a virtual clock the sources are not paced by real time: they wait for room
+        // instead of dropping, so the cameras advance in step whatever the host's speed.
+        let policy = match rig.device.clock {
+            TimeBase::RealTime => QueuePolicy::DropOldest,
+            TimeBase::Virtual | TimeBase::Manual(_) => QueuePolicy::Wait,
+        };
+        let thread = CaptureThread::spawn_with(source, tx, rx.clone(), Backoff::default(), policy)
+            .map_err(|e| RunError::Camera {
+                camera: rig.cameras[i].name.clone(),
+                source: CameraSetupError::CaptureThread(e),
             })?;
         captures.push(thread);
         camera_rxs.push(rx);

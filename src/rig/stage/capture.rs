@@ -144,6 +144,7 @@ struct Capture {
     tx: Sender<Frame>,
     rx: Receiver<Frame>,
     backoff: Backoff,
+    policy: QueuePolicy,
     status: Arc<CameraStatus>,
     stop: Stop,
 }
@@ -161,6 +162,7 @@ impl Stage for Capture {
             &self.tx,
             &self.rx,
             self.backoff,
+            self.policy,
             &self.status,
             &self.stop,
         );
@@ -171,10 +173,21 @@ impl CaptureThread {
     /// Starts capturing from `source` into `tx`; when `tx` is full the oldest
     /// queued frame (taken through `rx`) is dropped and counted.
     pub fn spawn(
+        source: Box<dyn Source>,
+        tx: Sender<Frame>,
+        rx: Receiver<Frame>,
+        backoff: Backoff,
+    ) -> std::io::Result<Self> {
+        Self::spawn_with(source, tx, rx, backoff, QueuePolicy::DropOldest)
+    }
+
+    /// As [`CaptureThread::spawn`], doing `policy` when `tx` is full.
+    pub fn spawn_with(
         mut source: Box<dyn Source>,
         tx: Sender<Frame>,
         rx: Receiver<Frame>,
         backoff: Backoff,
+        policy: QueuePolicy,
     ) -> std::io::Result<Self> {
         let camera = source.info().camera;
         let status = Arc::new(CameraStatus::default());
@@ -185,6 +198,7 @@ impl CaptureThread {
             tx,
             rx,
             backoff,
+            policy,
             status: Arc::clone(&status),
             stop: stop.clone(),
         })?;
@@ -224,6 +238,7 @@ fn run(
     tx: &Sender<Frame>,
     rx: &Receiver<Frame>,
     backoff: Backoff,
+    policy: QueuePolicy,
     status: &CameraStatus,
     stop: &Stop,
 ) {
@@ -240,6 +255,15 @@ fn run(
                 loop {
                     match tx.try_send(frame) {
                         Ok(()) => break,
+                        Err(TrySendError::Full(f)) if policy == QueuePolicy::Wait => {
+                            if stop.wait_for(WAIT_SLICE) {
+                                // The stop came first: the frame it held is
+                                // dropped at the queue, and counted there.
+                                status.queue_drops.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            frame = f;
+                        }
                         Err(TrySendError::Full(f)) => {
                             if rx.try_recv().is_ok() {
                                 status.queue_drops.fetch_add(1, Ordering::Relaxed);
@@ -317,3 +341,17 @@ fn reconnect(
 
 #[cfg(test)]
 mod tests;
+
+/// What a capture thread does when its camera's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueuePolicy {
+    /// Drop the oldest queued frame and count it: a real camera does not wait.
+    #[default]
+    DropOldest,
+    /// Wait for room (ending on the stop): sources paced by a virtual clock
+    /// lose no frame to the host's speed, so every camera advances in step.
+    Wait,
+}
+
+/// How often a capture thread waiting for room looks at the stop.
+const WAIT_SLICE: Duration = Duration::from_millis(5);

@@ -129,6 +129,40 @@ fn a_slow_consumer_drops_oldest_and_counts_it() {
     assert!(newest >= s.frames - 3, "kept {newest} of {}", s.frames);
 }
 
+#[test]
+fn a_waiting_capture_loses_nothing_and_still_stops_at_once() {
+    // A queue as above, but the capture waits for room: no frame is
+    // dropped however slow the reader, frames arrive in order, and a stop while waiting
+    // ends the thread at once with the frame it held counted as dropped.
+    // A source paced by no clock, as on a virtual clock.
+    let cams = [small_cam(0)];
+    let src = SyntheticSource::rig(Arc::new(MarkerScene::default()), &cams, false)
+        .unwrap()
+        .remove(0);
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let t = CaptureThread::spawn_with(
+        Box::new(src),
+        tx,
+        rx.clone(),
+        fast_backoff(),
+        QueuePolicy::Wait,
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(20));
+        seen.push(rx.recv_timeout(Duration::from_secs(5)).unwrap().sequence);
+    }
+    assert_eq!(seen, (0..6).collect::<Vec<_>>(), "frames skipped");
+    std::thread::sleep(Duration::from_millis(50));
+    let status = Arc::clone(&t.status);
+    let took = time_stop(t, Duration::from_secs(5)).expect("the stop waited for room");
+    assert!(took < Duration::from_secs(1), "the stop took {took:?}");
+    let s = status.snapshot();
+    assert!(s.queue_drops <= 1, "{s:?}");
+    assert_eq!(s.frames, 6 + rx.len() as u64 + s.queue_drops, "{s:?}");
+}
+
 /// Stops `thread` from another thread and returns how long the stop took,
 /// or `None` when it had not returned within `limit` (the capture thread is
 /// then left behind, so the test fails instead of hanging).
