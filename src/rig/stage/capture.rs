@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
 use crate::camera::frame::{CameraId, Frame};
 use crate::camera::source::{Source, SourceError};
@@ -256,13 +256,24 @@ fn run(
                     match tx.try_send(frame) {
                         Ok(()) => break,
                         Err(TrySendError::Full(f)) if policy == QueuePolicy::Wait => {
-                            if stop.wait_for(WAIT_SLICE) {
-                                // The stop came first: the frame it held is
-                                // dropped at the queue, and counted there.
-                                status.queue_drops.fetch_add(1, Ordering::Relaxed);
-                                return;
+                            // Woken by room in the queue, or after a slice to
+                            // look at the stop.
+                            match tx.send_timeout(f, WAIT_SLICE) {
+                                Ok(()) => break,
+                                Err(SendTimeoutError::Timeout(f)) if !stop.is_requested() => {
+                                    frame = f;
+                                }
+                                Err(SendTimeoutError::Timeout(_)) => {
+                                    // The stop came first: the frame it held
+                                    // is dropped at the queue, and counted there.
+                                    status.queue_drops.fetch_add(1, Ordering::Relaxed);
+                                    return;
+                                }
+                                Err(SendTimeoutError::Disconnected(_)) => {
+                                    status.set_state(CameraState::Stopped);
+                                    return;
+                                }
                             }
-                            frame = f;
                         }
                         Err(TrySendError::Full(f)) => {
                             if rx.try_recv().is_ok() {
@@ -354,4 +365,4 @@ pub enum QueuePolicy {
 }
 
 /// How often a capture thread waiting for room looks at the stop.
-const WAIT_SLICE: Duration = Duration::from_millis(5);
+const WAIT_SLICE: Duration = Duration::from_millis(20);
