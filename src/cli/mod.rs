@@ -75,6 +75,17 @@ enum Command {
     Kernels(kernels::KernelsArgs),
 }
 
+/// The exit status of a command that ran whole but whose answer is no: a rig that does not
+/// fit (`plan`) or a rate not sustained (`run`).
+const FALLS_SHORT: u8 = 3;
+
+/// Says why on stderr, with the exit status: [`FALLS_SHORT`], or 0 when `exit_zero`.
+fn falls_short(why: &str, exit_zero: bool) -> ExitCode {
+    let code = if exit_zero { 0 } else { FALLS_SHORT };
+    eprintln!("{why}; exit status {code}");
+    ExitCode::from(code)
+}
+
 /// Parses the arguments, runs the subcommand and turns its outcome into an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();

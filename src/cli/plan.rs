@@ -65,9 +65,6 @@ pub struct PlanArgs {
     exit_zero: bool,
 }
 
-/// The exit status of a plan whose rig does not fit one part at INT8.
-pub const DOES_NOT_FIT: u8 = 3;
-
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CamerasFile {
@@ -228,7 +225,7 @@ fn cameras_of_rig(
 }
 
 /// Success when the rig fits one part at INT8 (the precision HEFs compile to by default), or
-/// when `exit_zero`; else [`DOES_NOT_FIT`], saying why on stderr.
+/// when `exit_zero`; else [`super::FALLS_SHORT`], saying why on stderr.
 fn fit_status(rig: &RigPlan, exit_zero: bool) -> ExitCode {
     let int8 = rig
         .precisions
@@ -244,17 +241,14 @@ fn fit_status(rig: &RigPlan, exit_zero: bool) -> ExitCode {
                 .map_or(String::new(), |p| {
                     format!(" (at INT4 it needs {:.0} %)", 100.0 * p.share)
                 });
-            eprintln!(
-                "the rig does not fit one Hailo-10H at INT8: it needs {:.0} % of one part at the \
-                 planning utilisation{int4}; exit status {}",
-                100.0 * p.share,
-                if exit_zero { 0 } else { DOES_NOT_FIT }
-            );
-            if exit_zero {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(DOES_NOT_FIT)
-            }
+            super::falls_short(
+                &format!(
+                    "the rig does not fit one Hailo-10H at INT8: it needs {:.0} % of one part \
+                     at the planning utilisation{int4}",
+                    100.0 * p.share
+                ),
+                exit_zero,
+            )
         }
         _ => ExitCode::SUCCESS,
     }

@@ -243,13 +243,11 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     } else if !report.output_failures.is_empty() {
         ExitCode::FAILURE
     } else if !report.verdict.sustained {
-        let code = if args.exit_zero { 0 } else { NOT_SUSTAINED };
-        eprintln!("the rig's rate was not sustained (see the verdict); exit status {code}");
-        ExitCode::from(code)
+        super::falls_short(
+            "the rig's rate was not sustained (see the verdict)",
+            args.exit_zero,
+        )
     } else {
         ExitCode::SUCCESS
     })
 }
-
-/// The exit status of a run that completed but did not sustain the rig's rate.
-pub const NOT_SUSTAINED: u8 = 3;
