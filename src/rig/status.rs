@@ -49,8 +49,8 @@ pub struct StatusFigures {
     /// Per graph: name and completed frames per second.
     pub graphs: Vec<(String, f64)>,
     pub switches_per_s: f64,
-    /// Share of wall time the device was computing, and whether it is modelled.
-    pub busy: Option<(f64, bool)>,
+    /// Share of wall time the modelled device was computing: only the simulator knows it.
+    pub modelled_busy: Option<f64>,
     /// Per stage: name, p50 and p99 in ms.
     pub latency: Vec<(&'static str, f64, f64)>,
     /// The last MPJPE (mm) when ground truth exists, else the mean reprojection residual (px).
@@ -152,13 +152,8 @@ impl StatusFigures {
     }
 
     fn busy_text(&self) -> Option<String> {
-        self.busy.map(|(share, modelled)| {
-            format!(
-                "busy {:.0}% of wall time{}",
-                100.0 * share,
-                if modelled { " (modelled)" } else { "" }
-            )
-        })
+        self.modelled_busy
+            .map(|share| format!("busy {:.0}% of wall time (modelled)", 100.0 * share))
     }
 
     fn fit_text(&self) -> Option<String> {
@@ -264,9 +259,9 @@ impl StatusLine {
                 .map(|(i, g)| (g.clone(), (graph_frames[i] - g0[i]) as f64 / dt))
                 .collect(),
             switches_per_s: (switches - s0) as f64 / dt,
-            busy: sim
+            modelled_busy: sim
                 .as_ref()
-                .map(|s| (s.busy_ns as f64 / s.now_ns.max(1) as f64, true)),
+                .map(|s| s.busy_ns as f64 / s.now_ns.max(1) as f64),
             latency: ["npu", "decode", "fit", END_TO_END]
                 .into_iter()
                 .filter_map(|stage| {
@@ -312,7 +307,7 @@ mod tests {
                 ("backbone_432".into(), 119.6),
             ],
             switches_per_s: 61.0,
-            busy: Some((0.28, true)),
+            modelled_busy: Some(0.28),
             latency: vec![
                 ("npu", 34.8, 79.9),
                 ("decode", 51.2, 88.0),
