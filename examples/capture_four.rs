@@ -95,6 +95,7 @@ fn v4l2_config(spec: &str, camera: u32) -> anyhow::Result<V4l2Config> {
         fps,
         buffers: 4,
         timeout: Duration::from_secs(1),
+        controls: Default::default(),
     })
 }
 

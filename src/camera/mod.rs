@@ -7,10 +7,12 @@
 //! | [`stop`] | the stop request every source wait ends on |
 //! | [`frame`], [`pool`] | [`Frame`] and the buffer pool it lives in |
 //! | [`calib`] | OpenCV calibration files |
+//! | [`controls`] | camera controls from the rig file: set, read back, reported |
 //! | [`record`], [`replay`] | the MCAP recording format: writing and playing back |
 //! | `v4l2` | V4L2 mmap capture (64-bit Linux) |
 
 pub mod calib;
+pub mod controls;
 pub mod fault;
 pub mod frame;
 pub mod pool;

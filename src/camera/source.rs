@@ -60,6 +60,12 @@ pub trait Source: Send {
         0
     }
 
+    /// What became of the rig file's camera controls (V4L2 cameras; none
+    /// elsewhere), as the device last read them back.
+    fn controls(&self) -> &[crate::camera::controls::ControlOutcome] {
+        &[]
+    }
+
     /// The stop every wait of this source ends on: once it is requested,
     /// [`Source::next_frame`] returns [`SourceError::Stopped`] instead of
     /// waiting out a frame period. Sources whose waits are short already

@@ -4,13 +4,26 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use hailo_edge::camera::v4l2::{self, DeviceSummary, Sizes};
+use hailo_edge::camera::v4l2::{self, suggest, DeviceSummary, Sizes};
 
 #[derive(Debug, Args)]
 pub struct CamerasArgs {
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "toml")]
     json: bool,
+    /// Print ready `[[camera]]` entries for a rig file: a path under
+    /// /dev/v4l that survives a reboot, and the fastest mode covering --side.
+    #[arg(long)]
+    toml: bool,
+    /// With --toml: the side of the graph input the cameras feed, pixels.
+    #[arg(long, default_value_t = 288, requires = "toml")]
+    side: u32,
+    /// With --toml: the highest rate to ask for.
+    #[arg(long, default_value_t = 120.0, requires = "toml")]
+    max_fps: f64,
+    /// With --toml: the graph the entries feed.
+    #[arg(long, default_value = "body", requires = "toml")]
+    graph: String,
 }
 
 pub fn run(args: CamerasArgs) -> anyhow::Result<ExitCode> {
@@ -27,6 +40,12 @@ pub fn run(args: CamerasArgs) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&found)?);
+    } else if args.toml && !found.is_empty() {
+        let stable = suggest::stable_paths(std::path::Path::new("/dev/v4l"));
+        print!(
+            "{}",
+            suggest::rig_entries(&found, &stable, args.side, args.max_fps, &args.graph)
+        );
     } else if found.is_empty() {
         println!(
             "no V4L2 capture devices found (looked at {} /dev/video* node(s){})",

@@ -98,6 +98,7 @@ fn frames(args: &GateArgs) -> anyhow::Result<FrameSource> {
             fps: args.fps,
             buffers: 4,
             timeout: Duration::from_secs(2),
+            controls: Default::default(),
         };
         return Ok(FrameSource::Camera {
             config,

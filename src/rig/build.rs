@@ -422,6 +422,7 @@ fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunE
         fps: c.fps,
         buffers: 4,
         timeout: std::time::Duration::from_secs(2),
+        controls: c.controls.clone(),
     })
     .map_err(|source| RunError::Camera {
         camera: c.name.clone(),
@@ -526,6 +527,7 @@ mod tests {
             fit: Default::default(),
             pad: 0,
             calibration_file: None,
+            controls: Default::default(),
         };
         replay(0, &camera, &path)
     }

@@ -109,7 +109,7 @@ impl Device {
 
     /// One entry of an enumeration ioctl (`init` sets its index and filter);
     /// `None` past the list's end.
-    fn entry<T: Pod>(
+    pub(super) fn entry<T: Pod>(
         &self,
         request: u64,
         what: &'static str,

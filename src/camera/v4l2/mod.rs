@@ -4,10 +4,12 @@
 //! Pure ioctl over `libc` with the few `videodev2.h` structures written out in
 //! [`sys`]; see there for why no existing crate is used.
 
+mod controls;
 mod device;
 mod mmap;
 mod stamp;
 mod stream;
+pub mod suggest;
 pub mod sys;
 
 use std::path::{Path, PathBuf};

@@ -6,9 +6,11 @@
 //! the driver drop frames when the pipeline is slow). The copy of a 1280x720
 //! YUYV frame is about 1.8 MB, far below the preprocessing cost.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::camera::controls::{self, ControlOutcome, ControlValue};
 use crate::camera::frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 use crate::camera::pool::BufferPool;
 use crate::camera::source::{Source, SourceError, SourceInfo};
@@ -33,6 +35,8 @@ pub struct V4l2Config {
     pub buffers: u32,
     /// How long `next_frame` waits before reporting a timeout.
     pub timeout: Duration,
+    /// Controls to set before streaming, by the rig file's keys.
+    pub controls: BTreeMap<String, ControlValue>,
 }
 
 /// A streaming V4L2 capture device.
@@ -44,6 +48,8 @@ pub struct V4l2Source {
     seq: SequenceTracker,
     /// Checked between the short polls a wait for a frame is made of.
     stop: Stop,
+    /// What became of the rig file's controls at the last (re)start.
+    controls: Vec<ControlOutcome>,
 }
 
 /// The longest single poll: a stop is seen within this.
@@ -63,7 +69,7 @@ impl V4l2Source {
     /// [`SourceError::Io`] when the device cannot be opened or streamed,
     /// [`SourceError::Unsupported`] when it cannot deliver the format, size or rate.
     pub fn open(config: V4l2Config) -> Result<Self, SourceError> {
-        let (stream, fps) = Stream::start(&config).map_err(SourceError::from)?;
+        let (stream, fps, controls) = Stream::start(&config).map_err(SourceError::from)?;
         let info = SourceInfo {
             camera: config.camera,
             name: config.path.display().to_string(),
@@ -81,6 +87,7 @@ impl V4l2Source {
             stream: Some(stream),
             seq: SequenceTracker::default(),
             stop: Stop::new(),
+            controls,
         })
     }
 
@@ -99,7 +106,7 @@ impl V4l2Source {
 }
 
 impl Stream {
-    fn start(c: &V4l2Config) -> Result<(Self, f64), V4l2Error> {
+    fn start(c: &V4l2Config) -> Result<(Self, f64, Vec<ControlOutcome>), V4l2Error> {
         let device = Device::open(&c.path)?;
         let caps = device.caps()?;
         if !caps.capture || !caps.streaming {
@@ -119,6 +126,7 @@ impl Stream {
                 what: format!("asked for {} fps, driver chose {fps:.3}", c.fps),
             });
         }
+        let controls = controls::apply(&device, &c.path.display().to_string(), &c.controls)?;
         let req: sys::RequestBuffers = device.ioctl(
             sys::VIDIOC_REQBUFS,
             "VIDIOC_REQBUFS",
@@ -174,6 +182,7 @@ impl Stream {
                 maps,
             },
             fps,
+            controls,
         ))
     }
 
@@ -330,8 +339,9 @@ impl Source for V4l2Source {
 
     fn reconnect(&mut self) -> Result<(), SourceError> {
         self.stream = None;
-        let (stream, fps) = Stream::start(&self.config)?;
+        let (stream, fps, controls) = Stream::start(&self.config)?;
         self.stream = Some(stream);
+        self.controls = controls;
         self.info.fps = fps;
         self.seq.reset();
         Ok(())
@@ -339,6 +349,10 @@ impl Source for V4l2Source {
 
     fn driver_drops(&self) -> u64 {
         self.seq.dropped
+    }
+
+    fn controls(&self) -> &[ControlOutcome] {
+        &self.controls
     }
 
     fn stop_on(&mut self, stop: Stop) {

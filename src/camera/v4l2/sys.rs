@@ -65,6 +65,21 @@ pub const VIDIOC_G_PARM: u64 = iowr::<StreamParm>(21);
 pub const VIDIOC_S_PARM: u64 = iowr::<StreamParm>(22);
 pub const VIDIOC_ENUM_FRAMESIZES: u64 = iowr::<FrmSizeEnum>(74);
 pub const VIDIOC_ENUM_FRAMEINTERVALS: u64 = iowr::<FrmIvalEnum>(75);
+pub const VIDIOC_G_CTRL: u64 = iowr::<Control>(27);
+pub const VIDIOC_S_CTRL: u64 = iowr::<Control>(28);
+pub const VIDIOC_QUERYCTRL: u64 = iowr::<QueryCtrl>(36);
+pub const VIDIOC_QUERYMENU: u64 = iowr::<QueryMenu>(37);
+
+/// Asks `VIDIOC_QUERYCTRL` for the next control after the given id.
+pub const CTRL_FLAG_NEXT_CTRL: u32 = 0x8000_0000;
+pub const CTRL_FLAG_DISABLED: u32 = 0x0001;
+pub const CTRL_FLAG_GRABBED: u32 = 0x0002;
+pub const CTRL_FLAG_READ_ONLY: u32 = 0x0004;
+pub const CTRL_FLAG_INACTIVE: u32 = 0x0010;
+pub const CTRL_TYPE_INTEGER: u32 = 1;
+pub const CTRL_TYPE_BOOLEAN: u32 = 2;
+pub const CTRL_TYPE_MENU: u32 = 3;
+pub const CTRL_TYPE_INTEGER_MENU: u32 = 9;
 
 /// Marker for plain-old-data ioctl arguments: every bit pattern, including
 /// all zeroes, is a valid value.
@@ -223,8 +238,48 @@ pub struct Buffer {
     pub _tail: u32,
 }
 
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Control {
+    pub id: u32,
+    pub value: i32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct QueryCtrl {
+    pub id: u32,
+    pub type_: u32,
+    pub name: [u8; 32],
+    pub minimum: i32,
+    pub maximum: i32,
+    pub step: i32,
+    pub default_value: i32,
+    pub flags: u32,
+    pub reserved: [u32; 2],
+}
+
+/// `struct v4l2_querymenu`, which the header declares packed: the union of a
+/// name and an `__s64` value starts at offset 8, so the value is read from
+/// the name's first eight bytes (little-endian on both targets).
+#[repr(C, packed)]
+#[derive(Debug, Clone, Copy)]
+pub struct QueryMenu {
+    pub id: u32,
+    pub index: u32,
+    pub name: [u8; 32],
+    pub reserved: u32,
+}
+
 // Sizes and offsets as `linux/videodev2.h` gives them on x86_64 and aarch64 (LP64).
 const _: () = {
+    assert!(size_of::<Control>() == 8);
+    assert!(size_of::<QueryCtrl>() == 68);
+    assert!(offset_of!(QueryCtrl, name) == 8);
+    assert!(offset_of!(QueryCtrl, minimum) == 40);
+    assert!(offset_of!(QueryCtrl, flags) == 56);
+    assert!(size_of::<QueryMenu>() == 44);
+    assert!(offset_of!(QueryMenu, name) == 8);
     assert!(size_of::<Capability>() == 104);
     assert!(offset_of!(Capability, version) == 80);
     assert!(offset_of!(Capability, capabilities) == 84);
@@ -282,6 +337,12 @@ unsafe impl Pod for StreamParm {}
 unsafe impl Pod for RequestBuffers {}
 // SAFETY: as above.
 unsafe impl Pod for Buffer {}
+// SAFETY: as above.
+unsafe impl Pod for Control {}
+// SAFETY: as above.
+unsafe impl Pod for QueryCtrl {}
+// SAFETY: as above (packed, so never referenced field by field unaligned).
+unsafe impl Pod for QueryMenu {}
 
 /// Calls `ioctl(fd, request, arg)`, retrying on EINTR.
 ///
@@ -353,6 +414,10 @@ mod tests {
             (VIDIOC_S_PARM, 0xc0cc_5616),
             (VIDIOC_ENUM_FRAMESIZES, 0xc02c_564a),
             (VIDIOC_ENUM_FRAMEINTERVALS, 0xc034_564b),
+            (VIDIOC_G_CTRL, 0xc008_561b),
+            (VIDIOC_S_CTRL, 0xc008_561c),
+            (VIDIOC_QUERYCTRL, 0xc044_5624),
+            (VIDIOC_QUERYMENU, 0xc02c_5625),
         ];
         for (got, want) in codes {
             assert_eq!(got, want, "{got:#x} != {want:#x}");

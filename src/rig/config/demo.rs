@@ -39,6 +39,7 @@ impl RigConfig {
             fit: FitMode::Letterbox,
             pad: 0,
             calibration_file: None,
+            controls: Default::default(),
         };
         RigConfig {
             device: DeviceConfig {

@@ -1,10 +1,12 @@
 //! The tables of a rig file and their defaults.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::values::{BackendChoice, CameraSource, FitMode, KeypointsFrom, SimProfileName};
+use crate::camera::controls::ControlValue;
 use crate::camera::PixelFormat;
 use crate::decode::Engine;
 use crate::metrics::utilisation_source::UtilisationSource;
@@ -140,6 +142,11 @@ pub struct CameraConfig {
     /// An OpenCV FileStorage calibration (YAML or JSON) for this camera.
     #[serde(default)]
     pub calibration_file: Option<PathBuf>,
+    /// V4L2 controls set before streaming: `exposure_us`, `gain`,
+    /// `auto_exposure`, `power_line_hz`, or any control by the name
+    /// `v4l2-ctl --list-ctrls` prints (see docs/cameras.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub controls: BTreeMap<String, ControlValue>,
 }
 
 /// The CPU decoder.

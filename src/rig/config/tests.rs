@@ -311,3 +311,38 @@ fn the_group_id_and_dma_map_keys_parse_and_a_bad_group_id_names_its_key() {
         assert!(err.contains("group id"), "{err}");
     }
 }
+
+#[test]
+fn camera_controls_parse_by_type_and_are_checked_before_any_device() {
+    let with = |table: &str| format!("{RIG}\n[camera.controls]\n{table}\n");
+    let rig = parse(&with(
+        "exposure_us = 4000\nauto_exposure = false\npower_line_hz = 50\nsharpness = 3\nexposure_auto = \"Manual Mode\"",
+    ))
+    .unwrap();
+    let controls = &rig.cameras[1].controls;
+    use crate::camera::controls::ControlValue;
+    assert_eq!(controls["exposure_us"], ControlValue::Int(4000));
+    assert_eq!(controls["auto_exposure"], ControlValue::Bool(false));
+    assert_eq!(
+        controls["exposure_auto"],
+        ControlValue::Text("Manual Mode".into())
+    );
+    assert!(rig.cameras[0].controls.is_empty());
+
+    let err = parse(&with("power_line_hz = 55")).unwrap_err().to_string();
+    assert!(err.contains("camera[1].controls.power_line_hz"), "{err}");
+    assert!(err.contains("50 or 60"), "{err}");
+    let err = parse(&with("exposure_us = \"8 ms\""))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("camera[1].controls.exposure_us"), "{err}");
+
+    // A synthetic camera has no controls to set.
+    let synthetic = RIG.replace(
+        "graph = \"body\"\n",
+        "graph = \"body\"\n[camera.controls]\ngain = 3\n",
+    );
+    let err = parse(&synthetic).unwrap_err().to_string();
+    assert!(err.contains("camera[0].controls"), "{err}");
+    assert!(err.contains("V4L2 cameras only"), "{err}");
+}

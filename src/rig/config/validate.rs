@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::{CameraSource, ConfigError, KeypointsFrom, RigConfig, SwitchingConfig};
+use crate::camera::controls::check_request;
 use crate::limits::{
     MAX_BATCH, MAX_CAMERAS, MAX_CAMERA_SIDE, MAX_DECODER_THREADS, MAX_FRAMES_PER_SWITCH,
     MAX_GRAPHS, MAX_IN_FLIGHT, MAX_NOISE_PX, MAX_SCHEDULER_TIMEOUT, MAX_THRESHOLD,
@@ -213,6 +214,23 @@ impl RigConfig {
             }
             if !(c.fps > 0.0 && c.fps <= 1000.0) {
                 return Err((key("fps"), format!("{} is outside (0, 1000]", c.fps)));
+            }
+            if !c.controls.is_empty() && !matches!(c.source, CameraSource::V4l2(_)) {
+                return Err((
+                    key("controls"),
+                    format!(
+                        "camera `{}` reads {}: controls are set on V4L2 cameras only",
+                        c.name, c.source
+                    ),
+                ));
+            }
+            for (name, value) in &c.controls {
+                check_request(name, value).map_err(|takes| {
+                    (
+                        key(&format!("controls.{name}")),
+                        format!("{value} is not {takes}"),
+                    )
+                })?;
             }
             if !self.graphs.iter().any(|g| g.name == c.graph) {
                 let names: Vec<_> = self.graphs.iter().map(|g| g.name.as_str()).collect();

@@ -69,6 +69,7 @@ pub(super) fn cameras(f: &RunFacts<'_>, secs: f64) -> Vec<CameraReport> {
                 accounting_ok,
                 bad_frames: snap.bad_frames,
                 last_error: snap.last_error,
+                controls: f.camera_status[i].controls(),
             }
         })
         .collect()

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::camera::controls::ControlOutcome;
 use crate::metrics::figure::{Assumption, Figure};
 use crate::metrics::stats::FrameCounts;
 use crate::metrics::utilisation::Precision;
@@ -52,6 +53,10 @@ pub struct CameraReport {
     /// recording cut short), when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The rig file's camera controls: asked, read back, and whether the
+    /// device took them (V4L2 cameras with a `[camera.controls]` table).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<ControlOutcome>,
 }
 
 /// One graph on the device.

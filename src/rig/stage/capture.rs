@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
+use crate::camera::controls::ControlOutcome;
 use crate::camera::frame::{CameraId, Frame};
 use crate::camera::source::{Source, SourceError};
 use crate::camera::Stop;
@@ -75,6 +76,8 @@ pub struct CameraStatus {
     disconnects: AtomicU64,
     reconnects: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// The source's camera controls as last (re)applied.
+    controls: Mutex<Vec<ControlOutcome>>,
 }
 
 /// A copy of a camera's counters.
@@ -103,6 +106,18 @@ impl CameraStatus {
 
     fn set_error(&self, error: &dyn std::fmt::Display) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.to_string());
+    }
+
+    /// The camera controls as the device last read them back.
+    pub fn controls(&self) -> Vec<ControlOutcome> {
+        self.controls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_controls(&self, source: &dyn Source) {
+        *self.controls.lock().unwrap_or_else(|e| e.into_inner()) = source.controls().to_vec();
     }
 
     fn set_state(&self, s: CameraState) {
@@ -243,6 +258,7 @@ fn run(
     stop: &Stop,
 ) {
     let name = source.info().name.clone();
+    status.set_controls(source);
     status.set_state(CameraState::Streaming);
     while !stop.is_requested() {
         match source.next_frame() {
@@ -340,7 +356,10 @@ fn reconnect(
             return false;
         }
         match source.reconnect() {
-            Ok(()) => return true,
+            Ok(()) => {
+                status.set_controls(source);
+                return true;
+            }
             Err(e) => {
                 log::debug!("reconnect attempt {}: {e}", attempt + 1);
                 status.set_error(&e);
