@@ -53,7 +53,28 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
             svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
             "{stem}"
         );
+        assert!(
+            svg_texts(&svg)[0].ends_with(": modelled (simulator)"),
+            "{stem}: the title says where its figures come from"
+        );
     }
+    // Batch axes tick at whole numbers only, and every point says its value.
+    for stem in ["fps_vs_batch", "utilisation_vs_batch"] {
+        let texts = svg_texts(&std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap());
+        assert!(
+            texts.iter().any(|t| t == "1") && texts.iter().any(|t| t == "2"),
+            "{stem}: {texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t == "1.5" || t == "1.50"),
+            "{stem}: {texts:?}"
+        );
+    }
+    let util = svg_texts(&std::fs::read_to_string(out.join("utilisation_vs_batch.svg")).unwrap());
+    assert!(
+        util.iter().filter(|t| t.ends_with('%')).count() >= 8,
+        "{util:?}"
+    );
     let report = out.join("report.json");
     cli()
         .args([
@@ -186,4 +207,15 @@ fn plan_uses_hef_op_counts() {
     assert!(Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/backbone_288.hef")
         .is_file());
+}
+
+/// The text of every `<text>` element of an SVG, trimmed, in document order.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = t.split_once('>')?.1;
+            Some(body.split_once("</text>")?.0.trim().to_owned())
+        })
+        .collect()
 }

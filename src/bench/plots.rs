@@ -47,17 +47,25 @@ type Plane<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoor
 /// One named line.
 type Series = (String, Vec<(f64, f64)>);
 
+/// Lines over an axis.
+struct Lines<'a> {
+    x_label: &'a str,
+    y_label: &'a str,
+    series: &'a [Series],
+    /// The x values are batch sizes: ticks at whole numbers only.
+    whole_x: bool,
+    /// The y axis's fixed top (a CDF ends at 1); `None`: the data's, plus room for the legend.
+    y_top: Option<f64>,
+    /// Writes each point's value beside it, with this suffix (e.g. `%`).
+    point_labels: Option<&'a str>,
+    /// Where the legend sits: where the lines are not.
+    legend: SeriesLabelPosition,
+}
+
 /// What a plot draws.
 enum Chart<'a> {
-    Lines {
-        x_label: &'a str,
-        y_label: &'a str,
-        series: &'a [Series],
-    },
-    Histogram {
-        x_label: &'a str,
-        values: &'a [f64],
-    },
+    Lines(Lines<'a>),
+    Histogram { x_label: &'a str, values: &'a [f64] },
 }
 
 fn draw<DB: DrawingBackend>(
@@ -67,11 +75,13 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     match chart {
-        Chart::Lines {
-            x_label,
-            y_label,
-            series,
-        } => {
+        Chart::Lines(lines) => {
+            let Lines {
+                x_label,
+                y_label,
+                series,
+                ..
+            } = lines;
             let points = series.iter().flat_map(|(_, p)| p.iter());
             let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
             for &(x, y) in points {
@@ -82,13 +92,21 @@ fn draw<DB: DrawingBackend>(
             if !x0.is_finite() {
                 (x0, x1) = (0.0, 1.0);
             }
-            if x1 <= x0 {
+            if lines.whole_x {
+                // Half a batch of margin, so the end points and their labels stay inside.
+                (x0, x1) = (x0 - 0.5, x1 + 0.5);
+            } else if x1 <= x0 {
                 x1 = x0 + 1.0;
             }
             // Headroom above the data for the legend (about 20 px per entry).
             let headroom = 1.1 + 0.05 * series.len() as f64;
-            let y1 = if y1 > 0.0 { y1 * headroom } else { 1.0 };
-            let mut c = axes(&root, title, (x0..x1, x_label), (0.0..y1, y_label))?;
+            let y1 = match lines.y_top {
+                Some(top) => top,
+                None if y1 > 0.0 => y1 * headroom,
+                None => 1.0,
+            };
+            let whole = lines.whole_x.then_some((x0, x1));
+            let mut c = axes(&root, title, (x0..x1, x_label), (0.0..y1, y_label), whole)?;
             for (i, (name, pts)) in series.iter().enumerate() {
                 let colour = COLOURS[i % COLOURS.len()];
                 c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?
@@ -99,12 +117,21 @@ fn draw<DB: DrawingBackend>(
                 if pts.len() < 50 {
                     c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
                 }
+                if let Some(unit) = lines.point_labels.filter(|_| pts.len() <= 16) {
+                    c.draw_series(pts.iter().map(|&(x, y)| {
+                        Text::new(
+                            format!("{}{unit}", value_text(y)),
+                            (x, y),
+                            ("sans-serif", 12).into_font().color(&colour),
+                        )
+                    }))?;
+                }
             }
             c.configure_series_labels()
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .label_font(("sans-serif", 14))
-                .position(SeriesLabelPosition::UpperRight)
+                .position(lines.legend.clone())
                 .draw()?;
         }
         Chart::Histogram { x_label, values } => {
@@ -128,7 +155,13 @@ fn draw<DB: DrawingBackend>(
             }
             let top = f64::from(counts.iter().copied().max().unwrap_or(0).max(1)) * 1.1;
             let end = start + width * bins as f64;
-            let mut c = axes(&root, title, (start..end, x_label), (0.0..top, "switches"))?;
+            let mut c = axes(
+                &root,
+                title,
+                (start..end, x_label),
+                (0.0..top, "switches"),
+                None,
+            )?;
             c.draw_series(
                 counts
                     .iter()
@@ -151,24 +184,52 @@ fn draw<DB: DrawingBackend>(
     root.present()
 }
 
-/// A titled chart on `root` with its labelled axes and grid drawn.
+/// A value as a point label: three significant figures, no trailing zeros.
+fn value_text(v: f64) -> String {
+    let decimals = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// A titled chart on `root` with its labelled axes and grid drawn. With
+/// `whole_x` (the x range, half a step beyond whole numbers) the x ticks
+/// stand at whole numbers only, as batch sizes do.
 fn axes<'a, DB: DrawingBackend>(
     root: &'a DrawingArea<DB, Shift>,
     title: &str,
     (x, x_label): (Range<f64>, &str),
     (y, y_label): (Range<f64>, &str),
+    whole_x: Option<(f64, f64)>,
 ) -> Result<Plane<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let mut c = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 22))
+        .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70)
         .build_cartesian_2d(x, y)?;
-    c.configure_mesh()
-        .x_desc(x_label)
+    let whole = |v: &f64| format!("{v:.0}");
+    let mut mesh = c.configure_mesh();
+    mesh.x_desc(x_label)
         .y_desc(y_label)
-        .label_style(("sans-serif", 14))
-        .draw()?;
+        .label_style(("sans-serif", 14));
+    if let Some((x0, x1)) = whole_x {
+        // One tick per whole number in range (plotters puts ticks at round
+        // steps, so a count of whole numbers lands them on whole numbers);
+        // a formatter alone would print two ticks between batches as one.
+        let count = (x1 - x0).floor().max(1.0) as usize;
+        mesh.x_labels(count.min(32)).x_label_formatter(&whole);
+    }
+    mesh.draw()?;
     Ok(c)
 }
 
@@ -198,6 +259,18 @@ fn both(
     )
     .map_err(|r| fail(&png, &r))?;
     Ok(vec![svg, png])
+}
+
+/// Where a sweep's figures come from, for every plot's title: `measured on
+/// <device>` when every point ran on a part, else `modelled (simulator)`.
+fn provenance(sweep: &Sweep) -> String {
+    let mut ran = sweep.points.iter().map(|p| &p.measurement);
+    match ran.next() {
+        Some(first) if first.on_device && ran.all(|m| m.on_device) => {
+            format!("measured on {}", crate::output::printable(&first.device_id))
+        }
+        _ => "modelled (simulator)".to_owned(),
+    }
 }
 
 /// Writes every plot of `sweep` into `dir`; returns the files written.
@@ -269,40 +342,57 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
         .collect();
     let mut files = Vec::new();
     let run = &sweep.backend;
+    let source = provenance(sweep);
+    let title = |what: &str| format!("{what}: {source}");
     files.extend(both(
         dir,
         "fps_vs_batch",
-        "Device fps vs batch (best over threshold/timeout)",
-        &Chart::Lines {
+        &title("Device fps vs batch (best over threshold/timeout)"),
+        &Chart::Lines(Lines {
             x_label: "batch size",
             y_label: "fps",
             series: &fps,
-        },
+            whole_x: true,
+            y_top: None,
+            point_labels: Some(""),
+            legend: SeriesLabelPosition::UpperRight,
+        }),
     )?);
     files.extend(both(
         dir,
         "utilisation_vs_batch",
-        "Compute % of the INT8 peak and busy % vs batch",
-        &Chart::Lines {
+        &title("Compute % of the INT8 peak and busy % vs batch"),
+        &Chart::Lines(Lines {
             x_label: "batch size",
             y_label: "percent",
             series: &util,
-        },
+            whole_x: true,
+            // A share: the axis ends at 100 %, and the legend sits between
+            // the compute shares (low) and the busy shares (high).
+            y_top: Some(100.0),
+            point_labels: Some("%"),
+            legend: SeriesLabelPosition::MiddleRight,
+        }),
     )?);
     files.extend(both(
         dir,
         "latency_cdf",
-        "Host-observed latency CDF per graph (submit to completion)",
-        &Chart::Lines {
+        &title("Host-observed latency CDF per graph (submit to completion)"),
+        &Chart::Lines(Lines {
             x_label: "latency, ms",
             y_label: "fraction of frames",
             series: &cdf,
-        },
+            whole_x: false,
+            y_top: Some(1.0),
+            point_labels: None,
+            // Each curve climbs to 1 on the right: the lower right is empty.
+            legend: SeriesLabelPosition::LowerRight,
+        }),
     )?);
     files.extend(both(
         dir,
         "switch_cost_histogram",
-        "Time per graph switch",
+        &title("Time per graph switch"),
         &Chart::Histogram {
             x_label: "switch time, ms",
             values: &switches,
