@@ -217,3 +217,57 @@ fn a_symbolic_link_inside_the_root_is_refused() {
     let (out, text) = run(dir.path(), &[]);
     assert!(out.status.success(), "{text}");
 }
+
+#[test]
+fn serial_numbers_restrict_the_usbnet_rule_and_the_doctor_reads_them() {
+    let dir = tree("");
+    let root = dir.path();
+    let sys = SysRoot::new(root);
+    let rules = sys.path(installed::USBNET_RULES.dest);
+    let (out, text) = run(root, &["--serial", "ABC123", "--serial", "H10-7"]);
+    assert!(out.status.success(), "{text}");
+    let written = fs::read_to_string(&rules).unwrap();
+    let matched: Vec<&str> = written.lines().filter(|l| l.contains("NAME=")).collect();
+    assert_eq!(matched.len(), 2, "{written}");
+    assert!(
+        matched[0].contains("ATTRS{idVendor}==\"0525\""),
+        "{written}"
+    );
+    assert!(matched[0].contains("ATTRS{serial}==\"ABC123\", NAME=\"usbnet0\""));
+    assert!(matched[1].contains("ATTRS{serial}==\"H10-7\""));
+    assert_eq!(
+        installed::usbnet_serials(&written),
+        Some(vec!["ABC123".to_owned(), "H10-7".to_owned()])
+    );
+    let udev = installed::checks(&sys).remove(0);
+    assert_eq!(udev.verdict, Verdict::Ok, "{udev:?}");
+    assert!(
+        udev.detail.contains("only for serial ABC123, H10-7"),
+        "{udev:?}"
+    );
+
+    // The same serials again: nothing to do. Without them: the shipped rule.
+    let (_, text) = run(root, &["--serial", "ABC123", "--serial", "H10-7"]);
+    assert!(
+        text.contains("unchanged: /etc/udev/rules.d/70-hailo-usbnet.rules"),
+        "{text}"
+    );
+    let (_, text) = run(root, &[]);
+    assert!(text.contains("70-hailo-usbnet.rules"), "{text}");
+    assert_eq!(
+        fs::read_to_string(&rules).unwrap(),
+        installed::USBNET_RULES.contents
+    );
+    assert_eq!(
+        installed::usbnet_serials(installed::USBNET_RULES.contents),
+        None
+    );
+
+    // Controls: a hand-edited serial line is not this form, and a serial
+    // that would break out of the udev string is refused.
+    let edited = written.replace("\"H10-7\"", "\"H10\\\"7\"");
+    assert_eq!(installed::usbnet_serials(&edited), None);
+    let (out, text) = run(root, &["--serial", "a\"b"]);
+    assert!(!out.status.success());
+    assert!(text.contains("--serial 'a\"b'"), "{text}");
+}

@@ -8,9 +8,13 @@
 # Then it reloads udev and the network daemon that runs. Running it twice
 # changes nothing the second time.
 #
-# Usage: sudo udev/install.sh [--uninstall] [--dry-run] [--root DIR]
+# Usage: sudo udev/install.sh [--uninstall] [--dry-run] [--root DIR] [--serial S]...
 #   --uninstall  remove the files; remove the group when it has no members
 #   --dry-run    print every action, change nothing
+#   --serial S   name usbnet0 only the gadget with USB serial number S (repeat
+#                for spare cards): 0525:a4a1 is Linux's generic Ethernet
+#                gadget, which other boards in gadget mode share. Find S with
+#                `udevadm info -a /sys/class/net/usbnet0 | grep serial`
 #   --root DIR   work inside DIR instead of / (for tests and images); no
 #                daemon is reloaded, and a symbolic link anywhere on the way
 #                to a file it writes or removes is refused
@@ -29,6 +33,7 @@ readonly FILES=(
 )
 
 root=""
+serials=()
 dry_run=0
 uninstall=0
 changed=0
@@ -95,18 +100,45 @@ refuse_links() {
   done
 }
 
+# The usbnet rule restricted to the --serial numbers: the shipped file with
+# its match line repeated once per serial, ATTRS{serial} added before NAME.
+# `hailo-edge doctor` recognises this form.
+write_serial_rules() {
+  local out=$1 line s
+  : >"$out"
+  while IFS= read -r line; do
+    if [[ "$line" == "#"* || -z "$line" ]]; then
+      echo "$line" >>"$out"
+      continue
+    fi
+    for s in "${serials[@]}"; do
+      echo "${line/, NAME=/, ATTRS\{serial\}==\"$s\", NAME=}" >>"$out"
+    done
+  done <"$SRC_DIR/70-hailo-usbnet.rules"
+}
+
 install_files() {
-  local entry src dest mode target
+  local entry src dest mode target from generated=""
+  if ((${#serials[@]})); then
+    generated=$(mktemp)
+    # shellcheck disable=SC2064 # the path is fixed now, on purpose
+    trap "rm -f '$generated'" EXIT
+    write_serial_rules "$generated"
+  fi
   for entry in "${FILES[@]}"; do
     IFS='|' read -r src dest mode <<<"$entry"
     target="${root}${dest}"
+    from="$SRC_DIR/$src"
+    if [[ -n "$generated" && "$src" == 70-hailo-usbnet.rules ]]; then
+      from=$generated
+    fi
     refuse_links "$dest"
-    if [[ -f "$target" ]] && cmp -s "$SRC_DIR/$src" "$target" &&
+    if [[ -f "$target" ]] && cmp -s "$from" "$target" &&
       [[ "$(stat -c %a "$target")" == "$mode" ]]; then
       echo "unchanged: $dest"
       continue
     fi
-    act install -D -m "$mode" "$SRC_DIR/$src" "$target"
+    act install -D -m "$mode" "$from" "$target"
     changed=1
   done
 }
@@ -202,6 +234,13 @@ while (($#)); do
     root="${1#--root=}"
     [[ -d "$root" ]] || die "--root $root: not a directory"
     root=$(cd "$root" && pwd)
+    ;;
+  --serial)
+    (($# >= 2)) || die "--serial needs the card's USB serial number"
+    [[ "$2" =~ ^[A-Za-z0-9._-]+$ ]] ||
+      die "--serial '$2': a USB serial number here is letters, digits, '.', '_' and '-'"
+    serials+=("$2")
+    shift
     ;;
   -h | --help)
     usage

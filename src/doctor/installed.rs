@@ -69,11 +69,45 @@ impl InstalledFile {
     pub fn state(&self, root: &SysRoot) -> FileState {
         match std::fs::read_to_string(root.path(self.dest)) {
             Ok(s) if s == self.contents => FileState::Matches,
+            Ok(s) if *self == USBNET_RULES && usbnet_serials(&s).is_some() => FileState::Matches,
             Ok(_) => FileState::Differs,
             Err(e) if e.kind() == ErrorKind::NotFound => FileState::Missing,
             Err(_) => FileState::Unreadable,
         }
     }
+}
+
+/// The serial numbers of a usbnet rule that `install.sh --serial` wrote: the
+/// shipped file with its match line once per serial, `ATTRS{serial}=="S"`
+/// before `NAME`. `None` for any other contents (the shipped rule included).
+pub fn usbnet_serials(installed: &str) -> Option<Vec<String>> {
+    let shipped = USBNET_RULES.contents;
+    let is_rule = |l: &&str| !(l.is_empty() || l.starts_with('#'));
+    let comments = |t: &'static str| t.lines().filter(|l| !is_rule(l));
+    if !installed
+        .lines()
+        .filter(|l| !is_rule(l))
+        .eq(comments(shipped))
+    {
+        return None;
+    }
+    let rule = shipped.lines().find(is_rule)?;
+    let (head, tail) = rule.split_once(", NAME=")?;
+    let serials: Option<Vec<String>> = installed
+        .lines()
+        .filter(is_rule)
+        .map(|l| {
+            let s = l
+                .strip_prefix(head)?
+                .strip_suffix(tail)?
+                .strip_prefix(", ATTRS{serial}==\"")?
+                .strip_suffix("\", NAME=")?;
+            s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                .then(|| s.to_owned())
+        })
+        .collect();
+    serials.filter(|s| !s.is_empty())
 }
 
 const FIX: &str = "sudo udev/install.sh";
@@ -103,7 +137,16 @@ fn udev_check(root: &SysRoot) -> Check {
             FIX,
         )
     } else {
-        Check::ok(ID, format!("{} and {}", NODE_RULES.dest, USBNET_RULES.dest))
+        let serials = std::fs::read_to_string(root.path(USBNET_RULES.dest))
+            .ok()
+            .and_then(|s| usbnet_serials(&s))
+            .map_or_else(String::new, |s| {
+                format!(" (usbnet0 only for serial {})", s.join(", "))
+            });
+        Check::ok(
+            ID,
+            format!("{} and {}{serials}", NODE_RULES.dest, USBNET_RULES.dest),
+        )
     }
 }
 
