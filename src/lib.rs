@@ -25,6 +25,7 @@
 //! | [`bench`](mod@bench) | drives the NPU to measure it: fps, latency, busy and compute share, switches |
 //! | [`metrics`] | figures with provenance, statistics, utilisation, op counts, the planner |
 //! | [`cpu`] | the CPU features the binary assumes against the running CPU's, checked at start |
+//! | [`calibrate`] | rig calibration from an AprilGrid board: intrinsics, then extrinsics by bundle adjustment |
 //! | [`geom`] | the one camera model and the clocks every stamp is taken on |
 //! | [`doctor`] | deployment checks: HailoRT, PCIe, USB, network, udev, link budget |
 //! | [`gate`] | a HEF's outputs on the device against its reference ONNX, by name, within a bound |
@@ -35,6 +36,7 @@
 
 pub mod bench;
 pub mod body;
+pub mod calibrate;
 pub mod camera;
 pub mod cpu;
 pub mod decode;

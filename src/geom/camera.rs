@@ -8,7 +8,7 @@
 
 mod distortion;
 
-use nalgebra::{Matrix2, Matrix2x3, Matrix3, Point2, Point3, Rotation3, Vector2, Vector3};
+use nalgebra::{Matrix2, Matrix2x3, Matrix3, Point2, Point3, Rotation3, SMatrix, Vector2, Vector3};
 use serde::{Deserialize, Serialize};
 
 pub use distortion::Distortion;
@@ -241,7 +241,17 @@ impl Camera {
 
     /// The pixel of a world point and d(pixel)/d(world point); `None` behind the camera.
     pub fn project_with_jacobian(&self, p: &Point3<f64>) -> Option<(Point2<f64>, Matrix2x3<f64>)> {
-        let c = self.to_camera(p);
+        let (px, jac) = self.project_camera_with_jacobian(&self.to_camera(p))?;
+        Some((px, jac * self.rotation))
+    }
+
+    /// The pixel of a camera-space point and d(pixel)/d(camera-space point); `None` behind
+    /// the camera. Calibration moves the camera itself, so it needs the derivative before the
+    /// world-to-camera rotation.
+    pub fn project_camera_with_jacobian(
+        &self,
+        c: &Vector3<f64>,
+    ) -> Option<(Point2<f64>, Matrix2x3<f64>)> {
         if c.z <= 1e-9 {
             return None;
         }
@@ -250,11 +260,32 @@ impl Camera {
         let (d, jd) = self.distortion.apply_with_jacobian(n);
         let dn = Matrix2x3::new(iz, 0.0, -n.x * iz, 0.0, iz, -n.y * iz);
         let scale = Matrix2::new(self.fx, 0.0, 0.0, self.fy);
-        let jac = scale * jd * dn * self.rotation;
         Some((
             Point2::new(self.fx * d.x + self.cx, self.fy * d.y + self.cy),
-            jac,
+            scale * jd * dn,
         ))
+    }
+
+    /// d(pixel)/d(intrinsics) of a camera-space point, columns in the order
+    /// `fx fy cx cy k1 k2 p1 p2 k3`; `None` behind the camera. Intrinsic calibration solves
+    /// for exactly these nine numbers.
+    pub fn intrinsics_jacobian(&self, c: &Vector3<f64>) -> Option<SMatrix<f64, 2, 9>> {
+        if c.z <= 1e-9 {
+            return None;
+        }
+        let n = Vector2::new(c.x / c.z, c.y / c.z);
+        let d = self.distortion.apply(n);
+        let dk = self.distortion.coefficient_jacobian(n);
+        let mut jac = SMatrix::<f64, 2, 9>::zeros();
+        jac[(0, 0)] = d.x;
+        jac[(1, 1)] = d.y;
+        jac[(0, 2)] = 1.0;
+        jac[(1, 3)] = 1.0;
+        for k in 0..5 {
+            jac[(0, 4 + k)] = self.fx * dk[(0, k)];
+            jac[(1, 4 + k)] = self.fy * dk[(1, k)];
+        }
+        Some(jac)
     }
 
     /// Undistorted normalised coordinates (`x_c / z_c`, `y_c / z_c`) of a pixel.

@@ -1,6 +1,6 @@
 //! Brown-Conrady lens distortion as OpenCV defines it, with its Jacobian and its inverse.
 
-use nalgebra::{Matrix2, Vector2};
+use nalgebra::{Matrix2, Matrix2x5, Vector2};
 use serde::{Deserialize, Serialize};
 
 /// Radial (`k1, k2, k3`) and tangential (`p1, p2`) distortion, OpenCV order `k1 k2 p1 p2 k3`.
@@ -41,6 +41,27 @@ impl Distortion {
             radial + 2.0 * y * y * dradial + 6.0 * p1 * y + 2.0 * p2 * x,
         );
         (Vector2::new(xd, yd), jac)
+    }
+
+    /// d(distorted)/d(coefficients) at normalised coordinates `p`, columns in OpenCV order
+    /// `k1 k2 p1 p2 k3`: the distortion is linear in its coefficients, which intrinsic
+    /// calibration solves for.
+    pub fn coefficient_jacobian(&self, p: Vector2<f64>) -> Matrix2x5<f64> {
+        let (x, y) = (p.x, p.y);
+        let r2 = x * x + y * y;
+        let (r4, r6) = (r2 * r2, r2 * r2 * r2);
+        Matrix2x5::new(
+            x * r2,
+            x * r4,
+            2.0 * x * y,
+            r2 + 2.0 * x * x,
+            x * r6,
+            y * r2,
+            y * r4,
+            r2 + 2.0 * y * y,
+            2.0 * x * y,
+            y * r6,
+        )
     }
 
     /// Inverts [`Distortion::apply`] by Newton's method (at most 20 steps, to 1e-14), so

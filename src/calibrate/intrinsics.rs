@@ -1,0 +1,263 @@
+//! Intrinsics of one camera from its board views: Zhang's closed form from the views'
+//! homographies, then Levenberg-Marquardt over focal lengths, principal point, `k1 k2 p1 p2
+//! k3` and every board pose.
+
+use std::collections::BTreeMap;
+
+use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, Vector2, Vector3};
+
+use super::board::AprilGrid;
+use super::homography::{homography, pose_from_homography, zhang_intrinsics};
+use super::problem::{Free, Observation, Reprojection, State};
+use super::{check_views, rms, solver, BoardView, CalibrateError, Settings};
+use crate::geom::{Camera, Distortion};
+
+/// One camera's calibrated intrinsics and how well they explain its views.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Intrinsics {
+    /// The camera, at the identity pose.
+    pub camera: Camera,
+    /// Reprojection error over all its corners, root mean square (pixels).
+    pub rms_px: f64,
+    /// Each view's instant and its reprojection error (RMS, pixels).
+    pub per_view_px: Vec<(usize, f64)>,
+    /// Each view's instant and its board-to-camera pose.
+    pub board_poses: Vec<(usize, Isometry3<f64>)>,
+    /// Largest tilt of the board from fronto-parallel among the views (degrees).
+    pub max_tilt_deg: f64,
+}
+
+/// The camera matrix of `c`.
+fn k_of(c: &Camera) -> Matrix3<f64> {
+    Matrix3::new(c.fx, 0.0, c.cx, 0.0, c.fy, c.cy, 0.0, 0.0, 1.0)
+}
+
+/// The plane-to-pixel homography of a view; `None` if its corners are degenerate.
+fn view_homography(board: &AprilGrid, view: &BoardView) -> Option<Matrix3<f64>> {
+    let (from, to): (Vec<_>, Vec<_>) = view
+        .corners
+        .iter()
+        .filter_map(|c| board.corner(c.id).map(|p| (Point2::new(p.x, p.y), c.pixel)))
+        .unzip();
+    homography(&from, &to)
+}
+
+/// A board pose's tilt from fronto-parallel (degrees): the angle between the board's normal
+/// and the camera's optical axis.
+pub fn tilt_deg(pose: &Isometry3<f64>) -> f64 {
+    let n = pose.rotation * Vector3::z();
+    n.z.abs().clamp(0.0, 1.0).acos().to_degrees()
+}
+
+/// Calibrates the intrinsics of camera `name` (image `size`) from `views`, all of which must
+/// be this camera's.
+///
+/// # Errors
+/// [`CalibrateError::NeverSeen`] with no views, [`CalibrateError::TooFewViews`] below
+/// `settings.min_views`, [`CalibrateError::FrontoParallel`] when no view is tilted by
+/// `settings.min_tilt_deg`, [`CalibrateError::Degenerate`] when the views fix no start,
+/// [`CalibrateError::HighResidual`] when the solution explains the corners worse than
+/// `settings.max_rms_px` (a wrong board description, or a lens the model cannot hold), and
+/// [`CalibrateError::BadCorner`] for a corner the board does not have.
+pub fn calibrate_intrinsics(
+    name: &str,
+    size: (u32, u32),
+    board: &AprilGrid,
+    views: &[&BoardView],
+    settings: &Settings,
+) -> Result<Intrinsics, CalibrateError> {
+    check_views(name, board, views)?;
+    if views.is_empty() {
+        return Err(CalibrateError::NeverSeen {
+            camera: name.to_owned(),
+        });
+    }
+    let hs: Vec<(usize, Matrix3<f64>)> = views
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| view_homography(board, v).map(|h| (i, h)))
+        .collect();
+    if hs.len() < settings.min_views {
+        return Err(CalibrateError::TooFewViews {
+            camera: name.to_owned(),
+            views: hs.len(),
+            needed: settings.min_views,
+        });
+    }
+    let (w, h) = (f64::from(size.0), f64::from(size.1));
+    let guess = Camera::new(
+        [w, w, w / 2.0, h / 2.0],
+        size,
+        Distortion::default(),
+        Rotation3::identity(),
+        Vector3::zeros(),
+    )
+    .map_err(|e| CalibrateError::Camera {
+        camera: name.to_owned(),
+        source: e,
+    })?;
+    let max_tilt = hs
+        .iter()
+        .filter_map(|(_, h)| pose_from_homography(h, &k_of(&guess)))
+        .map(|p| tilt_deg(&p))
+        .fold(0.0, f64::max);
+    if max_tilt < settings.min_tilt_deg {
+        return Err(CalibrateError::FrontoParallel {
+            camera: name.to_owned(),
+            max_tilt_deg: max_tilt,
+            needed_deg: settings.min_tilt_deg,
+        });
+    }
+    let homographies: Vec<_> = hs.iter().map(|(_, h)| *h).collect();
+    let k = zhang_intrinsics(&homographies)
+        .filter(|k| {
+            k[(0, 0)] > 0.1 * w
+                && k[(0, 0)] < 10.0 * w
+                && k[(1, 1)] > 0.1 * w
+                && k[(1, 1)] < 10.0 * w
+        })
+        .ok_or_else(|| CalibrateError::Degenerate {
+            camera: name.to_owned(),
+            what: "the views' homographies fix no focal length",
+        })?;
+    let mut start = guess;
+    [start.fx, start.fy, start.cx, start.cy] = [k[(0, 0)], k[(1, 1)], k[(0, 2)], k[(1, 2)]];
+    let mut boards = Vec::with_capacity(hs.len());
+    let mut observations = Vec::new();
+    for (b, (i, h)) in hs.iter().enumerate() {
+        let pose = pose_from_homography(h, &k).ok_or_else(|| CalibrateError::Degenerate {
+            camera: name.to_owned(),
+            what: "a view's homography gives no board pose",
+        })?;
+        boards.push(pose);
+        observations.extend(views[*i].corners.iter().filter_map(|c| {
+            board.corner(c.id).map(|point| Observation {
+                camera: 0,
+                board: b,
+                id: c.id,
+                point,
+                pixel: c.pixel,
+            })
+        }));
+    }
+    let free = Free {
+        intrinsics: vec![true],
+        camera_poses: vec![false],
+        boards: vec![true; boards.len()],
+    };
+    let mut problem = Reprojection::new(observations, &free, settings.huber_px);
+    let state = State {
+        cameras: vec![start],
+        boards,
+    };
+    let state = solver(name, "intrinsics", &mut problem, state, settings)?;
+    let residuals = problem.residuals(&state);
+    let rms_px = rms(residuals.iter());
+    let per_view_px = hs
+        .iter()
+        .enumerate()
+        .map(|(b, (i, _))| {
+            let r = problem
+                .observations()
+                .iter()
+                .zip(&residuals)
+                .filter(|(o, _)| o.board == b)
+                .map(|(_, r)| r);
+            (views[*i].pose, rms(r))
+        })
+        .collect();
+    if rms_px > settings.max_rms_px {
+        return Err(CalibrateError::HighResidual {
+            camera: name.to_owned(),
+            stage: "intrinsics",
+            rms_px,
+            limit_px: settings.max_rms_px,
+        });
+    }
+    check_layout(name, board, &state, problem.observations(), settings)?;
+    let board_poses = hs
+        .iter()
+        .zip(&state.boards)
+        .map(|((i, _), p)| (views[*i].pose, *p))
+        .collect();
+    let max_tilt_deg = state.boards.iter().map(tilt_deg).fold(0.0, f64::max);
+    Ok(Intrinsics {
+        camera: state.cameras[0],
+        rms_px,
+        per_view_px,
+        board_poses,
+        max_tilt_deg,
+    })
+}
+
+/// The board's gap between tags as a ratio of the tag side, measured in the views: every
+/// corner cast from the solved camera onto the solved board plane, tag sides and the distances
+/// between neighbouring tags' centres averaged. The ratio of the two does not depend on the
+/// board's scale, which the views cannot fix, so a wrong spacing shows here even where the
+/// poses absorb most of it into their depth.
+pub fn measured_spacing(
+    board: &AprilGrid,
+    state: &State,
+    observations: &[Observation],
+) -> Option<f64> {
+    let cam = state.cameras.first()?;
+    // (view, tag) -> board-plane points of the tag's corners, by corner number.
+    let mut tags: BTreeMap<(usize, u32), [Option<Vector2<f64>>; 4]> = BTreeMap::new();
+    for o in observations {
+        let pose = state.boards.get(o.board)?;
+        let n = cam.normalize(&o.pixel);
+        let ray = Vector3::new(n.x, n.y, 1.0);
+        let normal = pose.rotation * Vector3::z();
+        let along = normal.dot(&ray);
+        if along.abs() < 1e-9 {
+            continue;
+        }
+        let hit = ray * (normal.dot(&pose.translation.vector) / along);
+        let local = pose.inverse_transform_point(&hit.into());
+        tags.entry((o.board, o.id / 4)).or_default()[(o.id % 4) as usize] = Some(local.xy().coords);
+    }
+    let (mut side, mut sides) = (0.0, 0usize);
+    let mut centres = BTreeMap::new();
+    for (&key, corners) in &tags {
+        let [Some(a), Some(b), Some(c), Some(d)] = *corners else {
+            continue;
+        };
+        side += (b - a).norm() + (c - b).norm() + (d - c).norm() + (a - d).norm();
+        sides += 4;
+        centres.insert(key, (a + b + c + d) / 4.0);
+    }
+    let (mut pitch, mut pitches) = (0.0, 0usize);
+    for (&(view, tag), centre) in &centres {
+        if (tag + 1) % board.cols() != 0 {
+            if let Some(next) = centres.get(&(view, tag + 1)) {
+                pitch += (next - centre).norm();
+                pitches += 1;
+            }
+        }
+    }
+    (sides > 0 && pitches > 0 && side > 0.0)
+        .then(|| (pitch / pitches as f64) / (side / sides as f64) - 1.0)
+}
+
+/// Refuses a board whose measured spacing differs from the described one by more than
+/// `settings.max_layout_error` of the pitch-to-side ratio.
+fn check_layout(
+    name: &str,
+    board: &AprilGrid,
+    state: &State,
+    observations: &[Observation],
+    settings: &Settings,
+) -> Result<(), CalibrateError> {
+    let Some(measured) = measured_spacing(board, state, observations) else {
+        return Ok(());
+    };
+    let relative = ((1.0 + measured) / (1.0 + board.spacing()) - 1.0).abs();
+    if relative > settings.max_layout_error {
+        return Err(CalibrateError::BoardMismatch {
+            camera: name.to_owned(),
+            measured,
+            given: board.spacing(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! Rig calibration from an AprilGrid board: each camera's intrinsics, then all cameras'
+//! poses by a robust bundle adjustment over the views several cameras share.
+//!
+//! | module | what it does |
+//! |---|---|
+//! | [`board`] | the AprilGrid: corner ids and board-frame positions, `--board` syntax |
+//! | [`homography`] | closed-form starts: DLT homographies, Zhang's intrinsics, board poses |
+//! | [`problem`] | the one reprojection least-squares problem, with analytic Jacobians |
+//! | [`intrinsics`] | one camera's focal lengths, principal point and distortion |
+//! | [`extrinsics`] | every camera's pose, the world fixed by a chosen board pose |
+//! | [`synthetic`] | a seeded synthetic capture with ground truth, for the tests |
+//!
+//! The camera model is [`crate::geom::Camera`]; the solver is the fit's
+//! [`LevenbergMarquardt`].
+
+pub mod board;
+pub mod extrinsics;
+pub mod homography;
+pub mod intrinsics;
+pub mod problem;
+pub mod synthetic;
+
+#[cfg(test)]
+mod tests;
+
+use nalgebra::{Point2, Vector2};
+
+use crate::body::fit::lm::{LevenbergMarquardt, Problem, TerminationReason};
+use crate::body::fit::FitError;
+use crate::geom::CameraError;
+
+pub use board::{AprilGrid, BoardError};
+pub use extrinsics::{calibrate_extrinsics, Anchor, Extrinsics};
+pub use intrinsics::{calibrate_intrinsics, Intrinsics};
+
+/// One detected board corner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Corner {
+    /// The corner's id on the board ([`AprilGrid::corner`]).
+    pub id: u32,
+    /// Where it is in the image (pixels).
+    pub pixel: Point2<f64>,
+}
+
+/// The corners one camera saw of the board at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardView {
+    /// The camera's index in the rig.
+    pub camera: usize,
+    /// The instant: views with the same instant saw the board in the same pose.
+    pub pose: usize,
+    /// The corners seen.
+    pub corners: Vec<Corner>,
+}
+
+/// Why a calibration is refused. Each names the camera and what to capture next.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrateError {
+    /// The camera never saw the board.
+    #[error("camera `{camera}` never saw the board: hold the board where `{camera}` sees it, at several distances and tilts")]
+    NeverSeen {
+        /// The camera.
+        camera: String,
+    },
+    /// Too few usable views.
+    #[error("camera `{camera}` saw the board in {views} usable views, {needed} needed: capture at least {more} more, covering the image's corners and edges", more = needed.saturating_sub(*views))]
+    TooFewViews {
+        /// The camera.
+        camera: String,
+        /// Views usable.
+        views: usize,
+        /// Views needed.
+        needed: usize,
+    },
+    /// Every view nearly fronto-parallel: the focal length trades against distance.
+    #[error("camera `{camera}`: every view holds the board nearly square to the camera (largest tilt {max_tilt_deg:.1} degrees, {needed_deg:.0} needed): capture views with the board tilted by {needed_deg:.0} to 50 degrees, left, right, up and down")]
+    FrontoParallel {
+        /// The camera.
+        camera: String,
+        /// The largest tilt seen.
+        max_tilt_deg: f64,
+        /// The tilt needed.
+        needed_deg: f64,
+    },
+    /// The views fix no solution.
+    #[error("camera `{camera}`: {what}; capture more views with the board tilted in different directions")]
+    Degenerate {
+        /// The camera.
+        camera: String,
+        /// What could not be determined.
+        what: &'static str,
+    },
+    /// The solution explains the corners poorly.
+    #[error("camera `{camera}` ({stage}): reprojection error {rms_px:.3} px RMS, over the limit {limit_px:.3} px: check the board's tag size and spacing (--board) and that the views are sharp")]
+    HighResidual {
+        /// The camera.
+        camera: String,
+        /// `intrinsics` or `extrinsics`.
+        stage: &'static str,
+        /// The error.
+        rms_px: f64,
+        /// The limit.
+        limit_px: f64,
+    },
+    /// The views show a different tag spacing than the board description.
+    #[error("camera `{camera}`: the views show tags {measured:.3} tag sides apart, the board description says {given:.3}: check --board (tag size and spacing as printed)")]
+    BoardMismatch {
+        /// The camera.
+        camera: String,
+        /// Spacing measured (ratio of the tag side).
+        measured: f64,
+        /// Spacing described.
+        given: f64,
+    },
+    /// The solver stopped without converging.
+    #[error("camera `{camera}` ({stage}): the solver stopped without converging ({why}): capture more varied views")]
+    NotConverged {
+        /// The camera (or `rig`).
+        camera: String,
+        /// `intrinsics` or `extrinsics`.
+        stage: &'static str,
+        /// Why it stopped.
+        why: &'static str,
+    },
+    /// A camera never shares a board instant with the calibrated cameras.
+    #[error("camera `{camera}` never sees the board at the same time as {others}: hold the board where `{camera}` and one of them see it at once")]
+    NotLinked {
+        /// The camera.
+        camera: String,
+        /// The cameras it should share a view with.
+        others: String,
+    },
+    /// Two cameras' observations look exchanged.
+    #[error("cameras `{a}` and `{b}` look swapped: `{a}` solves {a_at_b:.2} m from where the rig file places `{b}` and {a_at_a:.2} m from its own place; check which device is which in the rig file")]
+    Swapped {
+        /// One camera.
+        a: String,
+        /// The other.
+        b: String,
+        /// Distance of `a`'s solved centre from `b`'s placement (metres).
+        a_at_b: f64,
+        /// Distance of `a`'s solved centre from its own placement (metres).
+        a_at_a: f64,
+    },
+    /// A corner id the board does not have, or a non-finite pixel.
+    #[error("camera `{camera}`: view at instant {pose} has corner {id} at a pixel that is not finite or an id the board ({corners} corners) does not have")]
+    BadCorner {
+        /// The camera.
+        camera: String,
+        /// The view's instant.
+        pose: usize,
+        /// The corner id.
+        id: u32,
+        /// Corners on the board.
+        corners: u32,
+    },
+    /// A camera out of the model's range.
+    #[error("camera `{camera}`: {source}")]
+    Camera {
+        /// The camera.
+        camera: String,
+        /// Why.
+        source: CameraError,
+    },
+    /// The solver refused its settings.
+    #[error(transparent)]
+    Solver(#[from] FitError),
+}
+
+/// Calibration settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Fewest usable views per camera for its intrinsics.
+    pub min_views: usize,
+    /// Tilt from fronto-parallel (degrees) at least one view must reach.
+    pub min_tilt_deg: f64,
+    /// Huber threshold of the robust loss (pixels).
+    pub huber_px: f64,
+    /// Largest reprojection RMS (pixels) a calibration is accepted with.
+    pub max_rms_px: f64,
+    /// Largest relative difference between the measured and the described ratio of tag pitch
+    /// to tag side.
+    pub max_layout_error: f64,
+    /// The solver.
+    pub lm: LevenbergMarquardt,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            min_views: 8,
+            min_tilt_deg: 15.0,
+            huber_px: 1.0,
+            max_rms_px: 0.5,
+            max_layout_error: 0.01,
+            lm: LevenbergMarquardt::default()
+                .with_ftol(1e-10)
+                .and_then(|l| l.with_max_iterations(200))
+                .and_then(|l| l.with_xtol(1e-12))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Refuses corners the board does not have and non-finite pixels.
+fn check_views(name: &str, board: &AprilGrid, views: &[&BoardView]) -> Result<(), CalibrateError> {
+    for v in views {
+        for c in &v.corners {
+            if c.id >= board.corners() || !(c.pixel.x.is_finite() && c.pixel.y.is_finite()) {
+                return Err(CalibrateError::BadCorner {
+                    camera: name.to_owned(),
+                    pose: v.pose,
+                    id: c.id,
+                    corners: board.corners(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Root mean square pixel distance of residuals; a corner behind its camera counts as
+/// infinite.
+pub fn rms<'a>(residuals: impl Iterator<Item = &'a Option<Vector2<f64>>>) -> f64 {
+    let (sum, n) = residuals.fold((0.0, 0usize), |(s, n), r| {
+        (s + r.map_or(f64::INFINITY, |r| r.norm_squared()), n + 1)
+    });
+    if n == 0 {
+        0.0
+    } else {
+        (sum / n as f64).sqrt()
+    }
+}
+
+/// Runs the solver; anything but convergence (or a spent budget at a tiny gradient) is an
+/// error naming the camera and stage.
+fn solver<P: Problem>(
+    camera: &str,
+    stage: &'static str,
+    problem: &mut P,
+    start: P::State,
+    settings: &Settings,
+) -> Result<P::State, CalibrateError> {
+    let (state, report) = settings.lm.minimize(problem, start)?;
+    log::debug!(
+        "{stage} `{camera}`: cost {:.4} -> {:.4} in {} iterations",
+        report.initial_cost,
+        report.final_cost,
+        report.iterations
+    );
+    let why = match report.termination {
+        TerminationReason::Converged { .. } | TerminationReason::LostPatience => return Ok(state),
+        TerminationReason::MaxIterations => "iteration budget spent",
+        TerminationReason::Numerical(why) => why,
+    };
+    Err(CalibrateError::NotConverged {
+        camera: camera.to_owned(),
+        stage,
+        why,
+    })
+}

@@ -1,0 +1,214 @@
+//! A synthetic calibration capture: the board waved in front of each camera, then carried
+//! through the middle of the rig where several cameras see it at once, its corners projected
+//! through the real [`Camera`] with distortion, 0.2 px Gaussian noise and partial views.
+//!
+//! This is what the solver's tests measure against: the true cameras and board poses are kept
+//! beside the observations.
+
+use nalgebra::{Isometry3, Point2, Point3, Translation3, UnitQuaternion, Vector3};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+
+use super::board::AprilGrid;
+use super::{BoardView, Corner};
+use crate::geom::Camera;
+
+/// Steepest view of the board face a corner is still detected at (degrees from its normal).
+const MAX_VIEW_ANGLE_DEG: f64 = 75.0;
+
+/// Fewest corners (two tags) that make a view.
+pub const MIN_CORNERS_PER_VIEW: usize = 8;
+
+/// How the synthetic capture is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CaptureSpec {
+    /// Board poses in front of each camera alone (for its intrinsics).
+    pub poses_per_camera: usize,
+    /// Board poses in the middle of the rig (for the extrinsics).
+    pub shared_poses: usize,
+    /// Largest tilt of the board from fronto-parallel before each camera (degrees).
+    pub max_tilt_deg: f64,
+    /// Corner noise, standard deviation in pixels.
+    pub noise_px: f64,
+    /// The random seed.
+    pub seed: u64,
+}
+
+impl Default for CaptureSpec {
+    fn default() -> Self {
+        Self {
+            poses_per_camera: 40,
+            shared_poses: 40,
+            max_tilt_deg: 50.0,
+            noise_px: 0.2,
+            seed: 17,
+        }
+    }
+}
+
+/// The synthetic capture and its ground truth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    /// The board.
+    pub board: AprilGrid,
+    /// The true cameras.
+    pub cameras: Vec<Camera>,
+    /// The true board-to-world poses, one per instant.
+    pub poses: Vec<Isometry3<f64>>,
+    /// What the cameras saw.
+    pub views: Vec<BoardView>,
+}
+
+/// The camera's centre in the world.
+pub fn centre(c: &Camera) -> Point3<f64> {
+    Point3::from(-(c.rotation.transpose() * c.translation))
+}
+
+/// A unit vector square to the unit vector `n` (level, unless `n` is near vertical).
+fn across(n: &Vector3<f64>) -> Vector3<f64> {
+    let helper = if n.z.abs() < 0.9 {
+        Vector3::z()
+    } else {
+        Vector3::x()
+    };
+    helper.cross(n).normalize()
+}
+
+/// A board pose whose face (+z) points along `normal`, its centre at `at`, turned by `roll`
+/// about the normal.
+fn facing(board: &AprilGrid, at: Point3<f64>, normal: Vector3<f64>, roll: f64) -> Isometry3<f64> {
+    let z = normal.normalize();
+    let x = across(&z);
+    let y = z.cross(&x);
+    let r = nalgebra::Rotation3::from_basis_unchecked(&[x, y, z])
+        * nalgebra::Rotation3::from_axis_angle(&Vector3::z_axis(), roll);
+    let rot = UnitQuaternion::from_rotation_matrix(&r);
+    let t = at.coords - rot * board.centre().coords;
+    Isometry3::from_parts(Translation3::from(t), rot)
+}
+
+/// `normal` tilted by an angle up to `max_deg` about a random axis across it.
+fn tilt<R: Rng>(rng: &mut R, normal: Vector3<f64>, max_deg: f64) -> Vector3<f64> {
+    let n = normal.normalize();
+    let a = across(&n);
+    let b = n.cross(&a);
+    let phi = rng.gen_range(0.0..std::f64::consts::TAU);
+    let axis = a * phi.cos() + b * phi.sin();
+    let angle = rng.gen_range(0.0..max_deg).to_radians();
+    UnitQuaternion::from_scaled_axis(axis * angle) * n
+}
+
+/// What `camera` sees of the board at `pose`: the tags whose four corners are in front, on the
+/// board's face side within [`MAX_VIEW_ANGLE_DEG`] and inside the image after noise.
+pub fn observe<R: Rng>(
+    board: &AprilGrid,
+    camera: &Camera,
+    pose: &Isometry3<f64>,
+    noise: &Normal<f64>,
+    rng: &mut R,
+) -> Vec<Corner> {
+    let eye = centre(camera);
+    let normal = pose.rotation * Vector3::z();
+    let cos_max = MAX_VIEW_ANGLE_DEG.to_radians().cos();
+    let mut out = Vec::new();
+    for tag in 0..board.tags() {
+        let mut corners = Vec::with_capacity(4);
+        for k in 0..4 {
+            let id = 4 * tag + k;
+            let Some(p) = board.corner(id).map(|c| pose * c) else {
+                break;
+            };
+            let ray = eye - p;
+            if normal.dot(&ray) < cos_max * ray.norm() {
+                break;
+            }
+            let Some(px) = camera.project(&p) else { break };
+            let noisy = Point2::new(px.x + noise.sample(rng), px.y + noise.sample(rng));
+            if !camera.contains(&noisy) {
+                break;
+            }
+            corners.push(Corner { id, pixel: noisy });
+        }
+        if corners.len() == 4 {
+            out.extend(corners);
+        }
+    }
+    out
+}
+
+/// The capture: `spec.poses_per_camera` poses before each camera at distances where the board
+/// fills a quarter to three quarters of the image width, aimed at random image points (so
+/// some views are partial), then `spec.shared_poses` poses in the rig's middle facing a random
+/// pair of cameras; every pose is seen by every camera that can.
+///
+/// # Panics
+/// Never: the noise's standard deviation is clamped to a finite non-negative value.
+pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Capture {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(spec.seed);
+    let sigma = if spec.noise_px.is_finite() {
+        spec.noise_px.max(0.0)
+    } else {
+        0.0
+    };
+    let noise = Normal::new(0.0, sigma).unwrap_or_else(|_| unreachable!());
+    let (w, _) = board.extent();
+    let mut poses = Vec::new();
+    for cam in cameras {
+        let eye = centre(cam);
+        for _ in 0..spec.poses_per_camera {
+            let fill = rng.gen_range(0.25..0.75);
+            let distance = cam.fx * w / (fill * f64::from(cam.width));
+            let aim = Point2::new(
+                rng.gen_range(0.0..1.0) * f64::from(cam.width),
+                rng.gen_range(0.0..1.0) * f64::from(cam.height),
+            );
+            let ray = cam.rotation.transpose() * cam.normalize(&aim).push(1.0).normalize();
+            let at = eye + ray * distance;
+            // Tilted from square to the optical axis, so that a zero tilt is fronto-parallel.
+            let axis = cam.rotation.transpose() * Vector3::z();
+            let normal = tilt(&mut rng, -axis, spec.max_tilt_deg);
+            let roll = rng.gen_range(-0.5..0.5);
+            poses.push(facing(board, at, normal, roll));
+        }
+    }
+    let centres: Vec<_> = cameras.iter().map(centre).collect();
+    let middle =
+        centres.iter().fold(Vector3::zeros(), |a, c| a + c.coords) / centres.len().max(1) as f64;
+    for _ in 0..spec.shared_poses {
+        let at = Point3::new(
+            middle.x + rng.gen_range(-0.5..0.5),
+            middle.y + rng.gen_range(-0.5..0.5),
+            rng.gen_range(0.0..0.9),
+        );
+        let a = rng.gen_range(0..centres.len().max(1));
+        let b = (a + rng.gen_range(1..centres.len().max(2))) % centres.len().max(1);
+        let towards = |c: &Point3<f64>| (c - at).normalize();
+        let normal = towards(&centres[a]) + towards(&centres[b]);
+        let normal = if normal.norm() < 1e-6 {
+            towards(&centres[a])
+        } else {
+            normal
+        };
+        let normal = tilt(&mut rng, normal, 15.0);
+        poses.push(facing(board, at, normal, rng.gen_range(-0.5..0.5)));
+    }
+    let mut views = Vec::new();
+    for (p, pose) in poses.iter().enumerate() {
+        for (c, cam) in cameras.iter().enumerate() {
+            let corners = observe(board, cam, pose, &noise, &mut rng);
+            if corners.len() >= MIN_CORNERS_PER_VIEW {
+                views.push(BoardView {
+                    camera: c,
+                    pose: p,
+                    corners,
+                });
+            }
+        }
+    }
+    Capture {
+        board: *board,
+        cameras: cameras.to_vec(),
+        poses,
+        views,
+    }
+}
