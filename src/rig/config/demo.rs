@@ -39,8 +39,10 @@ impl RigConfig {
             fit: FitMode::Letterbox,
             pad: 0,
             calibration_file: None,
+            world_origin: false,
         };
         RigConfig {
+            unit: crate::camera::calib::Unit::Metre,
             device: DeviceConfig {
                 backend: BackendChoice::Sim,
                 ..DeviceConfig::default()
