@@ -1,5 +1,16 @@
-//! Per-camera calibration: the rig file's `[cameras.calibration]` table and
-//! import of OpenCV FileStorage YAML/JSON calibrations.
+//! Calibration files: OpenCV FileStorage per camera (read and written), the
+//! anipose/Pose2Sim calibration TOML and Kalibr's camchain YAML (read and
+//! written), the checks a rig's calibrations pass, the reprojection report a
+//! calibration carries, and the framing precision a calibration gives.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`checks`] | the `unit` and `world_origin` keys, baselines, overlap |
+//! | [`opencv_write`] | OpenCV YAML per camera and the rig file's `[[camera]]` entries |
+//! | [`anipose`] | anipose / Pose2Sim `Calib.toml` |
+//! | [`kalibr`] | Kalibr `camchain.yaml` |
+//! | [`report`] | reprojection error per camera and per view |
+//! | [`framing`] | millimetres per feature cell at the subject |
 //!
 //! The in-memory type is [`crate::geom::Camera`] (intrinsics fx, fy, cx, cy,
 //! distortion k1, k2, p1, p2, k3, world-to-camera R, t), the camera that
@@ -16,6 +27,24 @@ use serde_yaml::Value;
 
 use crate::geom::{Camera, Distortion};
 use crate::limits::MAX_CAMERA_SIDE;
+
+pub mod anipose;
+pub mod checks;
+pub mod framing;
+pub mod kalibr;
+pub mod opencv_write;
+pub mod report;
+
+pub use checks::Unit;
+
+/// A rig camera's name and calibration, as multi-camera files hold them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibratedCamera {
+    /// The camera's name (the rig file's `name`, or the file's section).
+    pub name: String,
+    /// Its calibration, translation in metres.
+    pub camera: Camera,
+}
 
 /// A calibration as the rig file writes it (flat keys; unknown keys are errors).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -122,11 +151,18 @@ pub fn validate(c: &Camera, origin: &str) -> Result<(), CalibError> {
 /// `!!opencv-matrix`, or JSON): `camera_matrix`, `distortion_coefficients`,
 /// `image_width`/`image_height`, and optionally `R`/`T` or `rvec`/`tvec`
 /// (common aliases accepted). `size` is the camera's: the file's image size
-/// must equal it, and it is used when the file has none.
+/// must equal it, and it is used when the file has none. A file without
+/// extrinsics (what `calibrateCamera` writes) reads with the camera at the
+/// world origin and [`OpenCvCalibration::extrinsics`] false: whether that may
+/// stand is the rig's to decide ([`checks::place`]).
 ///
 /// # Errors
-/// [`CalibError`] naming the file and the key that is missing or malformed.
-pub fn from_opencv_file(path: &Path, size: Option<(u32, u32)>) -> Result<Camera, CalibError> {
+/// [`CalibError`] naming the file and the key that is missing or malformed;
+/// a rotation without a translation, or the reverse, names the missing key.
+pub fn from_opencv_file(
+    path: &Path,
+    size: Option<(u32, u32)>,
+) -> Result<OpenCvCalibration, CalibError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| CalibError::Io {
         origin: origin.clone(),
@@ -143,7 +179,7 @@ pub fn from_opencv_str(
     text: &str,
     origin: &str,
     size: Option<(u32, u32)>,
-) -> Result<Camera, CalibError> {
+) -> Result<OpenCvCalibration, CalibError> {
     let parse = |what: String| CalibError::Parse {
         origin: origin.to_string(),
         what,
@@ -208,9 +244,9 @@ pub fn from_opencv_str(
     }
     let rotation = if let Some(r) = doc.optional_matrix(&["R", "rotation_matrix", "rotation"])? {
         if r.len() == 3 {
-            rodrigues([r[0], r[1], r[2]])
+            Some(rodrigues([r[0], r[1], r[2]]))
         } else if r.len() == 9 {
-            Matrix3::from_row_slice(&r)
+            Some(Matrix3::from_row_slice(&r))
         } else {
             return Err(CalibError::Invalid {
                 origin: origin.to_string(),
@@ -226,9 +262,9 @@ pub fn from_opencv_str(
                 what: format!("{} values, expected 3", r.len()),
             });
         }
-        rodrigues([r[0], r[1], r[2]])
+        Some(rodrigues([r[0], r[1], r[2]]))
     } else {
-        Matrix3::identity()
+        None
     };
     let translation = match doc.optional_matrix(&[
         "T",
@@ -238,7 +274,7 @@ pub fn from_opencv_str(
         "translation",
         "translation_vector",
     ])? {
-        Some(t) if t.len() == 3 => Vector3::new(t[0], t[1], t[2]),
+        Some(t) if t.len() == 3 => Some(Vector3::new(t[0], t[1], t[2])),
         Some(t) => {
             return Err(CalibError::Invalid {
                 origin: origin.to_string(),
@@ -246,7 +282,17 @@ pub fn from_opencv_str(
                 what: format!("{} values, expected 3", t.len()),
             })
         }
-        None => Vector3::zeros(),
+        None => None,
+    };
+    let missing = |keys: &str| CalibError::Missing {
+        origin: origin.to_string(),
+        keys: keys.into(),
+    };
+    let (rotation, translation, extrinsics) = match (rotation, translation) {
+        (Some(r), Some(t)) => (r, t, true),
+        (None, None) => (Matrix3::identity(), Vector3::zeros(), false),
+        (Some(_), None) => return Err(missing("T (or tvec) beside its R")),
+        (None, Some(_)) => return Err(missing("R (or rvec) beside its T")),
     };
     let calib = Camera {
         width,
@@ -267,7 +313,19 @@ pub fn from_opencv_str(
         translation,
     };
     validate(&calib, origin)?;
-    Ok(calib)
+    Ok(OpenCvCalibration {
+        camera: calib,
+        extrinsics,
+    })
+}
+
+/// A camera read from an OpenCV file, and whether the file placed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenCvCalibration {
+    /// The camera; at the world origin (R = I, t = 0) when the file has no extrinsics.
+    pub camera: Camera,
+    /// Whether the file has R (or rvec) and T (or tvec).
+    pub extrinsics: bool,
 }
 
 /// Why a calibration could not be read.
@@ -291,6 +349,19 @@ pub enum CalibError {
         calibrated: (u32, u32),
         camera: (u32, u32),
     },
+    /// A file without extrinsics in a rig of several cameras.
+    #[error(
+        "{origin}: no extrinsics (R or rvec, and T or tvec), as `calibrateCamera` writes: in a \
+         rig of {cameras} cameras each needs its pose; calibrate the rig's extrinsics, or set \
+         `world_origin = true` on the one camera that defines the world"
+    )]
+    NoExtrinsics { origin: String, cameras: usize },
+    /// A camera declared the world origin whose file places it elsewhere.
+    #[error(
+        "{origin}: the camera is `world_origin = true`, but the file's R and T place it \
+         elsewhere; drop the key, or the file's R and T"
+    )]
+    NotAtOrigin { origin: String },
     #[error("{origin}: {field}: {what}")]
     Invalid {
         origin: String,
@@ -392,5 +463,22 @@ impl Doc<'_> {
     }
 }
 
+/// The error of a result that must fail, checked to hold every one of `words`.
+#[cfg(test)]
+pub(crate) fn refused<T, E: std::fmt::Display>(r: Result<T, E>, words: &[&str]) -> String {
+    let Err(e) = r else {
+        panic!("accepted; expected an error with {}", words.join(", "))
+    };
+    let e = e.to_string();
+    for w in words {
+        assert!(e.contains(w), "`{w}` not in: {e}");
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_checks;
+#[cfg(test)]
+mod tests_files;

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod backend;
 mod bench;
 mod body;
+mod calib;
 mod cameras;
 mod decoder_graph;
 mod doctor;
@@ -17,6 +18,7 @@ mod kernels;
 mod logging;
 mod ops;
 mod plan;
+mod plan_framing;
 mod plan_table;
 mod run;
 mod shell;
@@ -63,6 +65,10 @@ enum Command {
     Body(body::BodyCommand),
     /// Write a generated RF-DETR keypoint host decoder graph (seeded random weights) to a file.
     DecoderGraph(decoder_graph::DecoderGraphArgs),
+    /// Calibration files: convert between OpenCV, anipose/Pose2Sim and Kalibr, and write the
+    /// rig file's [[camera]] entries.
+    #[command(subcommand)]
+    Calib(calib::CalibCommand),
     /// List V4L2 cameras with their formats, sizes and frame rates.
     Cameras(cameras::CamerasArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
@@ -102,6 +108,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
+        Command::Calib(cmd) => calib::run(cmd),
         Command::DecoderGraph(args) => decoder_graph::run(args),
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),

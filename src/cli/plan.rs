@@ -15,6 +15,7 @@ use hailo_edge::metrics::utilisation_report::{self as report, LoadedReport};
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::rig::RigConfig;
 
+use super::plan_framing::RigFraming;
 use super::plan_table::{print_comparison, print_source};
 
 /// Exit status when `--check` flags a row.
@@ -130,9 +131,11 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         cameras.extend(file.camera);
     }
     let mut rig_utilisation = None;
+    let mut framing = None;
     if let Some(path) = &args.config {
         let rig = RigConfig::load(path)?;
         cameras.extend(cameras_of_rig(path, &rig, &mut costs)?);
+        framing = Some(RigFraming::of(path, &rig));
         rig_utilisation = Some(rig.device.utilisation);
     }
     let source = match (&args.utilisation, &args.from) {
@@ -174,6 +177,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             source: source.kind(),
             report_label,
             compare: &comparison,
+            framing: framing.as_ref(),
             plan: &rig,
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -183,6 +187,10 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         }
         print_plan(&rig, &source);
         print_comparison(&comparison, &cameras, report_label.as_deref());
+        if let Some(f) = &framing {
+            println!();
+            f.print();
+        }
     }
     Ok(fit_status(&rig, args.exit_zero))
 }
@@ -276,6 +284,9 @@ struct PlanJson<'a> {
     report_label: Option<String>,
     /// The rig under assumed, published and report utilisation.
     compare: &'a Comparison,
+    /// With `--config`: millimetres per feature cell per camera, from the calibration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    framing: Option<&'a RigFraming>,
     #[serde(flatten)]
     plan: &'a RigPlan,
 }

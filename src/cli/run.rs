@@ -209,6 +209,11 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     } else if let Some(r) = report.fit.residual_px {
         say!("fit: {} groups, residual {r:.1} px{share}", report.fit.fits);
     }
+    if let Some(framing) = &report.framing {
+        for line in hailo_edge::camera::calib::framing::render(framing).lines() {
+            say!("{}", printable(line));
+        }
+    }
     say!("{}", report.verdict.text);
     for n in &w.notes {
         say!("note: {n}");

@@ -21,6 +21,7 @@ use super::config::{
 use super::decoders::DecoderChoice;
 use super::stage::decode::{FeatureStream, GraphDecode};
 use super::{CameraSetupError, GraphError, GraphStep, RunError};
+use crate::camera::calib;
 use crate::scene::{demo_rig, BodyRig, BodyScene};
 
 /// One configured graph with what the other stages need from its HEF.
@@ -201,12 +202,67 @@ pub fn graphs(
     Ok(out)
 }
 
-/// The calibration of every camera: its file, else (synthetic cameras) a demo
-/// camera of the same size, else a camera on a ring around the subject.
+/// The calibration of every camera, translations in metres: its file (placed by
+/// [`calib::checks::place`], in the rig's `unit`), else (synthetic cameras) a demo camera
+/// of the same size, else a camera on a ring around the subject; then the rig's checks
+/// ([`calib::checks::check_rig`]: baselines and overlap).
 ///
 /// # Errors
-/// [`RunError::Camera`] naming the camera whose calibration is missing or bad.
+/// [`RunError::Camera`] naming the camera whose calibration is missing or bad,
+/// [`RunError::Calibrations`] naming the pair of cameras that cannot stand together.
 pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
+    let cameras = placed(rig)?;
+    let named: Vec<calib::CalibratedCamera> = rig
+        .cameras
+        .iter()
+        .zip(&cameras)
+        .map(|(c, camera)| calib::CalibratedCamera {
+            name: c.name.clone(),
+            camera: *camera,
+        })
+        .collect();
+    calib::checks::check_rig(&named, rig.unit)
+        .map_err(|source| RunError::Calibrations { source })?;
+    Ok(cameras)
+}
+
+/// The framing precision of every camera ([`calib::framing`]): camera `i` feeds a graph
+/// whose square input is `sides[i]` pixels, fitted by its `fit`; the subject stands at
+/// `[body] subject` (in the rig's `unit`) or the scene centre. `None` when there is no
+/// subject point (one camera and no `subject`).
+pub fn framing(
+    rig: &RigConfig,
+    calibrations: &[Camera],
+    sides: &[u32],
+    stature_m: Option<f64>,
+) -> Option<Vec<calib::framing::Framing>> {
+    let named: Vec<calib::CalibratedCamera> = rig
+        .cameras
+        .iter()
+        .zip(calibrations)
+        .map(|(c, camera)| calib::CalibratedCamera {
+            name: c.name.clone(),
+            camera: *camera,
+        })
+        .collect();
+    let scales: Vec<f64> = rig
+        .cameras
+        .iter()
+        .zip(sides)
+        .map(|(c, &side)| {
+            let crop = matches!(c.fit, super::config::FitMode::Crop);
+            calib::framing::input_scale(side, (c.width, c.height), crop)
+        })
+        .collect();
+    let subject = rig
+        .body
+        .subject
+        .map(|p| nalgebra::Point3::from(p) * rig.unit.metres());
+    calib::framing::framing(&named, &scales, subject, stature_m)
+}
+
+/// Every camera's calibration, before the checks across cameras.
+fn placed(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
     let mut demo: Vec<Option<Camera>> = demo_rig().into_iter().map(Some).collect();
     let n = rig.cameras.len();
     rig.cameras
@@ -227,9 +283,15 @@ pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
             }
             if let Some(path) = &c.calibration_file {
                 need_file(format!("camera[{i}].calibration_file"), path)?;
-                let calib = crate::camera::calib::from_opencv_file(path, Some((c.width, c.height)))
+                let at = calib::checks::Placement {
+                    cameras: n,
+                    origin: c.world_origin,
+                    unit: rig.unit,
+                };
+                let read = calib::from_opencv_file(path, Some((c.width, c.height)))
+                    .and_then(|read| calib::checks::place(read, &path.display().to_string(), at))
                     .map_err(|e| bad(e.into()))?;
-                return Ok(calib);
+                return Ok(read);
             }
             if !c.source.is_synthetic() {
                 return Err(bad(CameraSetupError::NeedsCalibration {
@@ -528,6 +590,7 @@ mod tests {
             pad: 0,
             calibration_file: None,
             controls: Default::default(),
+            world_origin: false,
         };
         replay(0, &camera, &path)
     }

@@ -72,6 +72,11 @@ pub enum RunError {
         #[from]
         source: crate::scene::BodyRigError,
     },
+    /// Calibrations that cannot stand together in one rig.
+    #[error("calibrations: {source}")]
+    Calibrations {
+        source: crate::camera::calib::checks::RigCheckError,
+    },
     /// A calibration the fit cannot use (camera `index` of the rig, in file order).
     #[error("camera {index}: the fit cannot use its calibration: {source}")]
     FitCamera {

@@ -125,6 +125,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let choices = parts.choices.clone();
     let model = parts.model_name;
     let stature_m = parts.body.stature_m;
+    let framing = parts.framing.clone();
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
     let started = start_stages(rig, options, parts, channels, &stats)?;
@@ -154,6 +155,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         options,
         recorded: drained.recorded,
         stature_m,
+        framing,
         drain: drained.drain,
         sink_failures: drained.failures,
     };
@@ -212,6 +214,8 @@ struct Parts {
     infos: Vec<SourceInfo>,
     jsonl: Option<Box<dyn Write + Send>>,
     recorder: Option<Recorder>,
+    /// Per camera: millimetres per feature cell at the subject.
+    framing: Option<Vec<crate::camera::calib::framing::Framing>>,
 }
 
 /// Builds the graphs, cameras, decoders, fitter and outputs `rig` names.
@@ -252,6 +256,11 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
+    let sides: Vec<u32> = graph_of
+        .iter()
+        .map(|&g| decode_info.get(g).map_or(0, |d| d.input_size.0))
+        .collect();
+    let framing = build::framing(rig, &calibrations, &sides, body.stature_m);
     let lanes: Vec<Lane> = graphs
         .into_iter()
         .zip(&rig.graphs)
@@ -281,6 +290,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         infos,
         jsonl,
         recorder,
+        framing,
     })
 }
 

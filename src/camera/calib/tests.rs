@@ -50,7 +50,9 @@ const OPENCV_JSON: &str = r#"{
 
 #[test]
 fn reads_opencv_yaml_with_directive_and_tags() {
-    let c = from_opencv_str(OPENCV_YAML, "cam0.yml", None).unwrap();
+    let c = from_opencv_str(OPENCV_YAML, "cam0.yml", None)
+        .unwrap()
+        .camera;
     assert_eq!((c.width, c.height), (1280, 720));
     // Principal point moved by half a pixel into continuous coordinates.
     assert_eq!((c.fx, c.fy, c.cx, c.cy), (910.0, 912.0, 641.0, 360.0));
@@ -68,7 +70,9 @@ fn reads_opencv_yaml_with_directive_and_tags() {
 
 #[test]
 fn reads_opencv_json_with_rvec() {
-    let c = from_opencv_str(OPENCV_JSON, "cam1.json", None).unwrap();
+    let c = from_opencv_str(OPENCV_JSON, "cam1.json", None)
+        .unwrap()
+        .camera;
     assert_eq!(c.fy, 501.0);
     assert_eq!(c.distortion.k1, 0.1);
     // 90 degrees about z: x axis to y axis.
@@ -96,7 +100,9 @@ fn errors_name_the_file_and_key() {
     );
     let no_size = OPENCV_YAML.replace("image_width: 1280\n", "");
     assert!(from_opencv_str(&no_size, "x", None).is_err());
-    let c = from_opencv_str(&no_size, "x", Some((1280, 720))).unwrap();
+    let c = from_opencv_str(&no_size, "x", Some((1280, 720)))
+        .unwrap()
+        .camera;
     assert_eq!(c.width, 1280);
     let skewed = OPENCV_YAML.replace(
         "data: [ 0., -1., 0., 1., 0., 0., 0., 0., 1. ]",
@@ -111,7 +117,9 @@ fn errors_name_the_file_and_key() {
 
 #[test]
 fn rig_toml_round_trip_and_unknown_keys() {
-    let c = from_opencv_str(OPENCV_YAML, "cam0.yml", None).unwrap();
+    let c = from_opencv_str(OPENCV_YAML, "cam0.yml", None)
+        .unwrap()
+        .camera;
     let text = toml::to_string(&CalibrationTable::from(&c)).unwrap();
     assert!(
         text.contains("fx = 910.0") && text.contains("R = "),
@@ -133,7 +141,7 @@ fn projection_matches_opencv_project_points() {
     let text = r#"{"image_width": 1280, "image_height": 720,
         "camera_matrix": {"rows": 3, "cols": 3, "dt": "d", "data": [640, 0, 640, 0, 640, 360, 0, 0, 1]},
         "distortion_coefficients": {"rows": 1, "cols": 5, "dt": "d", "data": [-0.2, 0.05, 0.001, -0.002, 0.01]}}"#;
-    let c = from_opencv_str(text, "k.json", None).unwrap();
+    let c = from_opencv_str(text, "k.json", None).unwrap().camera;
     let p = c.project(&nalgebra::Point3::new(0.3, -0.2, 1.5)).unwrap();
     assert!(
         (p.x - 766.83201182).abs() < 1e-6 && (p.y - 276.26633286).abs() < 1e-6,

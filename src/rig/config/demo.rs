@@ -40,8 +40,10 @@ impl RigConfig {
             pad: 0,
             calibration_file: None,
             controls: Default::default(),
+            world_origin: false,
         };
         RigConfig {
+            unit: crate::camera::calib::Unit::Metre,
             device: DeviceConfig {
                 backend: BackendChoice::Sim,
                 ..DeviceConfig::default()

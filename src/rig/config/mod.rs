@@ -31,6 +31,8 @@ pub mod values;
 mod tests;
 #[cfg(test)]
 mod tests_bounds;
+#[cfg(test)]
+mod tests_calib;
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +50,10 @@ pub use values::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RigConfig {
+    /// The unit of the translations in the cameras' calibration files (`"m"`, the
+    /// default, or `"mm"`), converted to metres when they are read.
+    #[serde(default)]
+    pub unit: crate::camera::calib::Unit,
     #[serde(default)]
     pub device: DeviceConfig,
     #[serde(default)]

@@ -147,6 +147,12 @@ pub struct CameraConfig {
     /// `v4l2-ctl --list-ctrls` prints (see docs/cameras.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub controls: BTreeMap<String, ControlValue>,
+    /// This camera defines the world: its calibration file may lack R and T (as
+    /// `calibrateCamera` writes), and then the camera sits at the origin looking along +z.
+    /// Without it, a file with no extrinsics is refused in a rig of several cameras.
+    /// At most one camera has it, and it needs `calibration_file`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub world_origin: bool,
 }
 
 /// The CPU decoder.
@@ -231,6 +237,11 @@ pub struct BodyConfig {
     /// Pixel noise added to ground-truth keypoints.
     #[serde(default = "default_noise")]
     pub noise_px: f64,
+    /// A point of the vertical line the subject stands on, in the calibrations' world
+    /// frame and `unit`, for the framing precision; default: the point nearest all
+    /// cameras' optical axes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<[f64; 3]>,
 }
 
 fn default_noise() -> f64 {
@@ -244,6 +255,7 @@ impl Default for BodyConfig {
             limits: true,
             keypoints: KeypointsFrom::default(),
             noise_px: default_noise(),
+            subject: None,
         }
     }
 }

@@ -37,6 +37,19 @@ impl RigConfig {
                 ),
             ));
         }
+        if let Some(p) = self
+            .body
+            .subject
+            .filter(|p| p.iter().any(|v| !v.is_finite()))
+        {
+            return Err(bad(
+                "body.subject".into(),
+                format!(
+                    "[{}] is not a finite point",
+                    p.map(crate::limits::number).join(", ")
+                ),
+            ));
+        }
         if let SwitchingConfig::Manual { frames_per_switch } = self.switching {
             if !(1..=MAX_FRAMES_PER_SWITCH).contains(&frames_per_switch) {
                 return Err(bad(
@@ -208,6 +221,23 @@ impl RigConfig {
                         key(side),
                         format!(
                             "{value} is outside 1..={MAX_CAMERA_SIDE} pixels (the widest V4L2 sensor mode)"
+                        ),
+                    ));
+                }
+            }
+            if c.world_origin {
+                if c.calibration_file.is_none() {
+                    return Err((
+                        key("world_origin"),
+                        "needs `calibration_file`: the key lets that file lack R and T".into(),
+                    ));
+                }
+                if let Some(o) = self.cameras[..i].iter().find(|o| o.world_origin) {
+                    return Err((
+                        key("world_origin"),
+                        format!(
+                            "camera `{}` is the world origin already; one camera is",
+                            o.name
                         ),
                     ));
                 }

@@ -56,6 +56,8 @@ pub struct RunFacts<'a> {
     pub recorded: Option<Recorded>,
     /// The subject's stature, metres, that fit residuals are a share of.
     pub stature_m: Option<f64>,
+    /// Per camera: millimetres per feature cell at the subject, from the calibration.
+    pub framing: Option<Vec<crate::camera::calib::framing::Framing>>,
     /// Whether the drain ended in time.
     pub drain: DrainReport,
     /// Outputs that failed during the run.
@@ -90,6 +92,10 @@ pub struct Report {
     pub latency_ms: BTreeMap<String, LatencySummary>,
     pub latency_note: String,
     pub fit: FitReport,
+    /// Per camera: the millimetres one feature cell spans at the subject's distance,
+    /// modelled from the calibration (docs/calibration.md#framing-precision); absent when
+    /// there is no subject point.
+    pub framing: Option<Vec<crate::camera::calib::framing::Framing>>,
     pub host: HostReport,
     pub verdict: Verdict,
     pub recorded: Option<Recorded>,
@@ -146,6 +152,7 @@ impl Report {
             latency_ms: f.stats.latencies().summaries(),
             latency_note: "capture = capture stamp to the NPU stage taking the frame (camera queue wait included); queue = batcher wait; npu = submit to completion; decode includes its queue; sync = waiting for the other views; fit = triangulation and fit; end_to_end = capture to fitted body".into(),
             fit,
+            framing: f.framing.clone(),
             host,
             verdict,
             recorded: f.recorded,
