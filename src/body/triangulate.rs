@@ -364,8 +364,7 @@ mod tests {
     fn confidence_falls_when_views_are_dropped() {
         let cams = demo_rig();
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        // The head: in every camera's view, the face camera's too.
-        let p = Point3::new(0.0, 0.0, 0.55);
+        let p = Point3::new(0.0, 0.0, 0.3);
         let clean = observe(&cams, &p, &mut rng, 0.5);
         let mut bad = clean.clone();
         bad[0].as_mut().unwrap().pixel.y += 80.0;

@@ -10,7 +10,6 @@ use crate::body::limits::rom::{declare, Arc, Shape};
 use crate::body::limits::JointLimit;
 use crate::body::triangulate::Observation;
 use crate::body::{KeypointTerm, Pose};
-use crate::geom::Camera;
 use crate::scene::demo_rig;
 
 /// Toy body: (name, parent, rest head). Root at the pelvis, Z up.
@@ -186,7 +185,7 @@ fn observe(
     let mut posed = Posed::default();
     rig.forward(pose, &mut posed).unwrap();
     let n = Normal::new(0.0, noise.max(1e-12)).unwrap();
-    body_cameras()
+    demo_rig()
         .iter()
         .map(|cam| {
             posed
@@ -211,13 +210,14 @@ fn mpjpe(a: &[Point3<f64>], b: &[Point3<f64>]) -> f64 {
 
 fn fitter(rig: KeypointRig, limits: Vec<Option<JointLimit>>) -> PoseFitter {
     let active = (0..rig.bones()).collect();
-    PoseFitter::new(rig, limits, active, body_cameras(), FitConfig::default()).unwrap()
-}
-
-/// The demo rig's three body cameras: its face camera is framed on the
-/// ANNY face, where the toy body has no points.
-fn body_cameras() -> Vec<Camera> {
-    demo_rig()[..3].to_vec()
+    PoseFitter::new(
+        rig,
+        limits,
+        active,
+        demo_rig().to_vec(),
+        FitConfig::default(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -371,11 +371,11 @@ fn bad_input_is_refused_with_names() {
     assert!(matches!(
         f.fit(&[vec![]]),
         Err(FitError::ViewCount {
-            cameras: 3,
+            cameras: 4,
             observations: 1
         })
     ));
-    let empty = vec![vec![None; 16]; 3];
+    let empty = vec![vec![None; 16]; 4];
     assert!(matches!(
         f.fit(&empty),
         Err(FitError::NoInitialisation { points: 0 })
