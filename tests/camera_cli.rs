@@ -24,7 +24,27 @@ fn cameras_lists_devices_or_says_there_are_none() {
             text.starts_with("no V4L2 capture devices found (looked at 0 /dev/video* node(s))"),
             "{text}"
         );
+        // What a user of the binary can run instead (no `cargo run --example`).
+        assert!(
+            text.contains("`hailo-edge run` runs the demo rig"),
+            "{text}"
+        );
+        assert!(!text.contains("cargo"), "{text}");
     }
+}
+
+#[test]
+fn cameras_toml_needs_no_other_flag_and_side_needs_toml() {
+    succeed(hailo_edge().args(["cameras", "--toml", "--side", "432"]));
+    hailo_edge()
+        .args(["cameras", "--side", "432"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--toml"));
+    hailo_edge()
+        .args(["cameras", "--toml", "--json"])
+        .assert()
+        .failure();
 }
 
 #[test]

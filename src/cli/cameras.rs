@@ -56,7 +56,9 @@ pub fn run(args: CamerasArgs) -> anyhow::Result<ExitCode> {
                 String::new()
             }
         );
-        println!("without cameras, `cargo run --example capture_four` runs on synthetic cameras");
+        println!(
+            "without cameras, `hailo-edge run` runs the demo rig on synthetic cameras (`hailo-edge run --help`)"
+        );
     } else {
         for d in &found {
             print_device(d);
