@@ -191,12 +191,12 @@ pub fn apply<D: ControlDevice>(
     let mut set = Vec::new();
     let mut outcomes = Vec::new();
     for (key, value) in order {
-        let outcome = |status, applied, note: String| ControlOutcome {
+        let outcome = |status, applied, note: Option<String>| ControlOutcome {
             key: key.clone(),
             requested: value.to_string(),
             applied,
             status,
-            note: Some(note),
+            note,
         };
         let found = match alias(key) {
             Some(id) => offered.iter().find(|c| c.id == id),
@@ -212,7 +212,7 @@ pub fn apply<D: ControlDevice>(
                 "the device has no such control; it offers {}",
                 names.join(", ")
             );
-            outcomes.push(outcome(ControlStatus::Refused, None, note));
+            outcomes.push(outcome(ControlStatus::Refused, None, Some(note)));
             continue;
         };
         let result = raw_value(key, value, info).and_then(|raw| {
@@ -224,17 +224,16 @@ pub fn apply<D: ControlDevice>(
         match result {
             Ok(raw) => {
                 set.push((outcomes.len(), info.id, raw));
-                outcomes.push(outcome(ControlStatus::Applied, Some(raw), String::new()));
+                outcomes.push(outcome(ControlStatus::Applied, Some(raw), None));
             }
             Err(note) => {
                 let current = device.get(info.id).ok();
-                outcomes.push(outcome(ControlStatus::Refused, current, note));
+                outcomes.push(outcome(ControlStatus::Refused, current, Some(note)));
             }
         }
     }
     for (i, id, raw) in set {
         let o = &mut outcomes[i];
-        o.note = None;
         match device.get(id) {
             Ok(v) if v == raw => o.applied = Some(v),
             Ok(v) => {

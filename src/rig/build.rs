@@ -212,16 +212,7 @@ pub fn graphs(
 /// [`RunError::Calibrations`] naming the pair of cameras that cannot stand together.
 pub fn calibrations(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
     let cameras = placed(rig)?;
-    let named: Vec<calib::CalibratedCamera> = rig
-        .cameras
-        .iter()
-        .zip(&cameras)
-        .map(|(c, camera)| calib::CalibratedCamera {
-            name: c.name.clone(),
-            camera: *camera,
-        })
-        .collect();
-    calib::checks::check_rig(&named, rig.unit)
+    calib::checks::check_rig(&named(rig, &cameras), rig.unit)
         .map_err(|source| RunError::Calibrations { source })?;
     Ok(cameras)
 }
@@ -236,15 +227,6 @@ pub fn framing(
     sides: &[u32],
     stature_m: Option<f64>,
 ) -> Option<Vec<calib::framing::Framing>> {
-    let named: Vec<calib::CalibratedCamera> = rig
-        .cameras
-        .iter()
-        .zip(calibrations)
-        .map(|(c, camera)| calib::CalibratedCamera {
-            name: c.name.clone(),
-            camera: *camera,
-        })
-        .collect();
     let scales: Vec<f64> = rig
         .cameras
         .iter()
@@ -258,7 +240,19 @@ pub fn framing(
         .body
         .subject
         .map(|p| nalgebra::Point3::from(p) * rig.unit.metres());
-    calib::framing::framing(&named, &scales, subject, stature_m)
+    calib::framing::framing(&named(rig, calibrations), &scales, subject, stature_m)
+}
+
+/// Each camera's calibration under its rig name.
+fn named(rig: &RigConfig, cameras: &[Camera]) -> Vec<calib::CalibratedCamera> {
+    rig.cameras
+        .iter()
+        .zip(cameras)
+        .map(|(c, camera)| calib::CalibratedCamera {
+            name: c.name.clone(),
+            camera: *camera,
+        })
+        .collect()
 }
 
 /// Every camera's calibration, before the checks across cameras.
