@@ -75,6 +75,34 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
         util.iter().filter(|t| t.ends_with('%')).count() >= 8,
         "{util:?}"
     );
+    // The CDF names the point whose latencies it shows.
+    let cdf = svg_texts(&std::fs::read_to_string(out.join("latency_cdf.svg")).unwrap());
+    assert!(
+        cdf.iter()
+            .any(|t| t.starts_with("backbone_288, at its fastest point (")),
+        "{cdf:?}"
+    );
+    // Busy shares that coincide are dashed, each with its own dash: many
+    // segments in their colour, where a solid series has two polylines (its
+    // line and its legend key).
+    let svg = std::fs::read_to_string(out.join("utilisation_vs_batch.svg")).unwrap();
+    let mut per_colour = std::collections::BTreeMap::<&str, usize>::new();
+    for line in svg.split("<polyline").skip(1) {
+        let stroke = line.split("stroke=\"").nth(1).and_then(|s| s.get(..7));
+        if let Some(c) = stroke.filter(|&c| c != "#000000") {
+            *per_colour.entry(c).or_default() += 1;
+        }
+    }
+    let counts: Vec<usize> = per_colour.values().copied().collect();
+    assert_eq!(
+        counts.iter().min(),
+        Some(&2),
+        "solid series: {per_colour:?}"
+    );
+    assert!(
+        counts.iter().max() > Some(&4),
+        "dashed series: {per_colour:?}"
+    );
     let report = out.join("report.json");
     cli()
         .args([

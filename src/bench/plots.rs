@@ -60,6 +60,10 @@ struct Lines<'a> {
     point_labels: Option<&'a str>,
     /// Where the legend sits: where the lines are not.
     legend: SeriesLabelPosition,
+    /// Series whose names start with this are dashed, each with its own dash
+    /// length and unlabelled, so lines that coincide (every busy share at
+    /// 100 %) all stay visible.
+    dashed: Option<&'a str>,
 }
 
 /// What a plot draws.
@@ -107,17 +111,30 @@ fn draw<DB: DrawingBackend>(
             };
             let whole = lines.whole_x.then_some((x0, x1));
             let mut c = axes(&root, title, (x0..x1, x_label), (0.0..y1, y_label), whole)?;
+            let mut dashes = 0u32;
             for (i, (name, pts)) in series.iter().enumerate() {
                 let colour = COLOURS[i % COLOURS.len()];
-                c.draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))?
-                    .label(name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                    });
+                let dashed = lines.dashed.is_some_and(|p| name.starts_with(p));
+                let style = colour.stroke_width(2);
+                let drawn = if dashed {
+                    let dash = 6 + 6 * dashes;
+                    dashes += 1;
+                    c.draw_series(DashedLineSeries::new(
+                        pts.iter().copied(),
+                        dash,
+                        dash,
+                        style,
+                    ))?
+                } else {
+                    c.draw_series(LineSeries::new(pts.iter().copied(), style))?
+                };
+                drawn.label(name.as_str()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                });
                 if pts.len() < 50 {
                     c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
                 }
-                if let Some(unit) = lines.point_labels.filter(|_| pts.len() <= 16) {
+                if let Some(unit) = lines.point_labels.filter(|_| pts.len() <= 16 && !dashed) {
                     c.draw_series(pts.iter().map(|&(x, y)| {
                         Text::new(
                             format!("{}{unit}", value_text(y)),
@@ -282,7 +299,8 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
     let mut fps: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
     let mut compute: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
     let mut busy: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
-    let mut cdf: BTreeMap<String, (f64, Vec<f64>)> = BTreeMap::new();
+    // Per graph: the point with the highest fps, whose latencies the CDF shows.
+    let mut cdf: BTreeMap<String, (f64, String, Vec<f64>)> = BTreeMap::new();
     let mut switches = Vec::new();
     for p in &sweep.points {
         let m = &p.measurement;
@@ -311,9 +329,11 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
                 .or_insert(0.0);
             *e = e.max(100.0 * g.compute.of_int8_peak.value);
             if let Some(h) = &g.host_latency {
-                let e = cdf.entry(g.name.clone()).or_insert((0.0, Vec::new()));
+                let e = cdf
+                    .entry(g.name.clone())
+                    .or_insert((0.0, String::new(), Vec::new()));
                 if g.fps.value > e.0 {
-                    *e = (g.fps.value, h.samples_ms.clone());
+                    *e = (g.fps.value, p.label.clone(), h.samples_ms.clone());
                 }
             }
         }
@@ -328,7 +348,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
     util.extend(lines(busy));
     let cdf: Vec<Series> = cdf
         .into_iter()
-        .map(|(name, (_, samples))| {
+        .map(|(name, (_, point, samples))| {
             let n = samples.len().max(1) as f64;
             let step = (samples.len() / 400).max(1);
             let pts = samples
@@ -337,7 +357,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
                 .filter(|(i, _)| i % step == 0 || *i + 1 == samples.len())
                 .map(|(i, &ms)| (ms, (i + 1) as f64 / n))
                 .collect();
-            (name, pts)
+            (format!("{name}, at its fastest point ({point})"), pts)
         })
         .collect();
     let mut files = Vec::new();
@@ -356,6 +376,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
             y_top: None,
             point_labels: Some(""),
             legend: SeriesLabelPosition::UpperRight,
+            dashed: None,
         }),
     )?);
     files.extend(both(
@@ -372,6 +393,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
             y_top: Some(100.0),
             point_labels: Some("%"),
             legend: SeriesLabelPosition::MiddleRight,
+            dashed: Some("busy"),
         }),
     )?);
     files.extend(both(
@@ -387,6 +409,7 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError
             point_labels: None,
             // Each curve climbs to 1 on the right: the lower right is empty.
             legend: SeriesLabelPosition::LowerRight,
+            dashed: None,
         }),
     )?);
     files.extend(both(
