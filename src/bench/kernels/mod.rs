@@ -37,7 +37,10 @@ pub enum Kernel {
     DeformSample,
     /// Short-row softmax and its exponentials.
     Softmax,
-    /// tract's matrix products (linear layers, projections).
+    /// The linear layers on [`FastLinear`](crate::decode::ops::linear::FastLinear)
+    /// (`gemm`'s kernels).
+    Linear,
+    /// tract's matrix products (the ones no rewrite took).
     MatMul,
     /// Every other decoder node (layer norms, element-wise, reshapes).
     Other,
@@ -45,11 +48,12 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in table order.
-    pub const ALL: [Kernel; 6] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Preprocess,
         Kernel::Attention,
         Kernel::DeformSample,
         Kernel::Softmax,
+        Kernel::Linear,
         Kernel::MatMul,
         Kernel::Other,
     ];
@@ -61,6 +65,7 @@ impl Kernel {
             Kernel::Attention => "attention",
             Kernel::DeformSample => "deformable sampling",
             Kernel::Softmax => "softmax + exp",
+            Kernel::Linear => "linear layers (gemm)",
             Kernel::MatMul => "matrix products (tract)",
             Kernel::Other => "other decoder ops (tract)",
         }
@@ -68,10 +73,12 @@ impl Kernel {
 
     /// The code path the kernel takes on this CPU: `avx2` or `scalar` on x86_64 (by run-time
     /// detection, as the kernels choose), `neon` on aarch64 (the baseline there), and
-    /// `tract-linalg` for tract's own kernels, which pick their own.
+    /// `tract-linalg` for tract's own kernels, which pick their own, and the `gemm`
+    /// crate's widest path for the linear layers.
     pub fn path(self) -> &'static str {
         match self {
             Kernel::MatMul | Kernel::Other => "tract-linalg",
+            Kernel::Linear => gemm_path(),
             Kernel::Preprocess | Kernel::Attention | Kernel::DeformSample | Kernel::Softmax => {
                 simd_path()
             }
@@ -83,6 +90,32 @@ impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The vector path `gemm` takes here: it picks AVX-512 when the CPU has the x86-64-v4
+/// set (this crate builds it with that path), then AVX2 with FMA; NEON on aarch64.
+fn gemm_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512cd")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            return "gemm avx512";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return "gemm avx2";
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        return "gemm neon";
+    }
+    #[allow(unreachable_code)]
+    "gemm scalar"
 }
 
 /// The vector path hailo-edge's own kernels take here.

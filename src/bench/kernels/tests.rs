@@ -57,7 +57,8 @@ fn a_row_renders_its_kernel_path_and_figures() {
 fn the_reduced_decoder_has_every_hot_kernel_with_work_from_its_shapes() {
     let path = crate::fixture("decoder_reduced_288.onnx");
     let rows = table(&[(288, Some(path))], 1).unwrap();
-    for kernel in Kernel::ALL {
+    // Every product of the reduced graph goes to gemm: tract keeps none of them.
+    for kernel in Kernel::ALL.into_iter().filter(|&k| k != Kernel::MatMul) {
         assert!(rows.iter().any(|r| r.kernel == kernel), "no {kernel} row");
     }
     let of = |k: Kernel| rows.iter().find(|r| r.kernel == k).unwrap();
@@ -73,7 +74,7 @@ fn the_reduced_decoder_has_every_hot_kernel_with_work_from_its_shapes() {
     );
     assert!(of(Kernel::Attention).work.macs > 0);
     assert!(of(Kernel::DeformSample).work.macs > 0);
-    assert!(of(Kernel::MatMul).work.macs > 0);
+    assert!(of(Kernel::Linear).work.macs > 0);
     assert_eq!(of(Kernel::Other).work, Work::default());
     eprintln!("{}", render(&rows, &CORTEX_A76_PI5));
     for r in &rows {

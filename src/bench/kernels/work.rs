@@ -11,6 +11,7 @@ use crate::decode::ops::attention::{FastAttention, Role};
 use crate::decode::ops::deform_project::FastDeformProject;
 use crate::decode::ops::deform_sample::FastDeformSample;
 use crate::decode::ops::fast_ops::FastSoftmax;
+use crate::decode::ops::linear::FastLinear;
 
 /// f32 bytes.
 const F32: u64 = 4;
@@ -21,9 +22,6 @@ const CORNERS: u64 = 4;
 /// Values a register tile of the matrix-product kernels reuses each loaded element for
 /// (8 x 8 tiles: 16 loads per 64 multiply-adds).
 const MATMUL_REUSE: u64 = 8;
-
-/// Queries [`FastDeformProject`] projects together, sharing each weight load.
-const PROJECT_BLOCK: u64 = 4;
 
 /// The kernel and work of one node of a prepared decoder graph.
 ///
@@ -53,6 +51,9 @@ pub fn of_node(model: &TypedModel, node: &TypedNode) -> TractResult<(Kernel, Wor
     if let Some(op) = node.op_as::<FastDeformProject>() {
         let weight: Vec<u64> = op.weight.shape().iter().map(|&d| d as u64).collect();
         return Ok((Kernel::DeformSample, deform_project(&weight, &shape(1)?)));
+    }
+    if let Some(op) = node.op_as::<FastLinear>() {
+        return Ok((Kernel::Linear, matmul(op.macs())));
     }
     if node.op_as::<FastSoftmax>().is_some() {
         return Ok((Kernel::Softmax, softmax(&shape(0)?)));
@@ -130,8 +131,8 @@ pub fn deform_sample(value: &[u64], grid: &[u64]) -> Work {
 }
 
 /// weight `(H, D, dh)`, grid `(H, Lq, P, 2)`: per head and query, the taps over the
-/// memory's D channels, then the sampled row times the head's `D x dh` projection
-/// (weights loaded once per block of queries).
+/// memory's D channels, then the sampled rows times the head's `D x dh` projection
+/// (one matrix product per head, on register tiles).
 pub fn deform_project(weight: &[u64], grid: &[u64]) -> Work {
     let (heads, depth, width) = (weight[0], weight[1], weight[2]);
     let (queries, points) = (grid[1], grid[2]);
@@ -140,7 +141,7 @@ pub fn deform_project(weight: &[u64], grid: &[u64]) -> Work {
     Work {
         elements: heads * width * queries,
         macs: taps + projection,
-        load_bytes: (taps + projection / PROJECT_BLOCK) * F32,
+        load_bytes: (taps + projection / MATMUL_REUSE) * F32,
         ..Work::default()
     }
 }

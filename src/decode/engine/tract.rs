@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::tract_core::optim::Optimizer;
 
 use super::{map_spec, raw_output, GraphInputs};
 use crate::decode::input::specs_text;
@@ -19,6 +20,7 @@ use crate::decode::ops::fast_ops::speed_up;
 use crate::decode::ops::grid_sample::onnx_fast;
 use crate::decode::ops::input_reshape::fold_input_reshapes;
 use crate::decode::ops::layer_norm::fuse_layer_norm;
+use crate::decode::ops::linear::fuse_linear;
 use crate::decode::ops::trig::fast_trig;
 use crate::decode::{DecodeError, Decoder, Engine, FeatureMaps, MapSpec, RawOutput};
 
@@ -142,23 +144,59 @@ pub fn prepare(
     model: TypedModel,
     kernel: TractKernels,
 ) -> TractResult<(TypedModel, Vec<Option<TVec<usize>>>)> {
-    let mut model = model.into_decluttered()?;
+    let mut model = model;
     let inputs = model.inputs.len();
     if kernel == TractKernels::Stock {
         return Ok((model.into_optimized()?, vec![None; inputs]));
     }
-    let sampling = fuse_deformable_sampling(&mut model)?;
-    let projected = fuse_value_projection(&mut model)?;
-    let attention = fuse_attention(&mut model)?;
-    let norms = fuse_layer_norm(&mut model)?;
-    let mut model = model.into_optimized()?;
+    declutter(&mut model)?;
+    let fused = fuse_hot_ops(&mut model)?;
+    declutter(&mut model)?;
+    model.optimize()?;
     let swapped = speed_up(&mut model)? + fast_trig(&mut model)?;
     let feeds = fold_input_reshapes(&mut model)?;
-    log::debug!(
-        "fused {sampling} deformable samplings ({projected} projecting sampled rows only), \
-         {attention} attention products, {norms} layer norms; {swapped} nodes on fast kernels"
-    );
+    log::debug!("{fused}; {swapped} nodes on fast kernels");
     Ok((model, feeds))
+}
+
+/// tract's declutter passes but `PushSliceUp`.
+///
+/// That pass moves a slice above the op that makes its input by splitting the op into
+/// one op per slice. The keypoint branch reads query slot 0 of every detection layer, so
+/// each layer's linear layers, attention and sampling ran twice, on slot 0 and on slots
+/// 1..100: a second pass over every weight matrix, a one-row product at matrix-vector
+/// speed, and chains the rewrites below no longer recognise. The split saves no work
+/// here, since the detection stream needs all 100 slots.
+pub(crate) fn declutter_passes() -> Optimizer {
+    let mut passes = Optimizer::declutter();
+    passes
+        .passes
+        .retain(|p| !format!("{p:?}").starts_with("PushSliceUp"));
+    passes
+}
+
+/// Declutters `model` with [`declutter_passes`].
+fn declutter(model: &mut TypedModel) -> TractResult<()> {
+    declutter_passes().session().optimize(model)
+}
+
+/// Puts hailo-edge's kernels in place of the chains they replace in a decluttered
+/// graph, in the order the rewrites depend on (the value projection is found behind a
+/// fused sampling, and the linear layers left after it go to [`fuse_linear`]).
+/// Returns what was replaced, as a line for the log.
+///
+/// # Errors
+/// When tract rejects a rewrite.
+pub(crate) fn fuse_hot_ops(model: &mut TypedModel) -> TractResult<String> {
+    let sampling = fuse_deformable_sampling(model)?;
+    let projected = fuse_value_projection(model)?;
+    let attention = fuse_attention(model)?;
+    let norms = fuse_layer_norm(model)?;
+    let linears = fuse_linear(model)?;
+    Ok(format!(
+        "fused {sampling} deformable samplings ({projected} projecting sampled rows only), \
+         {attention} attention products, {norms} layer norms, {linears} linear layers"
+    ))
 }
 
 impl Decoder for TractDecoder {
@@ -193,17 +231,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_declutter_passes_are_tracts_but_the_slice_split() {
+        let names =
+            |o: &Optimizer| -> Vec<String> { o.passes.iter().map(|p| format!("{p:?}")).collect() };
+        let stock = names(&Optimizer::declutter());
+        let ours = names(&declutter_passes());
+        // The filter can say no: tract's list has the pass (a tract that renamed it
+        // would fail here rather than split the products again unnoticed).
+        assert!(
+            stock.iter().any(|p| p.starts_with("PushSliceUp")),
+            "{stock:?}"
+        );
+        assert_eq!(ours.len(), stock.len() - 1, "{ours:?}");
+        assert!(!ours.iter().any(|p| p.starts_with("PushSliceUp")));
+    }
+
+    /// The names of the ops that read an input of the decoder's plan.
+    fn input_readers(decoder: &TractDecoder) -> Vec<String> {
+        let model = decoder.state.plan().model();
+        let mut readers = Vec::new();
+        for outlet in model.input_outlets().unwrap() {
+            for s in model.outlet_successors(*outlet) {
+                readers.push(model.node(s.node).op.name().to_string());
+            }
+        }
+        readers
+    }
+
+    #[test]
     fn the_fixture_decoders_read_their_maps_without_a_reshape_copy() {
-        for (side, grid) in [(288, 24usize), (432, 36)] {
+        for side in [288, 432] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("fixtures")
                 .join(format!("decoder_reduced_{side}.onnx"));
             let fast = TractDecoder::load(&path, TractKernels::Fast).unwrap();
-            let flat: TVec<usize> = tvec![1, 256, grid * grid];
-            assert_eq!(fast.feed_shapes, vec![Some(flat); 2], "{side}");
-            // Stock tract keeps the ONNX's shapes (and its copies).
+            let readers = input_readers(&fast);
+            assert!(!readers.is_empty());
+            assert!(
+                !readers.iter().any(|r| r == "IntoShape"),
+                "{side}: {readers:?}"
+            );
+            // The check can say no: stock tract reshapes each map (a copy).
             let stock = TractDecoder::load(&path, TractKernels::Stock).unwrap();
             assert_eq!(stock.feed_shapes, vec![None; 2]);
+            assert!(input_readers(&stock).iter().any(|r| r == "IntoShape"));
         }
     }
 }

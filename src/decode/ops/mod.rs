@@ -10,6 +10,7 @@
 //! | [`deform_sample`] | [`FastDeformSample`](deform_sample::FastDeformSample) | `GridSample -> Mul(weights) -> ReduceSum` |
 //! | [`deform_project`] | [`FastDeformProject`](deform_project::FastDeformProject), [`TokenMajor`](deform_project::TokenMajor) | the value projection `memory · W + b` feeding a [`FastDeformSample`](deform_sample::FastDeformSample), applied to the sampled rows; one transpose of a channel-major memory for all of them |
 //! | [`attention`] | [`FastAttention`](attention::FastAttention) | `Q·Kᵀ -> scale -> Softmax -> ·V` |
+//! | [`linear`] | [`FastLinear`](linear::FastLinear) | `EinSum` with a constant matrix (`MatMul`), with its bias `Add` and ReLU |
 //! | [`layer_norm`] | [`FastLayerNorm`](layer_norm::FastLayerNorm) | `ReduceSum -> Mul(1/n) -> Sub -> RmsNorm` |
 //! | [`fast_ops`] | [`FastBroadcast`](fast_ops::FastBroadcast), [`FastSoftmax`](fast_ops::FastSoftmax) | broadcasting binary ops, short-row softmax |
 //! | [`trig`] | [`FastTrig`](trig::FastTrig) | `Sin`, `Cos` (the query sine embedding) |
@@ -31,6 +32,7 @@ pub(crate) mod input_reshape;
 pub mod layer_norm;
 #[cfg(target_arch = "aarch64")]
 mod layer_norm_neon;
+pub mod linear;
 #[cfg(target_arch = "aarch64")]
 mod softmax_neon;
 pub mod trig;

@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use super::grid_sample::FastGridSample;
+use super::linear::{matmul, Operand};
 use tract_onnx::tract_hir::internal::*;
 
 /// `Σ_p a · bilinear(memory · W + b)` per head and query, projecting only the sampled
@@ -53,9 +54,6 @@ pub struct ProjectInputs<'a> {
     pub points: usize,
 }
 
-/// Queries projected together: their accumulators stay in registers across `D`.
-const BLOCK: usize = 4;
-
 impl FastDeformProject {
     /// Heads, memory width D and head width dh.
     fn dims(&self) -> [usize; 3] {
@@ -73,22 +71,19 @@ impl FastDeformProject {
         {
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU supports AVX2, checked just above.
-                unsafe { self.sample_avx2(inputs, weight, bias, out) };
-                return Ok(());
+                return unsafe { self.sample_avx2(inputs, weight, bias, out) };
             }
         }
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is the aarch64 baseline.
-        self.sample_with(inputs, weight, bias, out, |a, w, r| unsafe {
+        return self.sample_with(inputs, weight, bias, out, |a, w, r| unsafe {
             super::deform_neon::axpy(a, w, r)
         });
         #[cfg(not(target_arch = "aarch64"))]
-        self.sample_generic(inputs, weight, bias, out);
-        Ok(())
+        self.sample_generic(inputs, weight, bias, out)
     }
 
-    /// [`Self::sample`] compiled for AVX2 (8-wide loops over D and dh, one-instruction
-    /// `floor`).
+    /// [`Self::sample`] compiled for AVX2 (8-wide loops over D, one-instruction `floor`).
     ///
     /// # Safety
     /// The CPU must support AVX2.
@@ -100,8 +95,8 @@ impl FastDeformProject {
         weight: &[f32],
         bias: &[f32],
         out: &mut [f32],
-    ) {
-        self.sample_generic(inputs, weight, bias, out);
+    ) -> TractResult<()> {
+        self.sample_generic(inputs, weight, bias, out)
     }
 
     /// The portable loops: the scalar reference of every SIMD build.
@@ -113,16 +108,17 @@ impl FastDeformProject {
         weight: &[f32],
         bias: &[f32],
         out: &mut [f32],
-    ) {
+    ) -> TractResult<()> {
         self.sample_with(inputs, weight, bias, out, |acc, wt, row| {
             for (a, &v) in acc.iter_mut().zip(row) {
                 *a += wt * v;
             }
-        });
+        })
     }
 
-    /// The sampling and projection loops with `axpy` (`acc += wt * row`) as
-    /// their inner loop, the one place a SIMD build differs.
+    /// The sampling loops with `axpy` (`acc += wt * row`) as their inner loop, the one
+    /// place a SIMD build differs; then, per head, one matrix product of the head's
+    /// weighted rows `(Lq, D)` with its `W_h (D, dh)`, written as `(dh, Lq)`.
     #[inline(always)]
     fn sample_with(
         &self,
@@ -131,7 +127,7 @@ impl FastDeformProject {
         bias: &[f32],
         out: &mut [f32],
         axpy: impl Fn(&mut [f32], f32, &[f32]),
-    ) {
+    ) -> TractResult<()> {
         let [heads, d, dh] = self.dims();
         let [mh, mw] = self.map;
         let (lq, points) = (inputs.queries, inputs.points);
@@ -149,70 +145,45 @@ impl FastDeformProject {
         } else {
             inputs.memory
         };
-        let mut acc = vec![0f32; BLOCK * d];
+        let mut rows = vec![0f32; lq * d];
+        let mut wsum = vec![0f32; lq];
         for h in 0..heads {
             let w_h = &weight[h * d * dh..(h + 1) * d * dh];
             let b_h = &bias[h * dh..(h + 1) * dh];
             let dst = &mut out[h * dh * lq..(h + 1) * dh * lq];
-            for q0 in (0..lq).step_by(BLOCK) {
-                let n = BLOCK.min(lq - q0);
-                let mut wsum = [0f32; BLOCK];
-                for (j, row) in acc.chunks_exact_mut(d).take(n).enumerate() {
-                    row.fill(0.0);
-                    let k0 = (h * lq + q0 + j) * points;
-                    for k in k0..k0 + points {
-                        let (idx, wts) =
-                            self.sample
-                                .taps(inputs.grid[2 * k], inputs.grid[2 * k + 1], mh, mw);
-                        for (&i, &wt) in idx.iter().zip(&wts) {
-                            let wt = wt * inputs.weights[k];
-                            if wt == 0.0 {
-                                continue;
-                            }
-                            wsum[j] += wt;
-                            axpy(row, wt, &memory[i as usize * d..(i as usize + 1) * d]);
+            rows.fill(0.0);
+            wsum.fill(0.0);
+            for (j, row) in rows.chunks_exact_mut(d).enumerate() {
+                let k0 = (h * lq + j) * points;
+                for k in k0..k0 + points {
+                    let (idx, wts) =
+                        self.sample
+                            .taps(inputs.grid[2 * k], inputs.grid[2 * k + 1], mh, mw);
+                    for (&i, &wt) in idx.iter().zip(&wts) {
+                        let wt = wt * inputs.weights[k];
+                        if wt == 0.0 {
+                            continue;
                         }
+                        wsum[j] += wt;
+                        axpy(row, wt, &memory[i as usize * d..(i as usize + 1) * d]);
                     }
                 }
-                project(&acc[..n * d], w_h, dh, &axpy, |j, c, v| {
-                    dst[c * lq + q0 + j] = v + b_h[c] * wsum[j];
-                });
             }
-        }
-    }
-}
-
-/// `rows (n, D) · w (D, dh)`, handing each result to `put(row, column, value)`; up to
-/// [`BLOCK`] rows, each with dh ≤ 32 accumulators.
-#[inline(always)]
-fn project(
-    rows: &[f32],
-    w: &[f32],
-    dh: usize,
-    axpy: impl Fn(&mut [f32], f32, &[f32]),
-    mut put: impl FnMut(usize, usize, f32),
-) {
-    let d = w.len() / dh;
-    let n = rows.len() / d;
-    let mut o = [[0f32; 32]; BLOCK];
-    if dh <= 32 {
-        for (k, wrow) in w.chunks_exact(dh).enumerate() {
-            for j in 0..n {
-                axpy(&mut o[j][..dh], rows[j * d + k], wrow);
+            // The bias, scaled by each row's in-map tap weight, then the product onto it.
+            for (c, col) in dst.chunks_exact_mut(lq).enumerate() {
+                for (o, &ws) in col.iter_mut().zip(&wsum) {
+                    *o = b_h[c] * ws;
+                }
             }
+            matmul(
+                Operand::new(dst, 1, lq),
+                Operand::new(&rows, d, 1),
+                Operand::new(w_h, dh, 1),
+                [lq, d, dh],
+                true,
+            )?;
         }
-        for (j, oj) in o.iter().enumerate().take(n) {
-            for (c, &v) in oj[..dh].iter().enumerate() {
-                put(j, c, v);
-            }
-        }
-    } else {
-        for j in 0..n {
-            for c in 0..dh {
-                let v = (0..d).map(|k| rows[j * d + k] * w[k * dh + c]).sum();
-                put(j, c, v);
-            }
-        }
+        Ok(())
     }
 }
 

@@ -400,7 +400,8 @@ fn simd_build_equals_the_portable_loops_bit_for_bit() {
             if simd {
                 op.sample(&inputs, &mut out).unwrap();
             } else {
-                op.sample_generic(&inputs, &weight, &bias, &mut out);
+                op.sample_generic(&inputs, &weight, &bias, &mut out)
+                    .unwrap();
             }
             out
         };
