@@ -182,6 +182,7 @@ pub fn from_opencv_str(
 ) -> Result<OpenCvCalibration, CalibError> {
     let parse = |what: String| CalibError::Parse {
         origin: origin.to_string(),
+        format: "OpenCV FileStorage YAML or JSON",
         what,
     };
     let root: Value = if text.trim_start().starts_with('{') {
@@ -338,8 +339,14 @@ pub enum CalibError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{origin}: not OpenCV FileStorage YAML or JSON: {what}")]
-    Parse { origin: String, what: String },
+    /// A file that does not parse as the format it was read as.
+    #[error("{origin}: not {format}: {what}")]
+    Parse {
+        origin: String,
+        /// The format the file was read as.
+        format: &'static str,
+        what: String,
+    },
     #[error("{origin}: no {keys}")]
     Missing { origin: String, keys: String },
     /// A calibration made for another image size than its camera's.

@@ -219,16 +219,23 @@ pub fn apply<D: ControlDevice>(
             device
                 .set(info.id, raw)
                 .map(|()| raw)
-                .map_err(|e| format!("the device refused {raw}: {e}"))
+                .map_err(|e| Refusal::Device {
+                    raw,
+                    message: e.to_string(),
+                })
         });
         match result {
             Ok(raw) => {
                 set.push((outcomes.len(), info.id, raw));
                 outcomes.push(outcome(ControlStatus::Applied, Some(raw), None));
             }
-            Err(note) => {
+            Err(why) => {
                 let current = device.get(info.id).ok();
-                outcomes.push(outcome(ControlStatus::Refused, current, Some(note)));
+                outcomes.push(outcome(
+                    ControlStatus::Refused,
+                    current,
+                    Some(why.to_string()),
+                ));
             }
         }
     }
@@ -260,10 +267,33 @@ pub fn apply<D: ControlDevice>(
     Ok(outcomes)
 }
 
+/// Why a control was not set; its text is the outcome's note in the report.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error("the control is disabled or read-only on this device")]
+    Unavailable,
+    #[error("the control is not a number, switch or menu")]
+    NotSettable,
+    #[error("{value} does not fit: the control takes {takes}")]
+    WrongKind { value: String, takes: &'static str },
+    #[error("{value} is not an item of its menu ({items})")]
+    NotInMenu { value: i64, items: String },
+    #[error("no menu item {wanted} ({items})")]
+    NoMenuItem { wanted: String, items: String },
+    #[error("{raw} is outside the control's range {minimum}..={maximum}")]
+    OutOfRange {
+        raw: i64,
+        minimum: i64,
+        maximum: i64,
+    },
+    #[error("the device refused {raw}: {message}")]
+    Device { raw: i64, message: String },
+}
+
 /// The value to hand the driver for `value` on `info`, or why there is none.
-fn raw_value(key: &str, value: &ControlValue, info: &ControlInfo) -> Result<i64, String> {
+fn raw_value(key: &str, value: &ControlValue, info: &ControlInfo) -> Result<i64, Refusal> {
     if info.flags & (FLAG_DISABLED | FLAG_READ_ONLY) != 0 {
-        return Err("the control is disabled or read-only on this device".into());
+        return Err(Refusal::Unavailable);
     }
     let raw = match (key, value, info.kind) {
         ("exposure_us", ControlValue::Int(us), _) => (us + 50) / 100,
@@ -291,15 +321,15 @@ fn raw_value(key: &str, value: &ControlValue, info: &ControlInfo) -> Result<i64,
         }
         (_, ControlValue::Int(v), ControlKind::Menu | ControlKind::IntegerMenu) => {
             if !info.menu.iter().any(|(i, _)| i == v) {
-                return Err(format!(
-                    "{v} is not an item of its menu ({})",
-                    menu_list(info)
-                ));
+                return Err(Refusal::NotInMenu {
+                    value: *v,
+                    items: menu_list(info),
+                });
             }
             *v
         }
         (_, _, ControlKind::Other) => {
-            return Err("the control is not a number, switch or menu".into());
+            return Err(Refusal::NotSettable);
         }
         (_, v, kind) => {
             let takes = match kind {
@@ -307,24 +337,31 @@ fn raw_value(key: &str, value: &ControlValue, info: &ControlInfo) -> Result<i64,
                 ControlKind::Integer => "a whole number",
                 _ => "a menu item",
             };
-            return Err(format!("{v} does not fit: the control takes {takes}"));
+            return Err(Refusal::WrongKind {
+                value: v.to_string(),
+                takes,
+            });
         }
     };
     if raw < info.minimum || raw > info.maximum {
-        return Err(format!(
-            "{raw} is outside the control's range {}..={}",
-            info.minimum, info.maximum
-        ));
+        return Err(Refusal::OutOfRange {
+            raw,
+            minimum: info.minimum,
+            maximum: info.maximum,
+        });
     }
     Ok(raw)
 }
 
-fn menu_index(info: &ControlInfo, wanted: &[&str]) -> Result<i64, String> {
+fn menu_index(info: &ControlInfo, wanted: &[&str]) -> Result<i64, Refusal> {
     wanted
         .iter()
         .find_map(|w| info.menu.iter().find(|(_, n)| key_of(n) == *w))
         .map(|(i, _)| *i)
-        .ok_or_else(|| format!("no menu item {} ({})", wanted.join(" or "), menu_list(info)))
+        .ok_or_else(|| Refusal::NoMenuItem {
+            wanted: wanted.join(" or "),
+            items: menu_list(info),
+        })
 }
 
 fn menu_list(info: &ControlInfo) -> String {

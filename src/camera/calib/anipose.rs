@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use super::{rodrigues, validate, CalibError, CalibratedCamera, Unit};
 use crate::geom::{Camera, Distortion};
 
+/// The format named when a file does not parse as one.
+const FORMAT: &str = "an anipose / Pose2Sim calibration (TOML)";
+
 /// One `[cam_N]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +51,7 @@ pub fn from_anipose_str(
 ) -> Result<Vec<CalibratedCamera>, CalibError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| CalibError::Parse {
         origin: origin.to_string(),
+        format: FORMAT,
         what: e.message().to_string(),
     })?;
     let mut sections: Vec<(&String, &toml::Value)> =
@@ -69,6 +73,7 @@ pub fn from_anipose_str(
                     .try_into()
                     .map_err(|e: toml::de::Error| CalibError::Parse {
                         origin: at.clone(),
+                        format: FORMAT,
                         what: e.message().trim_end().to_string(),
                     })?;
             entry.camera(&at, unit)

@@ -24,6 +24,9 @@ use serde::{Deserialize, Serialize};
 use super::{validate, CalibError, CalibratedCamera};
 use crate::geom::{Camera, Distortion};
 
+/// The format named when a file does not parse as one.
+const FORMAT: &str = "a Kalibr camchain (YAML)";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Entry {
     camera_model: String,
@@ -46,6 +49,7 @@ pub fn from_kalibr_str(text: &str, origin: &str) -> Result<Vec<CalibratedCamera>
     let map: BTreeMap<String, serde_yaml::Value> =
         serde_yaml::from_str(text).map_err(|e| CalibError::Parse {
             origin: origin.to_string(),
+            format: FORMAT,
             what: e.to_string(),
         })?;
     if map.is_empty() {
@@ -69,6 +73,7 @@ pub fn from_kalibr_str(text: &str, origin: &str) -> Result<Vec<CalibratedCamera>
         let entry: Entry =
             serde_yaml::from_value(value.clone()).map_err(|e| CalibError::Parse {
                 origin: at.clone(),
+                format: FORMAT,
                 what: e.to_string(),
             })?;
         let to_this = match (n, entry.t_cn_cnm1) {

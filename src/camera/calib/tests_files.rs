@@ -316,3 +316,31 @@ fn reprojection_report_pools_views_by_points_and_names_the_worst() {
     assert_eq!(r.cameras[1].rms_px(), Some(f64::INFINITY));
     assert_eq!(ReprojectionReport::default().rms_px(), None);
 }
+
+#[test]
+fn each_reader_names_its_own_format_when_a_file_is_another() {
+    // A TOML file read as Kalibr's YAML, and a YAML mapping of lists read as TOML.
+    let kalibr = from_kalibr_str(ANIPOSE, "chain.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        kalibr.contains("chain.yaml: not a Kalibr camchain"),
+        "{kalibr}"
+    );
+    let anipose = from_anipose_str("cam0:\n  - 1\n", "calib.toml", Unit::Metre)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        anipose.contains("calib.toml: not an anipose / Pose2Sim calibration"),
+        "{anipose}"
+    );
+    let opencv = from_opencv_str("[cam_0]\nname = 1\n", "c.yaml", None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        opencv.contains("c.yaml: not OpenCV FileStorage"),
+        "{opencv}"
+    );
+    // Each names one format only: the Kalibr reader does not blame OpenCV's.
+    assert!(!kalibr.contains("OpenCV"), "{kalibr}");
+}

@@ -199,7 +199,7 @@ thread_local! {
 /// hook's "thread panicked" text on stderr: tract's loader and analysis stop that way on
 /// malformed graphs, and the command reports it as an error naming the file. Panics on
 /// other threads, and outside `f`, are reported by the previous hook as before.
-fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -228,5 +228,15 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     CAUGHT.with(|c| *c.borrow_mut() = Some(String::new()));
     let result = catch_unwind(AssertUnwindSafe(f));
     let message = CAUGHT.with(|c| c.borrow_mut().take()).unwrap_or_default();
-    result.map_err(|_| message)
+    result.map_err(|_| Panicked(message))
+}
+
+/// What a call run by [`quietly`] panicked with.
+#[derive(Debug)]
+struct Panicked(String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
