@@ -1,4 +1,4 @@
-//! `hailo-edge body forward` and `body render` from the outside.
+//! `hailo-edge body forward`, `body render` and `body unrolled` from the outside.
 
 mod common;
 
@@ -126,4 +126,58 @@ fn convert_names_a_file_that_is_not_a_wheel() {
     };
     convert(&fake).stderr(contains("fake.whl").and(contains("zip")));
     convert(&dir.path().join("missing.whl")).stderr(contains("missing.whl"));
+}
+
+#[test]
+fn unrolled_writes_the_graph_and_a_case_whose_tensors_fill_their_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (onnx, case) = (dir.path().join("fit.onnx"), dir.path().join("case.json"));
+    hailo_edge()
+        .args(["body", "unrolled", "--iterations", "1", "-o"])
+        .arg(&onnx)
+        .arg("--case")
+        .arg(&case)
+        .assert()
+        .success();
+    assert!(std::fs::metadata(&onnx).unwrap().len() > 1000);
+    let case = read_json(&case);
+    for (section, names) in [
+        (
+            "inputs",
+            &["rotations", "translation", "targets", "confidence"][..],
+        ),
+        (
+            "outputs",
+            &["fitted_rotations", "fitted_translation", "keypoints"][..],
+        ),
+    ] {
+        for name in names {
+            let t = &case[section][name];
+            let shape: Vec<usize> = serde_json::from_value(t["shape"].clone()).unwrap();
+            let data: Vec<f32> = serde_json::from_value(t["data"].clone()).unwrap();
+            assert_eq!(
+                data.len(),
+                shape.iter().product::<usize>(),
+                "{section} {name}"
+            );
+            assert!(data.iter().all(|x| x.is_finite()), "{section} {name}");
+        }
+    }
+    assert_eq!(
+        case["outputs"]["keypoints"]["shape"],
+        serde_json::json!([23, 3])
+    );
+    // Negative controls: a case needs the graph's file, and the table needs 32 frames.
+    hailo_edge()
+        .args(["body", "unrolled", "--case"])
+        .arg(dir.path().join("alone.json"))
+        .assert()
+        .failure()
+        .stderr(contains("--out"));
+    hailo_edge()
+        .args(["body", "unrolled", "--table", "--frames", "10"])
+        .assert()
+        .failure()
+        .stderr(contains("--frames"));
+    assert!(!dir.path().join("alone.json").exists());
 }

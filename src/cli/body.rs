@@ -51,9 +51,18 @@ pub enum BodyCommand {
         /// Demo sequences the table measures (seeds 1..=N; calibration uses seeds 101..).
         #[arg(long, default_value_t = 3)]
         sequences: u64,
+        /// Frames per demo sequence of the table, at 60 fps (at least 32: the tensor classes
+        /// to hold in 16 bits are found on the first 31).
+        #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(32..))]
+        frames: u64,
         /// Leave the joint-limit clamps out of the graph.
         #[arg(long)]
         no_limits: bool,
+        /// With -o, also write a test case as JSON: the graph's inputs for frame 1 of demo
+        /// sequence 1 (warm-started from the CPU fit of frame 0) and the Rust evaluator's f32
+        /// outputs, for checking the graph in another runtime (tools/check_unrolled_onnx.py).
+        #[arg(long, requires = "out")]
+        case: Option<PathBuf>,
     },
     /// Render a pose into PNGs from four cameras placed like the demo rig, plus the
     /// ground-truth 2D keypoints as JSON.
@@ -124,8 +133,16 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             iterations,
             table,
             sequences,
+            frames,
             no_limits,
-        } => unrolled(out.as_deref(), iterations, table, sequences, !no_limits),
+            case,
+        } => unrolled(
+            out.as_deref(),
+            case.as_deref(),
+            iterations,
+            table.then_some((sequences, frames as usize)),
+            !no_limits,
+        ),
         BodyCommand::Render {
             pose,
             out,
@@ -223,17 +240,21 @@ fn finite<'a>(
 /// `body unrolled`: the graph, or its table.
 fn unrolled(
     out: Option<&Path>,
+    case: Option<&Path>,
     iterations: usize,
-    table: bool,
-    sequences: u64,
+    table: Option<(u64, usize)>,
     clamp: bool,
 ) -> anyhow::Result<ExitCode> {
     use hailo_edge::body::unrolled::{evaluate, verify, UnrolledConfig};
     let model = Model::embedded()?;
     let body = std::sync::Arc::new(hailo_edge::scene::BodyRig::anny(model, true)?);
     let config = UnrolledConfig::default().with_iterations(iterations)?;
-    if table {
-        let spec = evaluate::SequenceSpec::default();
+    if let Some((sequences, frames)) = table {
+        let started = std::time::Instant::now();
+        let spec = evaluate::SequenceSpec {
+            frames,
+            ..Default::default()
+        };
         let make = |seeds: std::ops::RangeInclusive<u64>| {
             seeds
                 .map(|s| evaluate::sequence(&body, s, spec))
@@ -251,6 +272,7 @@ fn unrolled(
         let rows = evaluate::table(
             &body,
             &[2, 4, 8, 16],
+            clamp,
             config,
             &wide,
             &calibration,
@@ -275,6 +297,7 @@ fn unrolled(
                 .map_or(f64::NAN, |(_, m)| *m);
             println!("  {c} (alone at 8 bits: MPJPE {m:.1} mm)");
         }
+        eprintln!("measured in {:.0} s", started.elapsed().as_secs_f64());
         return Ok(ExitCode::SUCCESS);
     }
     let Some(out) = out else {
@@ -291,6 +314,17 @@ fn unrolled(
         );
     }
     std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    if let Some(path) = case {
+        let spec = evaluate::SequenceSpec {
+            frames: 2,
+            ..Default::default()
+        };
+        let seq = evaluate::sequence(&body, 1, spec)?;
+        let json = evaluate::case(&fit, &seq.start, &seq.frames[1].targets)?;
+        std::fs::write(path, serde_json::to_string(&json)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
     eprintln!(
         "wrote {} ({} bytes): {} Gauss-Newton steps, {} bones, {} fitted, {} keypoints",
         out.display(),

@@ -211,17 +211,74 @@ pub fn sensitive(
     tolerance_mm: f64,
 ) -> Result<Sensitivity, UnrolledError> {
     let exact = score(body, fit, &Mode::Exact, sequences)?.0.mpjpe_mm;
+    let classes: Vec<String> = Quantiser::classes(ranges).into_iter().collect();
+    // Each class is scored on its own: the classes are split between the cores.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = classes.len().div_ceil(threads).max(1);
+    let scored: Vec<Result<Vec<(String, f64)>, UnrolledError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = classes
+            .chunks(per)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|class| {
+                            let q = Quantiser::only(ranges.clone(), class, 8);
+                            let m = score(body, fit, &Mode::Quantise(q), sequences)?.0.mpjpe_mm;
+                            Ok((class.clone(), m))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     let mut wide = BTreeSet::new();
     let mut each = Vec::new();
-    for class in Quantiser::classes(ranges) {
-        let q = Quantiser::only(ranges.clone(), &class, 8);
-        let m = score(body, fit, &Mode::Quantise(q), sequences)?.0.mpjpe_mm;
-        if m.is_nan() || m > exact + tolerance_mm {
-            wide.insert(class.clone());
+    for part in scored {
+        for (class, m) in part? {
+            if m.is_nan() || m > exact + tolerance_mm {
+                wide.insert(class.clone());
+            }
+            each.push((class, m));
         }
-        each.push((class, m));
     }
     Ok((wide, each))
+}
+
+/// A test case for another runtime: the graph's inputs for `pose` and `targets` and the
+/// evaluator's f32 outputs, each named as in the ONNX graph, as
+/// `{"inputs": {name: {"shape": [..], "data": [..]}}, "outputs": {..}}` (data row-major).
+///
+/// # Errors
+/// As [`UnrolledFit::inputs`] and [`UnrolledFit::evaluate`].
+pub fn case(
+    fit: &UnrolledFit,
+    pose: &Pose,
+    targets: &[Option<(Point3<f64>, f64)>],
+) -> Result<serde_json::Value, UnrolledError> {
+    let inputs = fit.inputs(pose, targets)?;
+    let outputs = fit.evaluate(&mut Eval::new(Mode::Exact), inputs.clone())?;
+    let named = |names: &[&str], arrays: &[ndarray::ArrayD<f32>]| {
+        let map: serde_json::Map<String, serde_json::Value> = names
+            .iter()
+            .zip(arrays)
+            .map(|(n, a)| {
+                let data: Vec<f32> = a.iter().copied().collect();
+                (
+                    (*n).to_owned(),
+                    serde_json::json!({"shape": a.shape(), "data": data}),
+                )
+            })
+            .collect();
+        serde_json::Value::Object(map)
+    };
+    Ok(serde_json::json!({
+        "inputs": named(&["rotations", "translation", "targets", "confidence"], &inputs),
+        "outputs": named(&["fitted_rotations", "fitted_translation", "keypoints"], &outputs),
+    }))
 }
 
 /// The unrolled fit of `body`, with its limit clamps or (`clamp` false) without.
@@ -258,6 +315,7 @@ pub struct Row {
 pub fn table(
     body: &BodyRig,
     iterations: &[usize],
+    clamp: bool,
     config: UnrolledConfig,
     wide: &BTreeSet<String>,
     calibration: &[Sequence],
@@ -265,12 +323,7 @@ pub fn table(
 ) -> Result<Vec<Row>, UnrolledError> {
     let mut rows = Vec::new();
     for &n in iterations {
-        let fit = UnrolledFit::new(
-            &body.rig,
-            &body.limits,
-            &body.active,
-            config.with_iterations(n)?,
-        )?;
+        let fit = unrolled(body, clamp, config.with_iterations(n)?)?;
         let ranges = calibrate(body, &fit, calibration)?;
         let modes = [
             ("f32".to_owned(), Mode::Exact),

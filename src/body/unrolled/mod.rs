@@ -271,7 +271,21 @@ impl UnrolledFit {
         pose: &Pose,
         targets: &[Option<(Point3<f64>, f64)>],
     ) -> Result<UnrolledOutput, UnrolledError> {
-        let [r, t, y, w] = self.inputs(pose, targets)?;
+        let [r, t, k] = self.evaluate(eval, self.inputs(pose, targets)?)?;
+        Ok(self.output(pose, &r, &t, &k))
+    }
+
+    /// Runs the graph with `eval` on its four inputs (as [`Self::inputs`] makes them); returns
+    /// its three outputs (rotations, translation, keypoints) as the ONNX graph shapes them.
+    ///
+    /// # Errors
+    /// [`UnrolledError::Shape`] from an operator.
+    pub fn evaluate(
+        &self,
+        eval: &mut Eval,
+        inputs: [ArrayD<f32>; 4],
+    ) -> Result<[ArrayD<f32>; 3], UnrolledError> {
+        let [r, t, y, w] = inputs;
         // The inputs are tensors too: quantised where they enter.
         let inputs = graph::Inputs {
             rotations: eval.constant("in/rotations", r)?,
@@ -281,7 +295,7 @@ impl UnrolledFit {
         };
         let out = graph::Builder::new(eval, &self.layout, &self.config, &self.precondition)
             .build(inputs)?;
-        Ok(self.output(pose, &out.rotations, &out.translation, &out.keypoints))
+        Ok([out.rotations, out.translation, out.keypoints])
     }
 
     /// The fitted pose and keypoints from the graph's three outputs.

@@ -236,16 +236,19 @@ impl Ops for Eval {
             b3.as_slice().unwrap_or_default(),
         );
         let mut out = vec![0f32; batch * m * n];
-        for i in 0..batch {
+        // Row by row of `b` (contiguous), each output summed over `j` in increasing order.
+        for (i, block) in out.chunks_exact_mut((m * n).max(1)).enumerate() {
             let ao = if batch_a == 1 { 0 } else { i * m * k };
             let bo = if batch_b == 1 { 0 } else { i * k * n };
-            for r in 0..m {
-                for c in 0..n {
-                    let mut acc = 0f32;
-                    for j in 0..k {
-                        acc += a3[ao + r * k + j] * b3[bo + j * n + c];
+            let (a, b) = (&a3[ao..ao + m * k], &b3[bo..bo + k * n]);
+            for (row, a_row) in block
+                .chunks_exact_mut(n.max(1))
+                .zip(a.chunks_exact(k.max(1)))
+            {
+                for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n.max(1))) {
+                    for (o, &y) in row.iter_mut().zip(b_row) {
+                        *o += x * y;
                     }
-                    out[i * m * n + r * n + c] = acc;
                 }
             }
         }

@@ -148,20 +148,9 @@ fn the_exported_graph_uses_the_compiled_ops_and_tract_agrees_with_the_evaluator(
     let bytes = f.onnx().unwrap();
     assert_eq!(disallowed_ops(&bytes).unwrap(), Vec::new());
     let inputs = f.inputs(&start, &targets).unwrap();
-    let ours = {
-        let mut eval = Eval::new(Mode::Exact);
-        let [r, t, y, w] = inputs.clone();
-        let i = graph::Inputs {
-            rotations: eval.constant("in/rotations", r).unwrap(),
-            translation: eval.constant("in/translation", t).unwrap(),
-            targets: eval.constant("in/targets", y).unwrap(),
-            confidence: eval.constant("in/confidence", w).unwrap(),
-        };
-        let o = graph::Builder::new(&mut eval, &f.layout, &f.config, &f.precondition)
-            .build(i)
-            .unwrap();
-        [o.rotations, o.translation, o.keypoints]
-    };
+    let ours = f
+        .evaluate(&mut Eval::new(Mode::Exact), inputs.clone())
+        .unwrap();
     let theirs = run_tract(&bytes, &inputs).unwrap();
     for (a, b) in ours.iter().zip(&theirs) {
         assert_eq!(a.shape(), b.shape());
