@@ -74,11 +74,13 @@ fn product(
         model.outlet_fact(node.inputs[0])?,
         model.outlet_fact(node.inputs[1])?,
     ];
-    let Some(wi) = (0..2).find(|&i| facts[i].konst.as_ref().is_some_and(|k| k.rank() >= 2)) else {
+    let Some((wi, weight)) = (0..2).find_map(|i| {
+        let k = facts[i].konst.as_ref()?;
+        (k.rank() >= 2).then(|| (i, k.clone()))
+    }) else {
         return Ok(None);
     };
     let xi = 1 - wi;
-    let weight = facts[wi].konst.clone().expect("found above");
     let (Some(x_shape), Some(out_shape)) = (
         facts[xi].shape.as_concrete(),
         model
