@@ -25,7 +25,8 @@ pub fn c_string(value: &str) -> Result<CString, NpuError> {
 pub fn from_c_chars(chars: &[std::ffi::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
-        .map(|&c| c as u8)
+        // `c_char` is i8 on x86-64 and u8 on aarch64; its one byte either way.
+        .map(|&c| c.to_ne_bytes()[0])
         .take_while(|&b| b != 0)
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
