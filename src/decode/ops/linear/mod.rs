@@ -2,9 +2,9 @@
 //!
 //! Every linear layer of the decoder is an ONNX `MatMul` with a constant weight, most with
 //! a bias `Add` after it and the FFNs' first layer with a `Relu`; together they are most of
-//! the decoder's time. On the project's machine `gemm` runs the FFN products at about 90%
-//! of the cores' FMA peak, tract's `OptMatMul` about a fifth slower, with the bias and ReLU
-//! as separate passes (docs/performance.md#decoder).
+//! the decoder's time. On the project's machine `gemm` runs them at about two thirds of a
+//! core's FMA peak, tract's `OptMatMul` about a fifth slower, with the bias and ReLU as
+//! separate passes (docs/performance.md#decoder).
 //! [`fuse_linear`] puts [`FastLinear`] in their place: `gemm`'s packed kernels (AVX-512,
 //! AVX2 or NEON, chosen at run time) on one thread, with the bias written into the output
 //! before the product accumulates onto it and the ReLU applied in the same pass over the
