@@ -141,10 +141,9 @@ pub fn read(path: &Path, kernel: TractKernels) -> TractResult<TypedModel> {
 /// # Errors
 /// When tract rejects a rewrite or the optimisation.
 pub fn prepare(
-    model: TypedModel,
+    mut model: TypedModel,
     kernel: TractKernels,
 ) -> TractResult<(TypedModel, Vec<Option<TVec<usize>>>)> {
-    let mut model = model;
     let inputs = model.inputs.len();
     if kernel == TractKernels::Stock {
         return Ok((model.into_optimized()?, vec![None; inputs]));
@@ -176,7 +175,7 @@ pub(crate) fn declutter_passes() -> Optimizer {
 }
 
 /// Declutters `model` with [`declutter_passes`].
-fn declutter(model: &mut TypedModel) -> TractResult<()> {
+pub(crate) fn declutter(model: &mut TypedModel) -> TractResult<()> {
     declutter_passes().session().optimize(model)
 }
 

@@ -7,9 +7,8 @@
 //! [`fuse_layer_norm`] replaces those four with [`FastLayerNorm`], one pass per row
 //! that keeps the row in L1; tract's own affine op stays.
 
-use super::graph_patch::single_successor;
+use super::graph_patch::{bin_op, scalar_const, single_successor};
 use tract_onnx::tract_hir::internal::*;
-use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Reduce, Reducer, RmsNorm};
 
 /// `(x - mean(x)) / sqrt(mean((x - mean)²) + eps)` along the last axis.
@@ -117,19 +116,6 @@ super::tract_op!(FastLayerNorm);
 /// When tract rejects a patch (a bug; the model is unchanged then).
 pub fn fuse_layer_norm(model: &mut TypedModel) -> TractResult<usize> {
     super::graph_patch::apply_each(model, find_one)
-}
-
-fn bin_op<'a>(node: &'a TypedNode, name: &str) -> Option<&'a TypedNode> {
-    node.op_as::<TypedBinOp>()
-        .is_some_and(|b| b.0.name() == name && b.1.is_none() && node.inputs.len() == 2)
-        .then_some(node)
-}
-
-fn scalar_const(model: &TypedModel, o: OutletId) -> Option<f32> {
-    let k = model.outlet_fact(o).ok()?.konst.clone()?;
-    (k.len() == 1 && k.datum_type() == f32::datum_type())
-        .then(|| k.cast_to_scalar::<f32>().ok())
-        .flatten()
 }
 
 fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {

@@ -6,6 +6,7 @@ use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Softmax, SoftmaxKind};
 
+use super::super::graph_patch::scalar_const;
 use super::{FastAttention, Role};
 
 /// Replaces every `EinSum(Q,K) -> [Mul(scalar)] -> Softmax -> [Slice of rows] ->
@@ -30,14 +31,6 @@ fn concrete(model: &TypedModel, o: OutletId) -> TractResult<Option<TVec<usize>>>
     Ok((fact.datum_type == f32::datum_type())
         .then(|| fact.shape.as_concrete().map(TVec::from))
         .flatten())
-}
-
-/// The scalar value of a constant outlet, if it is one.
-fn scalar_const(model: &TypedModel, o: OutletId) -> Option<f32> {
-    let k = model.outlet_fact(o).ok()?.konst.clone()?;
-    (k.len() == 1 && k.datum_type() == f32::datum_type())
-        .then(|| k.cast_to_scalar::<f32>().ok())
-        .flatten()
 }
 
 /// The QKᵀ product's roles: (Q roles, K roles, S roles), or None when the product is

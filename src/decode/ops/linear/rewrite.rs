@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use tract_onnx::tract_hir::internal::*;
-use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::einsum::EinSum;
 
-use super::super::graph_patch::{apply_each, single_successor};
+use super::super::graph_patch::{apply_each, bin_op, scalar_const, single_successor};
 use super::{FastLinear, MatrixLayout};
 
 /// Replaces every product of an f32 tensor with a constant matrix in a decluttered model
@@ -30,12 +29,11 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
         };
         let mut op = op;
         let mut last = node;
-        if let Some((add, bias)) = single_successor(model, last.id)
-            .and_then(|s| bias_add(model, s, &op, n_axis).transpose())
-            .transpose()?
-        {
-            op.bias = Some(Arc::new(bias));
-            last = add;
+        if let Some(add) = single_successor(model, last.id) {
+            if let Some(bias) = bias_add(model, add, &op, n_axis)? {
+                op.bias = Some(Arc::new(bias));
+                last = add;
+            }
         }
         if let Some(max) =
             single_successor(model, last.id).filter(|s| is_relu(model, s, &op.output.shape))
@@ -200,18 +198,15 @@ impl Roles {
     }
 }
 
-/// The `Add` node and its bias `(N)` when `node` adds a constant that varies along the
-/// output's `n` axis only and leaves the product's shape unchanged.
-fn bias_add<'a>(
+/// The bias `(N)` when `node` adds a constant that varies along the output's `n` axis
+/// only and leaves the product's shape unchanged.
+fn bias_add(
     model: &TypedModel,
-    node: &'a TypedNode,
+    node: &TypedNode,
     op: &FastLinear,
     n_axis: usize,
-) -> TractResult<Option<(&'a TypedNode, Tensor)>> {
-    let is_add = node
-        .op_as::<TypedBinOp>()
-        .is_some_and(|b| b.0.name() == "Add" && b.1.is_none() && node.inputs.len() == 2);
-    if !is_add {
+) -> TractResult<Option<Tensor>> {
+    if bin_op(node, "Add").is_none() {
         return Ok(None);
     }
     let out = model.outlet_fact(OutletId::new(node.id, 0))?;
@@ -235,7 +230,7 @@ fn bias_add<'a>(
             .enumerate()
             .all(|(a, &d)| d == 1 || a + offset == n_axis);
         if along_n {
-            return Ok(Some((node, (**b).clone().into_shape(&[n])?)));
+            return Ok(Some((**b).clone().into_shape(&[n])?));
         }
     }
     Ok(None)
@@ -244,18 +239,13 @@ fn bias_add<'a>(
 /// Whether `node` is `max(x, 0)` with a constant zero (tract's ReLU) that keeps the
 /// product's shape.
 fn is_relu(model: &TypedModel, node: &TypedNode, shape: &[usize]) -> bool {
-    let is_max = node
-        .op_as::<TypedBinOp>()
-        .is_some_and(|b| b.0.name() == "Max" && b.1.is_none() && node.inputs.len() == 2);
-    let zero = |i: &OutletId| {
-        model
-            .outlet_fact(*i)
-            .ok()
-            .and_then(|f| f.konst.clone())
-            .is_some_and(|k| k.len() == 1 && k.cast_to_scalar::<f32>().is_ok_and(|z| z == 0.0))
-    };
     let same_shape = model
         .outlet_fact(OutletId::new(node.id, 0))
         .is_ok_and(|f| f.shape.as_concrete() == Some(shape));
-    is_max && node.inputs.iter().any(zero) && same_shape
+    bin_op(node, "Max").is_some()
+        && node
+            .inputs
+            .iter()
+            .any(|&i| scalar_const(model, i) == Some(0.0))
+        && same_shape
 }
