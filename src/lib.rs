@@ -50,6 +50,7 @@ pub mod metrics;
 pub mod npu;
 pub mod output;
 pub mod preprocess;
+pub mod publish;
 pub mod rig;
 pub mod scene;
 

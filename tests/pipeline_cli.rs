@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::cli::{hailo_edge, read_json};
+use common::cli::{admitted, hailo_edge, read_json};
 use hailo_edge::rig::config::{CameraSource, KeypointsFrom};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
@@ -48,18 +48,10 @@ fn run_duration_writes_a_report_whose_accounting_adds_up() {
     // Every frame the NPU stage admitted was recorded, with the results, in one
     // MCAP file; frames dropped before it (at the camera queue, or as older than
     // the other cameras' frames of an instant) were not.
-    let admitted: u64 = json["cameras"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let f = &c["frames"];
-            f["captured"].as_u64().unwrap()
-                - f["dropped"]["camera_queue"].as_u64().unwrap()
-                - f["dropped"]["unaligned"].as_u64().unwrap()
-        })
-        .sum();
-    assert_eq!(json["recorded"]["frames"].as_u64().unwrap(), admitted);
+    assert_eq!(
+        json["recorded"]["frames"].as_u64().unwrap(),
+        admitted(&json)
+    );
     // The results channel names the skeleton its bone and keypoint indices count in.
     let bytes = std::fs::read(&mcap).unwrap();
     let results = mcap::MessageStream::new(&bytes)

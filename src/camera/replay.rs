@@ -1,7 +1,9 @@
 //! Playing an MCAP recording back as camera sources.
 //!
 //! Every frame comes back with the bytes, capture stamp and sequence it was
-//! recorded with, in recorded order, so a replayed run is deterministic.
+//! recorded with, in recorded order, so a replayed run is deterministic. The
+//! capture stamp is the MCAP `publish_time` (see [`super::record`]), not the
+//! wall-clock `log_time`.
 //! Pacing is either as fast as possible or the original timing, measured from
 //! one start instant shared by all cameras of the recording, so relative
 //! timing across cameras is kept too.
@@ -13,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use std::collections::{BTreeMap, HashMap};
 
-use base64::Engine;
 use mcap::records::Record;
 use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
 use super::frame::{check_sides, CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
-use super::record::{ImageMessage, McapFileError};
+use super::record::image::pixel_format;
+use super::record::McapFileError;
 use super::source::{Source, SourceError, SourceInfo};
 use super::stop::Stop;
 use crate::geom::Camera;
@@ -50,6 +52,17 @@ pub enum ReplayError {
 
 struct Entry {
     payload: Payload,
+    /// Capture clock (the MCAP `publish_time`), ns.
+    capture_ns: u64,
+    /// The frame sequence, unwrapped from the header's low 32 bits.
+    sequence: u64,
+}
+
+/// What an image channel carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ImageSchema {
+    Raw,
+    Compressed,
 }
 
 enum Payload {
@@ -60,6 +73,7 @@ enum Payload {
 
 struct CameraTrack {
     info: SourceInfo,
+    schema: ImageSchema,
     calibration: Option<Camera>,
     entries: Vec<Entry>,
 }
@@ -110,7 +124,8 @@ impl Recording {
         let mut reader = LinearReader::new_with_options(
             LinearReaderOptions::default().with_skip_end_magic(true),
         );
-        let mut channels: HashMap<u16, (String, BTreeMap<String, String>)> = HashMap::new();
+        let mut channels: HashMap<u16, Channel> = HashMap::new();
+        let mut schemas: HashMap<u16, String> = HashMap::new();
         let (mut fed, mut last_end, mut records, mut read) = (0usize, 0usize, 0u64, 0u64);
         let mut cut: Option<String> = None;
         while let Some(event) = reader.next_event() {
@@ -135,8 +150,21 @@ impl Recording {
             };
             records += 1;
             let (header, data) = match mcap::parse_record(opcode, data) {
+                Ok(Record::Schema { header, .. }) => {
+                    schemas.insert(header.id, header.name);
+                    continue;
+                }
                 Ok(Record::Channel(ch)) => {
-                    channels.insert(ch.id, (ch.topic, ch.metadata));
+                    let schema = schemas.get(&ch.schema_id).cloned().unwrap_or_default();
+                    channels.insert(
+                        ch.id,
+                        Channel {
+                            topic: ch.topic,
+                            metadata: ch.metadata,
+                            encoding: ch.message_encoding,
+                            schema,
+                        },
+                    );
                     continue;
                 }
                 Ok(Record::Message { header, data }) => (header, data),
@@ -148,18 +176,20 @@ impl Recording {
             };
             read += 1;
             last_end = fed;
-            let Some((topic, metadata)) = channels.get(&header.channel_id) else {
+            let Some(channel) = channels.get(&header.channel_id) else {
                 continue;
             };
-            if !topic.ends_with("/image") {
+            if !channel.topic.ends_with("/image") {
                 continue;
             }
             let track = match channel_track.get(&header.channel_id) {
                 Some(&t) => t,
                 None => {
-                    let (info, calibration) = track_info(path, topic, metadata)?;
+                    let schema = channel.image_schema(path)?;
+                    let (info, calibration) = track_info(path, &channel.topic, &channel.metadata)?;
                     tracks.push(CameraTrack {
                         info,
+                        schema,
                         calibration,
                         entries: Vec::new(),
                     });
@@ -167,16 +197,24 @@ impl Recording {
                     tracks.len() - 1
                 }
             };
-            first_ns = first_ns.min(header.log_time);
+            first_ns = first_ns.min(header.publish_time);
             // Uncompressed: the payload is the file's bytes ending at `fed`,
             // kept as a range; compressed, a copy.
-            let range = fed - data.len()..fed;
-            let payload = if fed >= data.len() && bytes[range.clone()] == *data {
-                Payload::Range(range)
-            } else {
-                Payload::Owned(data.into_owned())
+            let range = fed.checked_sub(data.len()).map(|start| start..fed);
+            let payload = match range {
+                Some(r) if bytes[r.clone()] == *data => Payload::Range(r),
+                _ => Payload::Owned(data.into_owned()),
             };
-            tracks[track].entries.push(Entry { payload });
+            let entries = &mut tracks[track].entries;
+            let sequence = match entries.last() {
+                Some(last) => unwrap_sequence(last.sequence, header.sequence),
+                None => u64::from(header.sequence),
+            };
+            entries.push(Entry {
+                payload,
+                capture_ns: header.publish_time,
+                sequence,
+            });
         }
         tracks.sort_by_key(|t| t.info.camera);
         let truncation = cut.map(|error| Truncation {
@@ -243,6 +281,47 @@ impl Recording {
                 pool: BufferPool::new(8),
             })
             .collect()
+    }
+}
+
+/// A channel as its records declare it.
+struct Channel {
+    topic: String,
+    metadata: BTreeMap<String, String>,
+    encoding: String,
+    schema: String,
+}
+
+impl Channel {
+    /// Which image message the channel carries; anything but Foxglove's protobuf
+    /// images is refused, naming what it is.
+    fn image_schema(&self, path: &Path) -> Result<ImageSchema, ReplayError> {
+        let schema = match (self.encoding.as_str(), self.schema.as_str()) {
+            ("protobuf", "foxglove.RawImage") => ImageSchema::Raw,
+            ("protobuf", "foxglove.CompressedImage") => ImageSchema::Compressed,
+            (encoding, schema) => {
+                return Err(ReplayError::Channel {
+                    path: path.to_path_buf(),
+                    topic: self.topic.clone(),
+                    what: format!(
+                        "{encoding} messages of schema `{schema}`; a camera channel carries \
+                         protobuf foxglove.RawImage or foxglove.CompressedImage"
+                    ),
+                })
+            }
+        };
+        Ok(schema)
+    }
+}
+
+/// The 64-bit sequence after `previous` whose low 32 bits are `low`: the header
+/// keeps 32 bits, which wrap after 414 days at 120 fps.
+fn unwrap_sequence(previous: u64, low: u32) -> u64 {
+    let candidate = (previous & !0xffff_ffff) | u64::from(low);
+    if candidate < previous && previous - candidate > 1 << 31 {
+        candidate + (1 << 32)
+    } else {
+        candidate
     }
 }
 
@@ -343,41 +422,46 @@ impl Source for ReplaySource {
                 what,
             })
         };
-        let msg: ImageMessage<'_> =
-            serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        let width = msg.width.unwrap_or(track.info.width);
-        let height = msg.height.unwrap_or(track.info.height);
+        let (width, height, pixels) = match track.schema {
+            ImageSchema::Raw => {
+                let m = <foxglove::messages::RawImage as prost::Message>::decode(bytes)
+                    .map_err(|e| corrupt(format!("foxglove.RawImage: {e}")))?;
+                let format = pixel_format(&m.encoding);
+                if format != Some(track.info.format) {
+                    return Err(corrupt(format!(
+                        "encoding `{}`, the channel records {}",
+                        m.encoding,
+                        track.info.format.name()
+                    )));
+                }
+                (m.width, m.height, m.data)
+            }
+            ImageSchema::Compressed => {
+                let m = <foxglove::messages::CompressedImage as prost::Message>::decode(bytes)
+                    .map_err(|e| corrupt(format!("foxglove.CompressedImage: {e}")))?;
+                (track.info.width, track.info.height, m.data)
+            }
+        };
         // The claimed size is bounded before anything downstream sizes a
         // buffer from it; the payload itself is bounded by the file.
         check_sides(track.info.camera, width, height)?;
-        let capture_ns = msg.timestamp.to_ns().ok_or_else(|| {
-            corrupt(format!(
-                "a stamp of {} s is past 2^64 ns",
-                msg.timestamp.sec
-            ))
-        })?;
-        let engine = base64::engine::general_purpose::STANDARD;
-        let mut data = self.pool.zeroed(msg.data.len() / 4 * 3 + 3);
-        let n = engine
-            .decode_slice(msg.data.as_bytes(), &mut data)
-            .map_err(|e| corrupt(e.to_string()))?;
-        data.truncate(n);
+        let capture_ns = entry.capture_ns;
+        let mut data = self.pool.zeroed(pixels.len());
+        data.copy_from_slice(&pixels);
         if self.pacing == Pacing::Original {
             let due = Duration::from_nanos(capture_ns.saturating_sub(rec.first_ns));
             if self.stop.wait_for(due.saturating_sub(self.start.elapsed())) {
                 return Err(SourceError::Stopped);
             }
         }
-        let timestamp_source = TimestampSource::from_name(&msg.timestamp_source)
-            .unwrap_or(track.info.timestamp_source);
         let frame = Frame {
             camera: track.info.camera,
             format: track.info.format,
             width,
             height,
             capture_ns,
-            sequence: msg.sequence,
-            timestamp_source,
+            sequence: entry.sequence,
+            timestamp_source: track.info.timestamp_source,
             data,
             truth: None,
         };
@@ -394,3 +478,72 @@ impl Source for ReplaySource {
 mod tests;
 #[cfg(test)]
 mod tests_hostile;
+
+/// Every camera's calibration as a recording's `hailo-edge.rig` metadata record
+/// holds it (camera id to calibration, `None` for a camera recorded without
+/// one), read from the file's start without reading its frames: the recorder
+/// writes the record before the first frame.
+///
+/// # Errors
+/// [`ReplayError`] naming the file: unreadable, not MCAP, or without the
+/// record (not a hailo-edge recording).
+pub fn recorded_calibrations(path: &Path) -> Result<BTreeMap<u32, Option<Camera>>, ReplayError> {
+    use std::io::Read;
+    let io = |source| McapFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut reader =
+        LinearReader::new_with_options(LinearReaderOptions::default().with_skip_end_magic(true));
+    let missing = |what: String| ReplayError::Channel {
+        path: path.to_path_buf(),
+        topic: "hailo-edge.rig".into(),
+        what,
+    };
+    while let Some(event) = reader.next_event() {
+        match event {
+            Ok(LinearReadEvent::ReadRequest(need)) => {
+                let n = file.read(reader.insert(need)).map_err(io)?;
+                if n == 0 {
+                    break;
+                }
+                reader.notify_read(n);
+            }
+            Ok(LinearReadEvent::Record { opcode, data }) => {
+                let Ok(Record::Metadata(m)) = mcap::parse_record(opcode, data) else {
+                    continue;
+                };
+                if m.name != "hailo-edge.rig" {
+                    continue;
+                }
+                let json = m
+                    .metadata
+                    .get("calibration")
+                    .ok_or_else(|| missing("no `calibration` in the metadata record".into()))?;
+                let by_name: BTreeMap<String, Option<Camera>> =
+                    serde_json::from_str(json).map_err(|e| missing(format!("calibration: {e}")))?;
+                return by_name
+                    .into_iter()
+                    .map(|(name, c)| {
+                        let id = name
+                            .strip_prefix("cam")
+                            .and_then(|n| n.parse().ok())
+                            .ok_or_else(|| missing(format!("`{name}` is not a camera (camN)")))?;
+                        Ok((id, c))
+                    })
+                    .collect();
+            }
+            Err(source) => {
+                return Err(McapFileError::Mcap {
+                    path: path.to_path_buf(),
+                    source,
+                }
+                .into())
+            }
+        }
+    }
+    Err(missing(
+        "the file has no `hailo-edge.rig` metadata record (not a hailo-edge recording)".into(),
+    ))
+}

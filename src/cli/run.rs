@@ -10,6 +10,7 @@ use clap::Args;
 
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::output::printable;
+use hailo_edge::rig::config::RecordFrames;
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
@@ -28,9 +29,21 @@ pub struct RunArgs {
     /// summary then goes to standard error).
     #[arg(long)]
     jsonl: Option<PathBuf>,
-    /// Record frames and results into this MCAP file.
+    /// Record frames and results into this MCAP file (Foxglove opens it as it is).
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Which frames `--record` keeps: the frames the NPU stage takes, or every
+    /// captured frame.
+    #[arg(long, value_enum, value_name = "admitted|all")]
+    record_frames: Option<RecordFrames>,
+    /// Serve the recording's channels live over the Foxglove WebSocket protocol
+    /// (default address 127.0.0.1:8765; 0.0.0.0:8765 for the LAN).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    foxglove: Option<std::net::SocketAddr>,
+    /// Run the demo rig on a recording (`--record`) instead of its synthetic
+    /// cameras: the cameras, their calibrations and their timing come from the file.
+    #[arg(long, value_name = "FILE.mcap", conflicts_with = "config")]
+    replay: Option<PathBuf>,
     /// No live status display (as `-q` also does).
     #[arg(long)]
     no_status: bool,
@@ -51,9 +64,29 @@ pub struct RunArgs {
 }
 
 pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
-    let (mut rig, origin) = match &args.config {
-        Some(path) => (RigConfig::load(path)?, path.display().to_string()),
-        None => {
+    let (mut rig, origin) = match (&args.config, &args.replay) {
+        (Some(path), _) => (RigConfig::load(path)?, path.display().to_string()),
+        (None, Some(file)) => {
+            let dir = RigConfig::demo_fixtures_dir()?;
+            let recording = hailo_edge::camera::replay::Recording::open(file)?;
+            let cameras: Vec<_> = recording.cameras().cloned().collect();
+            anyhow::ensure!(
+                !cameras.is_empty(),
+                "{}: the recording holds no camera",
+                file.display()
+            );
+            eprintln!(
+                "replay: {} cameras of {} at their recorded timing, calibrations from the file, \
+                 on the simulated Hailo-10H; the fit takes the decoder's keypoints",
+                cameras.len(),
+                file.display()
+            );
+            (
+                RigConfig::demo(&dir).replaying(file, &cameras),
+                file.display().to_string(),
+            )
+        }
+        (None, None) => {
             let dir = RigConfig::demo_fixtures_dir()?;
             eprintln!(
                 "demo rig: 3 synthetic body cameras at 288x288 and a face camera at 432x432, 120 fps, \
@@ -79,6 +112,12 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     if args.record.is_some() {
         rig.output.record = args.record.clone();
+    }
+    if let Some(f) = args.record_frames {
+        rig.output.record_frames = f;
+    }
+    if args.foxglove.is_some() {
+        rig.output.foxglove = args.foxglove;
     }
     let duration = args
         .duration

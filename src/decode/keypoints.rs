@@ -48,6 +48,30 @@ pub const COCO17: [&str; 17] = [
     "right_ankle",
 ];
 
+/// The COCO-17 skeleton: pairs of [`COCO17`] indices joined by a bone, as the COCO
+/// keypoint annotation draws them (legs, hips, torso, arms, face).
+pub const COCO17_SKELETON: [(usize, usize); 19] = [
+    (15, 13),
+    (13, 11),
+    (16, 14),
+    (14, 12),
+    (11, 12),
+    (5, 11),
+    (6, 12),
+    (5, 6),
+    (5, 7),
+    (6, 8),
+    (7, 9),
+    (8, 10),
+    (1, 2),
+    (0, 1),
+    (0, 2),
+    (1, 3),
+    (2, 4),
+    (3, 5),
+    (4, 6),
+];
+
 /// A body whose keypoints do not start with [`COCO17`] in order.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

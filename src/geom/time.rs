@@ -103,6 +103,45 @@ impl ThreadCpu {
     }
 }
 
+/// The wall-clock time of monotonic stamps: CLOCK_REALTIME minus CLOCK_MONOTONIC, read once.
+///
+/// Recordings and live viewers place messages on the calendar (Foxglove shows a stamp of
+/// CLOCK_MONOTONIC as a moment in 1970), while the pipeline's stamps stay monotonic. The
+/// offset is read once, so wall times keep the monotonic spacing even when NTP steps the
+/// real-time clock during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallClock {
+    offset_ns: i128,
+}
+
+impl WallClock {
+    /// Reads the offset now: the real-time clock between two monotonic reads, so the
+    /// offset errs by at most half the time between them.
+    pub fn now() -> Self {
+        let before = read_ns(ClockId::CLOCK_MONOTONIC);
+        let real = read_ns(ClockId::CLOCK_REALTIME);
+        let after = read_ns(ClockId::CLOCK_MONOTONIC);
+        let mono = before / 2 + after / 2;
+        Self::with_offset(i128::from(real) - i128::from(mono))
+    }
+
+    /// A wall clock `offset_ns` ahead of the monotonic clock (tests, replays).
+    pub fn with_offset(offset_ns: i128) -> Self {
+        Self { offset_ns }
+    }
+
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.
+    pub fn offset_ns(&self) -> i128 {
+        self.offset_ns
+    }
+
+    /// The wall-clock time (ns since the Unix epoch) of a monotonic stamp, clamped to
+    /// what a u64 holds.
+    pub fn wall_ns(&self, monotonic_ns: u64) -> u64 {
+        (i128::from(monotonic_ns) + self.offset_ns).clamp(0, i128::from(u64::MAX)) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +152,22 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let b = MonotonicClock.now_ns();
         assert!(b >= a + 1_000_000, "{a} -> {b}");
+    }
+
+    #[test]
+    fn wall_clock_puts_a_monotonic_stamp_now_on_the_calendar() {
+        let wall = WallClock::now();
+        let real = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i128;
+        let placed = i128::from(wall.wall_ns(monotonic_ns()));
+        assert!((placed - real).abs() < 50_000_000, "{placed} vs {real}");
+        // Spacing is kept; a stamp before the epoch clamps to it.
+        assert_eq!(wall.wall_ns(2_000) - wall.wall_ns(1_000), 1_000);
+        assert_eq!(WallClock::with_offset(-10).wall_ns(3), 0);
+        // Negative control: the monotonic stamp itself is decades from the calendar.
+        assert!((i128::from(monotonic_ns()) - real).abs() > 1_000_000_000 * 3600 * 24 * 365);
     }
 
     #[test]

@@ -287,6 +287,15 @@ fn placed(rig: &RigConfig) -> Result<Vec<Camera>, RunError> {
                     .map_err(|e| bad(e.into()))?;
                 return Ok(read);
             }
+            if let CameraSource::Replay(path) = &c.source {
+                // A recording carries the calibration it was recorded with.
+                need_file(format!("camera[{i}].source"), path)?;
+                let recorded = crate::camera::replay::recorded_calibrations(path)
+                    .map_err(|e| bad(e.into()))?;
+                if let Some(Some(cal)) = recorded.get(&(i as u32)) {
+                    return Ok(*cal);
+                }
+            }
             if !c.source.is_synthetic() {
                 return Err(bad(CameraSetupError::NeedsCalibration {
                     key: format!("camera[{i}].calibration_file"),

@@ -36,6 +36,10 @@ pub enum RunError {
         camera: String,
         source: CameraSetupError,
     },
+    #[error(transparent)]
+    Live {
+        source: crate::publish::live::LiveError,
+    },
     #[error("NPU: opening device (backend `{backend}`): {source}")]
     OpenDevice {
         backend: BackendChoice,

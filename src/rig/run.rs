@@ -33,10 +33,11 @@ use crate::npu::sim::{DeviceProfile, TimeBase};
 use crate::npu::{Device, NpuError};
 use crate::output::{self, AtomicFile, Output, OutputSet};
 use crate::preprocess::Preprocessor;
+use crate::publish::live::{Live, LiveCamera, DEFAULT_IMAGE_FPS};
 use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
-use super::config::{KeypointsFrom, RigConfig, SwitchingConfig};
+use super::config::{KeypointsFrom, RecordFrames, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
@@ -44,6 +45,7 @@ use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
 use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{FitStage, KeypointSource};
 use super::stage::npu::{Lane, NpuStage, Switching};
+use super::stage::record::RecordEvery;
 use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
 use super::stage::sync::SyncConfig;
 use super::stage::{start, Running};
@@ -126,6 +128,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let model = parts.model_name;
     let stature_m = parts.body.stature_m;
     let framing = parts.framing.clone();
+    let live = parts.live.clone();
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
     let started = start_stages(rig, options, parts, channels, &stats)?;
@@ -154,6 +157,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         model,
         options,
         recorded: drained.recorded,
+        foxglove: live.map(|l| l.report()),
         stature_m,
         framing,
         drain: drained.drain,
@@ -214,6 +218,10 @@ struct Parts {
     infos: Vec<SourceInfo>,
     jsonl: Option<Box<dyn Write + Send>>,
     recorder: Option<Recorder>,
+    /// Every camera's frame id and calibration, for the recording's `/tf`.
+    placed: Vec<(String, Camera)>,
+    /// The live Foxglove server, when asked for.
+    live: Option<Arc<Live>>,
     /// Per camera: millimetres per feature cell at the subject.
     framing: Option<Vec<crate::camera::calib::framing::Framing>>,
 }
@@ -255,6 +263,12 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
+    let placed: Vec<(String, Camera)> = infos
+        .iter()
+        .zip(&calibrations)
+        .map(|(i, c)| (i.camera.to_string(), *c))
+        .collect();
+    let live = open_live(rig, &infos, &calibrations)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let sides: Vec<u32> = graph_of
         .iter()
@@ -290,8 +304,38 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         infos,
         jsonl,
         recorder,
+        placed,
+        live,
         framing,
     })
+}
+
+/// The live Foxglove server, when the rig asks for one.
+fn open_live(
+    rig: &RigConfig,
+    infos: &[SourceInfo],
+    calibrations: &[Camera],
+) -> Result<Option<Arc<Live>>, RunError> {
+    let Some(addr) = rig.output.foxglove else {
+        return Ok(None);
+    };
+    let cameras = infos
+        .iter()
+        .zip(calibrations)
+        .map(|(i, c)| LiveCamera {
+            frame_id: i.camera.to_string(),
+            format: i.format,
+            calibration: Some(*c),
+        })
+        .collect();
+    let live = Live::start(addr, cameras, DEFAULT_IMAGE_FPS)
+        .map_err(|source| RunError::Live { source })?;
+    log::info!(
+        "Foxglove WebSocket server on ws://{}:{} (open it in Foxglove: Open connection, Foxglove WebSocket)",
+        addr.ip(),
+        live.port()
+    );
+    Ok(Some(Arc::new(live)))
 }
 
 /// The JSON lines file (or standard output, for `-`), when the rig asks for one.
@@ -353,7 +397,12 @@ impl Channels {
                 .collect(),
             views: bounded(16),
             recycle: unbounded(),
-            record: bounded(64),
+            record: bounded(match rig.output.record_frames {
+                RecordFrames::Admitted => 64,
+                // The cameras do not wait for the recorder: room for a quarter
+                // second of four 120 fps cameras rides out a slow chunk write.
+                RecordFrames::All => RECORD_EVERY_QUEUE,
+            }),
         }
     }
 }
@@ -387,9 +436,42 @@ fn start_stages(
     stats: &Arc<LiveStats>,
 ) -> Result<Started, RunError> {
     let clock: Arc<dyn Clock> = Arc::new(MonotonicClock);
+    let thread = |source: std::io::Error| RunError::Spawn { source };
+    // The recorder starts first: with every captured frame recorded, the cameras
+    // feed it from their first frame.
+    let (record_tx, record_rx) = channels.record;
+    let abandon = Stop::new();
+    let failures = SinkFailures::default();
+    let not_recorded = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let recording = parts
+        .recorder
+        .map(|recorder| {
+            start(Recording {
+                recorder,
+                items: record_rx,
+                skeleton: parts.body.naming.clone(),
+                cameras: parts.placed,
+                which_frames: rig.output.record_frames,
+                not_recorded: Arc::clone(&not_recorded),
+                abandon: abandon.clone(),
+                failures: failures.clone(),
+            })
+        })
+        .transpose()
+        .map_err(thread)?;
+    let record_tx = recording.as_ref().map(|_| record_tx);
+    let record_every = rig.output.record_frames == RecordFrames::All;
     let mut captures = Vec::new();
     let mut camera_rxs = Vec::new();
     for (i, source) in parts.sources.into_iter().enumerate() {
+        let source: Box<dyn Source> = match (&record_tx, record_every) {
+            (Some(tx), true) => Box::new(RecordEvery {
+                inner: source,
+                record: tx.clone(),
+                not_recorded: Arc::clone(&not_recorded),
+            }),
+            _ => source,
+        };
         let (tx, rx) = bounded(channels.camera_depth);
         // On a virtual clock the sources are not paced by real time: they wait for room
         // instead of dropping, so the cameras advance in step whatever the host's speed.
@@ -407,25 +489,7 @@ fn start_stages(
     }
     let at = Instant::now();
     let cpu_ns = crate::geom::time::process_cpu_ns();
-    let thread = |source: std::io::Error| RunError::Spawn { source };
 
-    let (record_tx, record_rx) = channels.record;
-    let abandon = Stop::new();
-    let failures = SinkFailures::default();
-    let recording = parts
-        .recorder
-        .map(|recorder| {
-            start(Recording {
-                recorder,
-                items: record_rx,
-                skeleton: parts.body.naming.clone(),
-                abandon: abandon.clone(),
-                failures: failures.clone(),
-            })
-        })
-        .transpose()
-        .map_err(thread)?;
-    let record_tx = recording.as_ref().map(|_| record_tx);
     let (view_tx, view_rx) = channels.views;
     let (recycle_tx, recycle_rx) = channels.recycle;
     let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) = channels.decode.into_iter().unzip();
@@ -441,7 +505,10 @@ fn start_stages(
         Arc::clone(stats),
         Arc::clone(&clock),
     );
-    npu.record = record_tx.clone();
+    if !record_every {
+        npu.record = record_tx.clone();
+    }
+    npu.live = parts.live.clone();
     npu.set_in_flight_limit(channels.in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
@@ -488,6 +555,7 @@ fn start_stages(
             jsonl: parts.jsonl,
             jsonl_path: rig.output.jsonl.clone().unwrap_or_default(),
             record: record_tx,
+            live: parts.live,
             failures: failures.clone(),
         },
         sync: SyncConfig {
@@ -525,6 +593,9 @@ fn switching(rig: &RigConfig) -> Switching {
         },
     }
 }
+
+/// Frames queued for the recorder when it records every captured frame.
+const RECORD_EVERY_QUEUE: usize = 128;
 
 /// How often the wait loop samples the resident size and redraws the status.
 const STATUS_PERIOD: Duration = Duration::from_millis(100);

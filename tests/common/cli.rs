@@ -43,6 +43,21 @@ pub fn read_json(path: &Path) -> Value {
     json_of(&text)
 }
 
+/// Frames of a run report's cameras that the NPU stage admitted: captured, less those
+/// dropped at the camera queues and as older than their instant.
+pub fn admitted(report: &Value) -> u64 {
+    report["cameras"]
+        .as_array()
+        .expect("cameras")
+        .iter()
+        .map(|c| {
+            let f = &c["frames"];
+            let n = |v: &Value| v.as_u64().expect("a frame count");
+            n(&f["captured"]) - n(&f["dropped"]["camera_queue"]) - n(&f["dropped"]["unaligned"])
+        })
+        .sum()
+}
+
 /// Writes `contents` to `name` in `dir` and returns the path.
 pub fn write(dir: &tempfile::TempDir, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
     let path = dir.path().join(name);

@@ -93,6 +93,12 @@ fn calibration() -> Camera {
 }
 
 fn record(path: &Path) -> Vec<Frame> {
+    record_offset(path).0
+}
+
+/// Records the test frames in 16 KiB chunks (so a cut file keeps whole chunks);
+/// returns them and the recorder's wall-clock offset.
+fn record_offset(path: &Path) -> (Vec<Frame>, i128) {
     let cams: Vec<RecordedCamera> = CAMS
         .iter()
         .map(|e| RecordedCamera {
@@ -100,20 +106,21 @@ fn record(path: &Path) -> Vec<Frame> {
             calibration: (e.camera == 0).then(calibration),
         })
         .collect();
-    let mut rec = Recorder::create(path, &cams).unwrap();
+    let mut rec = Recorder::create_chunked(path, &cams, false, 16 << 10).unwrap();
+    let offset = rec.wall_clock().offset_ns();
     let frames = frames();
     for f in &frames {
         rec.write(f).unwrap();
     }
     assert_eq!(rec.finish().unwrap(), frames.len() as u64);
-    frames
+    (frames, offset)
 }
 
 #[test]
 fn record_then_replay_gives_identical_frames_and_stamps() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("four.mcap");
-    let written = record(&path);
+    let (written, offset) = record_offset(&path);
     let rec = Recording::open(&path).unwrap();
     let infos: Vec<SourceInfo> = rec.cameras().cloned().collect();
     assert_eq!(infos, CAMS.iter().map(info).collect::<Vec<_>>());
@@ -142,7 +149,7 @@ fn record_then_replay_gives_identical_frames_and_stamps() {
         );
         assert_eq!(&a.data[..], &b.data[..], "{} seq {}", a.camera, a.sequence);
     }
-    check_with_python(&path, &written);
+    check_with_python(&path, &written, offset);
 }
 
 #[test]
@@ -246,18 +253,19 @@ fn a_damaged_file_is_an_error_naming_it() {
 /// Reads the file back with the Python `mcap` package (tools/check_mcap.py):
 /// an independent reader. Skipped when python3 or the package is missing,
 /// except under CI, where that is a failure.
-fn check_with_python(path: &Path, written: &[Frame]) {
+fn check_with_python(path: &Path, written: &[Frame], wall_offset_ns: i128) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/check_mcap.py");
     let have = std::process::Command::new("python3")
-        .args(["-c", "import mcap"])
+        .args(["-c", "import mcap, mcap_protobuf"])
         .status()
         .is_ok_and(|s| s.success());
     if !have {
         assert!(
             std::env::var("CI").is_err(),
-            "CI: python3 with the `mcap` package is required (pip install mcap)"
+            "CI: python3 with `mcap` and `mcap-protobuf-support` is required \
+             (pip install mcap mcap-protobuf-support)"
         );
-        eprintln!("skipping the Python MCAP check: python3 with `mcap` not found");
+        eprintln!("skipping the Python MCAP check: python3 with `mcap-protobuf-support` not found");
         return;
     }
     let mut expect = std::collections::BTreeMap::<String, Vec<(u64, u64, usize)>>::new();
@@ -269,8 +277,19 @@ fn check_with_python(path: &Path, written: &[Frame]) {
     }
     let expect_path = path.with_extension("expect.json");
     // Writes `expect` beside the recording and runs the script against it.
-    let check = |expect: &std::collections::BTreeMap<String, Vec<(u64, u64, usize)>>| {
-        std::fs::write(&expect_path, serde_json::to_vec(expect).unwrap()).unwrap();
+    let check = |frames: &std::collections::BTreeMap<String, Vec<(u64, u64, usize)>>,
+                 offset: i128| {
+        let expect = serde_json::json!({
+            "frames": frames,
+            "schemas": {
+                "/cam0/image": "foxglove.RawImage",
+                "/cam3/image": "foxglove.CompressedImage",
+                "/cam0/calibration": "foxglove.CameraCalibration",
+            },
+            "wall_offset_ns": offset as i64,
+            "wall_tolerance_ns": 0,
+        });
+        std::fs::write(&expect_path, serde_json::to_vec(&expect).unwrap()).unwrap();
         std::process::Command::new("python3")
             .arg(&script)
             .arg(path)
@@ -278,20 +297,59 @@ fn check_with_python(path: &Path, written: &[Frame]) {
             .output()
             .unwrap()
     };
-    let out = check(&expect);
+    let out = check(&expect, wall_offset_ns);
     assert!(
         out.status.success(),
         "check_mcap.py failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    // Negative control: the script notices one missing frame.
+    // Negative controls: the script notices log times that are not the capture
+    // times moved by the offset, and one missing frame.
+    let out = check(&expect, wall_offset_ns + 1);
+    assert!(
+        !out.status.success(),
+        "check_mcap.py accepted log times off by 1 ns"
+    );
     if let Some(v) = expect.get_mut("/cam1/image") {
         v.pop();
     }
-    let out = check(&expect);
+    let out = check(&expect, wall_offset_ns);
     assert!(
         !out.status.success(),
         "check_mcap.py accepted a wrong frame count"
     );
+}
+
+#[test]
+fn the_calibrations_are_read_from_the_start_of_a_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cal.mcap");
+    record(&path);
+    let cals = recorded_calibrations(&path).unwrap();
+    assert_eq!(cals.len(), CAMS.len());
+    assert_eq!(cals[&0], Some(calibration()));
+    assert_eq!(cals[&1], None);
+    // Negative control: a file that is MCAP but not a hailo-edge recording.
+    let other = dir.path().join("other.mcap");
+    let mut w = mcap::Writer::new(std::io::BufWriter::new(
+        std::fs::File::create(&other).unwrap(),
+    ))
+    .unwrap();
+    w.finish().unwrap();
+    drop(w);
+    let e = recorded_calibrations(&other).unwrap_err().to_string();
+    assert!(
+        e.contains("other.mcap") && e.contains("hailo-edge.rig"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sequences_unwrap_past_32_bits() {
+    assert_eq!(unwrap_sequence(5, 6), 6);
+    assert_eq!(unwrap_sequence(0xffff_fffe, 1), 0x1_0000_0001);
+    assert_eq!(unwrap_sequence(0x1_0000_0001, 2), 0x1_0000_0002);
+    // A small step back (reordering) is not a wrap.
+    assert_eq!(unwrap_sequence(10, 8), 8);
 }

@@ -1,15 +1,26 @@
 //! Recordings written by hand to be hostile: a frame that does not decode, a
-//! frame claiming a size whose byte count wraps 64 bits, a stamp past 2^64 ns.
-//! Each is one bad frame, counted by the capture stage; the camera goes on.
+//! frame claiming a size whose byte count wraps 64 bits, a frame whose encoding
+//! is not its channel's. Each is one bad frame, counted by the capture stage; the
+//! camera goes on. A channel of another schema is refused at open, named.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use foxglove::messages::RawImage;
+use foxglove::Encode;
+
 use super::*;
 
 /// A one-camera recording of `format` at `width` x `height` (channel
-/// metadata) whose messages are `bodies`, in order.
-fn write(path: &Path, format: &str, size: (&str, &str), bodies: &[String]) {
+/// metadata) whose messages are `bodies`, in order, on a channel of `schema`
+/// (name, encoding).
+fn write_as(
+    path: &Path,
+    format: &str,
+    size: (&str, &str),
+    bodies: &[Vec<u8>],
+    schema: (&str, &str),
+) {
     let mut w = mcap::Writer::new(std::io::BufWriter::new(
         std::fs::File::create(path).unwrap(),
     ))
@@ -26,10 +37,9 @@ fn write(path: &Path, format: &str, size: (&str, &str), bodies: &[String]) {
         ]
         .map(|(k, v)| (k.to_string(), v.to_string())),
     );
-    let schema = w
-        .add_schema("foxglove.RawImage", "jsonschema", b"{}")
-        .unwrap();
-    let ch = w.add_channel(schema, "/cam0/image", "json", &meta).unwrap();
+    let data = RawImage::get_schema().unwrap().data;
+    let id = w.add_schema(schema.0, "protobuf", &data).unwrap();
+    let ch = w.add_channel(id, "/cam0/image", schema.1, &meta).unwrap();
     for (i, body) in bodies.iter().enumerate() {
         let header = mcap::records::MessageHeader {
             channel_id: ch,
@@ -37,31 +47,48 @@ fn write(path: &Path, format: &str, size: (&str, &str), bodies: &[String]) {
             log_time: i as u64,
             publish_time: i as u64,
         };
-        w.write_to_known_channel(&header, body.as_bytes()).unwrap();
+        w.write_to_known_channel(&header, body).unwrap();
     }
     w.finish().unwrap();
 }
 
-/// An image message of `width` x `height` with `data` (base64) stamped `sec`.
-fn image(width: u64, height: u64, data: &str, sec: u64) -> String {
-    format!(
-        r#"{{"timestamp":{{"sec":{sec},"nsec":0}},"frame_id":"cam0","width":{width},"height":{height},"encoding":"mono8","step":{width},"data":"{data}","sequence":1,"timestamp_source":"synthetic"}}"#
-    )
+fn write(path: &Path, format: &str, size: (&str, &str), bodies: &[Vec<u8>]) {
+    write_as(
+        path,
+        format,
+        size,
+        bodies,
+        ("foxglove.RawImage", "protobuf"),
+    );
+}
+
+/// A `foxglove.RawImage` of `width` x `height` in `encoding` holding `data`.
+fn image(width: u32, height: u32, encoding: &str, data: &[u8]) -> Vec<u8> {
+    let m = RawImage {
+        width,
+        height,
+        encoding: encoding.into(),
+        step: width,
+        data: foxglove::bytes::Bytes::copy_from_slice(data),
+        ..RawImage::default()
+    };
+    prost::Message::encode_to_vec(&m)
 }
 
 #[test]
 fn hostile_frames_are_bad_frames_and_the_camera_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hostile.mcap");
-    let good = image(4, 2, "AAECAwQFBgc=", 1);
+    let pixels = [0u8, 1, 2, 3, 4, 5, 6, 7];
+    let good = image(4, 2, "mono8", &pixels);
     // 2^32 - 1 squared is 2^64 - 2^33 + 1: as usize it wraps nothing, but
     // times any channel count it wraps 64 bits, onto a small buffer.
-    let wraps = image(u64::from(u32::MAX), u64::from(u32::MAX), "AAECAwQFBgc=", 1);
+    let wraps = image(u32::MAX, u32::MAX, "mono8", &pixels);
     let bodies = [
-        "{not json".to_string(),
+        vec![0xff, 0xff, 0xff, 0xff],
         wraps,
-        image(100_000, 100_000, "AAECAwQFBgc=", 1),
-        image(4, 2, "AAECAwQFBgc=", u64::MAX),
+        image(100_000, 100_000, "mono8", &pixels),
+        image(4, 2, "rgb8", &pixels),
         good,
     ];
     write(&path, "grey", ("4", "2"), &bodies);
@@ -88,15 +115,16 @@ fn hostile_frames_are_bad_frames_and_the_camera_goes_on() {
         bad[1]
     );
     assert!(bad[2].contains("100000x100000"), "{}", bad[2]);
-    assert!(bad[3].contains("2^64"), "{}", bad[3]);
+    assert!(
+        bad[3].contains("rgb8") && bad[3].contains("grey"),
+        "{}",
+        bad[3]
+    );
     // The camera goes on with the next frame.
     let f = src
         .next_frame()
         .expect("the good frame after four bad ones");
-    assert_eq!(
-        (f.width, f.height, &f.data[..]),
-        (4, 2, &[0, 1, 2, 3, 4, 5, 6, 7][..])
-    );
+    assert_eq!((f.width, f.height, &f.data[..]), (4, 2, &pixels[..]));
     assert!(matches!(src.next_frame(), Err(SourceError::EndOfStream)));
 }
 
@@ -105,10 +133,37 @@ fn a_channel_claiming_a_camera_past_the_bound_is_refused_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge.mcap");
     let huge = u32::MAX.to_string();
-    write(&path, "rgb24", (&huge, &huge), &[image(4, 2, "AAAA", 0)]);
+    write(
+        &path,
+        "rgb24",
+        (&huge, &huge),
+        &[image(4, 2, "rgb8", &[0; 24])],
+    );
     let err = Recording::open(&path).err().expect("refused").to_string();
     assert!(
         err.contains("4294967295x4294967295") && err.contains("8192"),
         "{err}"
     );
+}
+
+#[test]
+fn a_camera_channel_of_another_schema_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("json.mcap");
+    let body = vec![image(4, 2, "mono8", &[0; 8])];
+    write_as(
+        &path,
+        "grey",
+        ("4", "2"),
+        &body,
+        ("foxglove.RawImage", "json"),
+    );
+    let err = Recording::open(&path).err().expect("refused").to_string();
+    assert!(
+        err.contains("json.mcap") && err.contains("/cam0/image") && err.contains("json messages"),
+        "{err}"
+    );
+    // Negative control: the same message on a protobuf channel opens.
+    write(&path, "grey", ("4", "2"), &body);
+    assert!(Recording::open(&path).is_ok());
 }

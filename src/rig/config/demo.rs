@@ -72,6 +72,43 @@ impl RigConfig {
         }
     }
 
+    /// The demo rig fed by a recording instead of its synthetic cameras: one
+    /// camera per recorded camera (its name, size, rate and format, in camera
+    /// order), each on the graph the demo's camera of that index uses, its
+    /// calibration read from the recording. A recording holds no ground truth, so
+    /// the fit takes the decoder's keypoints.
+    pub fn replaying(
+        mut self,
+        recording: &Path,
+        cameras: &[crate::camera::SourceInfo],
+    ) -> RigConfig {
+        let graph_of = |i: usize| {
+            self.cameras
+                .get(i)
+                .map_or_else(|| self.graphs[0].name.clone(), |c| c.graph.clone())
+        };
+        self.cameras = cameras
+            .iter()
+            .enumerate()
+            .map(|(i, info)| CameraConfig {
+                name: info.name.clone(),
+                source: CameraSource::Replay(recording.to_path_buf()),
+                width: info.width,
+                height: info.height,
+                fps: info.fps,
+                graph: graph_of(i),
+                format: Some(info.format),
+                fit: FitMode::Letterbox,
+                pad: 0,
+                calibration_file: None,
+                controls: Default::default(),
+                world_origin: false,
+            })
+            .collect();
+        self.body.keypoints = KeypointsFrom::Decoder;
+        self
+    }
+
     /// Where the demo finds its HEFs; see [`demo_fixtures_dir`].
     ///
     /// # Errors

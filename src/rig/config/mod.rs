@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use schema::{
-    BodyConfig, CameraConfig, DecoderConfig, DeviceConfig, GraphConfig, OutputConfig,
+    BodyConfig, CameraConfig, DecoderConfig, DeviceConfig, GraphConfig, OutputConfig, RecordFrames,
     SwitchingConfig,
 };
 pub use values::{

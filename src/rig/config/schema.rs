@@ -273,4 +273,34 @@ pub struct OutputConfig {
     /// Record frames and results into this MCAP file.
     #[serde(default)]
     pub record: Option<PathBuf>,
+    /// Which frames the recording holds: `admitted` (the frames the NPU stage
+    /// takes, losslessly) or `all` (every captured frame; one the recorder has no
+    /// room for is counted as not recorded).
+    #[serde(default)]
+    pub record_frames: RecordFrames,
+    /// Serve the recording's channels live over the Foxglove WebSocket protocol
+    /// on this address (`127.0.0.1:8765`; `0.0.0.0:8765` for the LAN).
+    #[serde(default)]
+    pub foxglove: Option<std::net::SocketAddr>,
+}
+
+/// Which frames a recording holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordFrames {
+    /// The frames the NPU stage takes from the camera queues.
+    #[default]
+    Admitted,
+    /// Every frame a camera delivers.
+    All,
+}
+
+impl RecordFrames {
+    /// The name in rig files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Admitted => "admitted",
+            Self::All => "all",
+        }
+    }
 }

@@ -54,6 +54,8 @@ pub struct RunFacts<'a> {
     pub model: &'static str,
     pub options: &'a RunOptions,
     pub recorded: Option<Recorded>,
+    /// The live Foxglove server, when one ran.
+    pub foxglove: Option<crate::publish::live::LiveReport>,
     /// The subject's stature, metres, that fit residuals are a share of.
     pub stature_m: Option<f64>,
     /// Per camera: millimetres per feature cell at the subject, from the calibration.
@@ -99,6 +101,8 @@ pub struct Report {
     pub host: HostReport,
     pub verdict: Verdict,
     pub recorded: Option<Recorded>,
+    /// The live Foxglove server, when one ran.
+    pub foxglove: Option<crate::publish::live::LiveReport>,
     /// Outputs that failed during the run (each ended there; the others went on).
     pub output_failures: Vec<SinkFailure>,
 }
@@ -156,6 +160,7 @@ impl Report {
             host,
             verdict,
             recorded: f.recorded,
+            foxglove: f.foxglove.clone(),
             output_failures: f.sink_failures.clone(),
         }
     }

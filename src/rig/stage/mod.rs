@@ -17,6 +17,7 @@ pub mod capture;
 pub mod decode;
 pub mod fit;
 pub mod npu;
+pub mod record;
 pub mod sinks;
 pub mod sync;
 

@@ -1,6 +1,7 @@
-//! The sinks: each fitted instant as one JSON line, and the MCAP recording of
-//! every frame the NPU stage takes and every result (the camera recorder's
-//! layout plus a `/results` channel).
+//! The sinks: each fitted instant as one JSON line, the MCAP recording of
+//! every frame the NPU stage takes (or every captured frame) and every result
+//! (the camera recorder's layout plus Foxglove's keypoint, body and camera-pose
+//! channels and a `/results` channel), and the live Foxglove server.
 //!
 //! Results index bones and keypoints, so each stream names the skeleton they
 //! count in once: the JSON lines file opens with a header line
@@ -19,6 +20,9 @@ use serde::Serialize;
 use crate::body::SkeletonNaming;
 use crate::camera::record::{McapFileError, RecordError, Recorder};
 use crate::camera::{Frame, Stop};
+use crate::geom::Camera;
+use crate::publish::live::Live;
+use crate::rig::config::RecordFrames;
 
 use super::Stage;
 
@@ -135,6 +139,8 @@ pub struct Sinks {
     pub jsonl_path: PathBuf,
     /// Each result's JSON with its capture time, for the recorder.
     pub record: Option<Sender<Item>>,
+    /// The live Foxglove server, when one runs.
+    pub live: Option<Arc<Live>>,
     /// Where a failed output is recorded.
     pub failures: SinkFailures,
 }
@@ -143,7 +149,7 @@ impl Sinks {
     /// Whether any sink takes results (without one, the fit stage builds no
     /// per-view records: a frame costs its counters and latencies alone).
     pub fn any(&self) -> bool {
-        self.jsonl.is_some() || self.record.is_some()
+        self.jsonl.is_some() || self.record.is_some() || self.live.is_some()
     }
 
     /// Runs `write` on the JSON lines writer; a failure ends that sink.
@@ -188,11 +194,16 @@ impl Sinks {
     pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
         let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
         self.on_jsonl(1, |w| writeln!(w, "{line}"));
+        if let Some(live) = &self.live {
+            for v in &result.views {
+                live.keypoints(v.camera, v.capture_ns, &v.keypoints);
+            }
+            if let Some(fit) = &result.fit {
+                live.body(result.capture_ns, &fit.keypoints_3d, fit.residual_mm);
+            }
+        }
         if let Some(r) = &self.record {
-            let _ = r.send(Item::Result {
-                capture_ns: result.capture_ns,
-                json: line,
-            });
+            let _ = r.send(Item::Result(ResultItem::of(result, line)));
         }
         Ok(())
     }
@@ -212,8 +223,39 @@ impl Sinks {
 pub enum Item {
     /// A captured frame, as the camera delivered it.
     Frame(Frame),
-    /// One result line (JSON) and the capture time it belongs to.
-    Result { capture_ns: u64, json: String },
+    /// One result.
+    Result(ResultItem),
+}
+
+/// One result as the recorder takes it: its JSON line and what the Foxglove
+/// channels draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultItem {
+    /// Capture time of the sync anchor, CLOCK_MONOTONIC ns.
+    pub capture_ns: u64,
+    pub json: String,
+    /// Per view: camera index, capture time, keypoints `[x, y, visibility, score]`.
+    pub views: Vec<(usize, u64, Vec<[f32; 4]>)>,
+    /// The fitted 3D keypoints (metres) and the residual (mm), when the fit ran.
+    pub body: Option<(Vec<[f64; 3]>, Option<f64>)>,
+}
+
+impl ResultItem {
+    fn of(result: &FrameResult<'_>, json: String) -> Self {
+        Self {
+            capture_ns: result.capture_ns,
+            json,
+            views: result
+                .views
+                .iter()
+                .map(|v| (v.camera, v.capture_ns, v.keypoints.clone()))
+                .collect(),
+            body: result
+                .fit
+                .as_ref()
+                .map(|f| (f.keypoints_3d.clone(), f.residual_mm)),
+        }
+    }
 }
 
 /// The JSON schema of the `/results` channel (loose: the JSON lines format).
@@ -222,8 +264,13 @@ const RESULT_SCHEMA: &str = r#"{"type":"object","title":"hailo_edge.FrameResult"
 /// Counts of what was recorded.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Recorded {
+    /// Which frames were recorded (`admitted` or `all`).
+    pub which_frames: RecordFrames,
     pub frames: u64,
     pub results: u64,
+    /// Captured frames the recorder could not take in time (recording every
+    /// captured frame only; the NPU stage's frames wait for it instead).
+    pub frames_not_recorded: u64,
 }
 
 /// The recorder thread: frames from the NPU stage, results from the fit stage.
@@ -238,6 +285,13 @@ pub struct Recording {
     /// The skeleton the results count in, recorded as the `/results`
     /// channel's `skeleton` metadata.
     pub skeleton: SkeletonNaming,
+    /// Every camera's frame id (`camN`) and calibration, for the `/tf` channel.
+    pub cameras: Vec<(String, Camera)>,
+    /// Which frames reach the recorder.
+    pub which_frames: RecordFrames,
+    /// Captured frames that did not reach the recorder, counted by the capture
+    /// threads when recording every captured frame.
+    pub not_recorded: Arc<std::sync::atomic::AtomicU64>,
     /// Finish with what has arrived, without waiting for the senders.
     pub abandon: Stop,
     pub failures: SinkFailures,
@@ -262,6 +316,9 @@ impl Stage for Recording {
             mut recorder,
             items,
             skeleton,
+            cameras,
+            which_frames,
+            not_recorded,
             abandon,
             failures,
         } = self;
@@ -279,6 +336,7 @@ impl Stage for Recording {
             RESULT_SCHEMA,
             &metadata,
         )?;
+        let mut scene = super::record::SceneChannels::add(&mut recorder, cameras)?;
         let mut results = 0u64;
         let mut failed = false;
         loop {
@@ -295,27 +353,35 @@ impl Stage for Recording {
             }
             let written = match item {
                 Item::Frame(frame) => recorder.write(&frame),
-                Item::Result { capture_ns, json } => recorder
-                    .write_json(channel, results as u32, capture_ns, json.as_bytes())
-                    .map(|()| results += 1),
+                Item::Result(r) => scene.write(&mut recorder, &r).and_then(|()| {
+                    recorder
+                        .write_json(channel, results as u32, r.capture_ns, r.json.as_bytes())
+                        .map(|()| results += 1)
+                }),
             };
             if let Err(e) = written {
                 failures.push("record", recorder.path(), &e, 1);
                 failed = true;
             }
         }
+        let recorded = |frames| Recorded {
+            which_frames,
+            frames,
+            results,
+            frames_not_recorded: not_recorded.load(std::sync::atomic::Ordering::Relaxed),
+        };
         if failed {
             let frames = recorder.frames();
             drop(recorder);
-            return Ok(Recorded { frames, results });
+            return Ok(recorded(frames));
         }
         let path = recorder.path().to_path_buf();
         let frames = recorder.frames();
         match recorder.finish() {
-            Ok(frames) => Ok(Recorded { frames, results }),
+            Ok(frames) => Ok(recorded(frames)),
             Err(e) => {
                 failures.push("record", &path, &e, 0);
-                Ok(Recorded { frames, results })
+                Ok(recorded(frames))
             }
         }
     }
@@ -367,9 +433,9 @@ mod tests {
             "{\"capture_ns\":42,\"views\":[],\"fit\":null,\"fit_error\":\"too few views\"}\n"
         );
         match rx.try_recv().unwrap() {
-            Item::Result { capture_ns, json } => {
-                assert_eq!(capture_ns, 42);
-                assert_eq!(format!("{json}\n"), text);
+            Item::Result(r) => {
+                assert_eq!(r.capture_ns, 42);
+                assert_eq!(format!("{}\n", r.json), text);
             }
             Item::Frame(_) => panic!("a result was recorded as a frame"),
         }

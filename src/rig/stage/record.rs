@@ -1,0 +1,125 @@
+//! What the recorder adds to the camera recording: Foxglove's result channels
+//! ([`SceneChannels`]) and, when every captured frame is recorded, the tee that
+//! copies frames from the cameras ([`RecordEvery`]).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::{Sender, TrySendError};
+use foxglove::messages::{FrameTransforms, ImageAnnotations, SceneUpdate};
+
+use crate::camera::pool::PooledBuffer;
+use crate::camera::record::{RecordError, Recorder};
+use crate::camera::{Frame, Source, SourceError, SourceInfo, Stop};
+use crate::geom::Camera;
+use crate::publish::messages;
+
+use super::sinks::{Item, ResultItem};
+
+/// The recording's Foxglove result channels: each camera's keypoints over its
+/// image, the body, and the camera poses (once a second of capture time).
+pub(super) struct SceneChannels {
+    keypoints: BTreeMap<usize, u16>,
+    body: u16,
+    tf: u16,
+    cameras: Vec<(String, Camera)>,
+    tf_due_ns: u64,
+    bodies: u32,
+}
+
+impl SceneChannels {
+    pub(super) fn add(
+        recorder: &mut Recorder,
+        cameras: Vec<(String, Camera)>,
+    ) -> Result<Self, RecordError> {
+        let mut keypoints = BTreeMap::new();
+        for (i, (frame_id, _)) in cameras.iter().enumerate() {
+            let id = recorder.add_channel::<ImageAnnotations>(
+                &format!("/{frame_id}/keypoints"),
+                &BTreeMap::new(),
+            )?;
+            keypoints.insert(i, id);
+        }
+        Ok(Self {
+            keypoints,
+            body: recorder.add_channel::<SceneUpdate>("/body", &BTreeMap::new())?,
+            tf: recorder.add_channel::<FrameTransforms>("/tf", &BTreeMap::new())?,
+            cameras,
+            tf_due_ns: 0,
+            bodies: 0,
+        })
+    }
+
+    pub(super) fn write(
+        &mut self,
+        recorder: &mut Recorder,
+        r: &ResultItem,
+    ) -> Result<(), RecordError> {
+        let wall = recorder.wall_clock();
+        if r.capture_ns >= self.tf_due_ns {
+            self.tf_due_ns = r.capture_ns.saturating_add(1_000_000_000);
+            let tf = messages::transforms(&self.cameras, wall.wall_ns(r.capture_ns));
+            recorder.write_message(self.tf, 0, r.capture_ns, &tf)?;
+        }
+        for (camera, capture_ns, kps) in &r.views {
+            if let Some(&channel) = self.keypoints.get(camera) {
+                let a = messages::keypoints(kps, wall.wall_ns(*capture_ns));
+                recorder.write_message(channel, 0, *capture_ns, &a)?;
+            }
+        }
+        if let Some((points, residual_mm)) = &r.body {
+            let scene = messages::body(points, wall.wall_ns(r.capture_ns), *residual_mm);
+            recorder.write_message(self.body, self.bodies, r.capture_ns, &scene)?;
+            self.bodies = self.bodies.wrapping_add(1);
+        }
+        Ok(())
+    }
+}
+
+/// A camera source whose every frame is also offered to the recorder (`run
+/// --record-frames all`). The camera never waits for the recorder: a frame the
+/// recorder has no room for is counted in `not_recorded` and goes on to the
+/// pipeline, so captured = recorded + not recorded.
+pub struct RecordEvery {
+    pub inner: Box<dyn Source>,
+    pub record: Sender<Item>,
+    pub not_recorded: Arc<AtomicU64>,
+}
+
+impl Source for RecordEvery {
+    fn info(&self) -> &SourceInfo {
+        self.inner.info()
+    }
+
+    fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        let frame = self.inner.next_frame()?;
+        let copy = Frame {
+            data: PooledBuffer::detached(frame.data.to_vec()),
+            truth: None,
+            ..frame
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
+            self.record.try_send(Item::Frame(copy))
+        {
+            self.not_recorded.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(frame)
+    }
+
+    fn reconnect(&mut self) -> Result<(), SourceError> {
+        self.inner.reconnect()
+    }
+
+    fn driver_drops(&self) -> u64 {
+        self.inner.driver_drops()
+    }
+
+    fn controls(&self) -> &[crate::camera::controls::ControlOutcome] {
+        self.inner.controls()
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.inner.stop_on(stop);
+    }
+}
