@@ -10,7 +10,7 @@ use clap::Args;
 
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::output::printable;
-use hailo_edge::rig::config::RecordFrames;
+use hailo_edge::rig::config::{PublishTarget, RecordFrames};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
@@ -40,6 +40,13 @@ pub struct RunArgs {
     /// (default address 127.0.0.1:8765; 0.0.0.0:8765 for the LAN).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
     foxglove: Option<std::net::SocketAddr>,
+    /// Publish each body and each view's keypoints on Zenoh (`zenoh`, or
+    /// `zenoh:ENDPOINT` to listen on, e.g. `zenoh:tcp/0.0.0.0:7447`).
+    #[arg(long, value_name = "zenoh[:ENDPOINT]")]
+    publish: Option<PublishTarget>,
+    /// The rig's name in the published keys (`hailo-edge/NAME/...`); default the host name.
+    #[arg(long, value_name = "NAME", requires = "publish")]
+    publish_as: Option<String>,
     /// Run the demo rig on a recording (`--record`) instead of its synthetic
     /// cameras: the cameras, their calibrations and their timing come from the file.
     #[arg(long, value_name = "FILE.mcap", conflicts_with = "config")]
@@ -118,6 +125,12 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     if args.foxglove.is_some() {
         rig.output.foxglove = args.foxglove;
+    }
+    if args.publish.is_some() {
+        rig.output.publish = args.publish.clone();
+    }
+    if args.publish_as.is_some() {
+        rig.output.publish_as = args.publish_as.clone();
     }
     let duration = args
         .duration

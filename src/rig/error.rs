@@ -40,6 +40,10 @@ pub enum RunError {
     Live {
         source: crate::publish::live::LiveError,
     },
+    #[error(transparent)]
+    Zenoh {
+        source: crate::publish::zenoh::ZenohError,
+    },
     #[error("NPU: opening device (backend `{backend}`): {source}")]
     OpenDevice {
         backend: BackendChoice,

@@ -34,10 +34,11 @@ use crate::npu::{Device, NpuError};
 use crate::output::{self, AtomicFile, Output, OutputSet};
 use crate::preprocess::Preprocessor;
 use crate::publish::live::{Live, LiveCamera, DEFAULT_IMAGE_FPS};
+use crate::publish::zenoh::{self, ZenohPublisher};
 use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
-use super::config::{KeypointsFrom, RecordFrames, RigConfig, SwitchingConfig};
+use super::config::{KeypointsFrom, PublishTarget, RecordFrames, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
@@ -129,6 +130,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let stature_m = parts.body.stature_m;
     let framing = parts.framing.clone();
     let live = parts.live.clone();
+    let zenoh = parts.zenoh.clone();
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
     let started = start_stages(rig, options, parts, channels, &stats)?;
@@ -158,6 +160,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         options,
         recorded: drained.recorded,
         foxglove: live.map(|l| l.report()),
+        zenoh: zenoh.map(|z| z.report()),
         stature_m,
         framing,
         drain: drained.drain,
@@ -222,6 +225,8 @@ struct Parts {
     placed: Vec<(String, Camera)>,
     /// The live Foxglove server, when asked for.
     live: Option<Arc<Live>>,
+    /// The Zenoh publisher, when asked for.
+    zenoh: Option<Arc<ZenohPublisher>>,
     /// Per camera: millimetres per feature cell at the subject.
     framing: Option<Vec<crate::camera::calib::framing::Framing>>,
 }
@@ -269,6 +274,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .map(|(i, c)| (i.camera.to_string(), *c))
         .collect();
     let live = open_live(rig, &infos, &calibrations)?;
+    let zenoh = open_zenoh(rig, &calibrations, &body.naming)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let sides: Vec<u32> = graph_of
         .iter()
@@ -306,8 +312,36 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         recorder,
         placed,
         live,
+        zenoh,
         framing,
     })
+}
+
+/// The Zenoh publisher, when the rig asks for one.
+fn open_zenoh(
+    rig: &RigConfig,
+    calibrations: &[Camera],
+    skeleton: &crate::body::SkeletonNaming,
+) -> Result<Option<Arc<ZenohPublisher>>, RunError> {
+    let Some(PublishTarget::Zenoh { endpoint }) = &rig.output.publish else {
+        return Ok(None);
+    };
+    let name = rig
+        .output
+        .publish_as
+        .as_deref()
+        .map_or_else(zenoh::default_rig_name, zenoh::key_chunk);
+    let publisher = ZenohPublisher::start(endpoint.as_deref(), &name, calibrations, skeleton)
+        .map_err(|source| RunError::Zenoh { source })?;
+    log::info!(
+        "publishing bodies on Zenoh under {}/{name}{}",
+        zenoh::PREFIX,
+        endpoint
+            .as_deref()
+            .map(|e| format!(", listening on {e}"))
+            .unwrap_or_default()
+    );
+    Ok(Some(Arc::new(publisher)))
 }
 
 /// The live Foxglove server, when the rig asks for one.
@@ -556,6 +590,7 @@ fn start_stages(
             jsonl_path: rig.output.jsonl.clone().unwrap_or_default(),
             record: record_tx,
             live: parts.live,
+            zenoh: parts.zenoh,
             failures: failures.clone(),
         },
         sync: SyncConfig {

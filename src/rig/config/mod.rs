@@ -43,7 +43,8 @@ pub use schema::{
     SwitchingConfig,
 };
 pub use values::{
-    BackendChoice, CameraSource, CameraSourceError, FitMode, KeypointsFrom, SimProfileName,
+    BackendChoice, CameraSource, CameraSourceError, FitMode, KeypointsFrom, PublishTarget,
+    PublishTargetError, SimProfileName,
 };
 
 /// A whole rig.

@@ -282,6 +282,12 @@ pub struct OutputConfig {
     /// on this address (`127.0.0.1:8765`; `0.0.0.0:8765` for the LAN).
     #[serde(default)]
     pub foxglove: Option<std::net::SocketAddr>,
+    /// Publish bodies and views: `zenoh` or `zenoh:ENDPOINT` (docs/zenoh.md).
+    #[serde(default)]
+    pub publish: Option<super::PublishTarget>,
+    /// The rig's name in the published keys (`hailo-edge/NAME/...`); default the host name.
+    #[serde(default)]
+    pub publish_as: Option<String>,
 }
 
 /// Which frames a recording holds.

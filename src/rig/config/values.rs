@@ -168,3 +168,53 @@ impl From<CameraSource> for String {
         source.to_string()
     }
 }
+
+/// Where bodies and views are published (`output.publish`, `run --publish`):
+/// `zenoh` or `zenoh:ENDPOINT` (an endpoint to listen on, e.g. `tcp/0.0.0.0:7447`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum PublishTarget {
+    Zenoh { endpoint: Option<String> },
+}
+
+/// An `output.publish` value that names no target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not `zenoh` or `zenoh:ENDPOINT`")]
+pub struct PublishTargetError(pub String);
+
+impl TryFrom<String> for PublishTarget {
+    type Error = PublishTargetError;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        match text.split_once(':') {
+            None if text == "zenoh" => Ok(Self::Zenoh { endpoint: None }),
+            Some(("zenoh", e)) if !e.is_empty() => Ok(Self::Zenoh {
+                endpoint: Some(e.to_owned()),
+            }),
+            _ => Err(PublishTargetError(text)),
+        }
+    }
+}
+
+impl std::str::FromStr for PublishTarget {
+    type Err = PublishTargetError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::try_from(s.to_owned())
+    }
+}
+
+impl fmt::Display for PublishTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Zenoh { endpoint: None } => f.write_str("zenoh"),
+            Self::Zenoh { endpoint: Some(e) } => write!(f, "zenoh:{e}"),
+        }
+    }
+}
+
+impl From<PublishTarget> for String {
+    fn from(target: PublishTarget) -> Self {
+        target.to_string()
+    }
+}

@@ -56,6 +56,8 @@ pub struct RunFacts<'a> {
     pub recorded: Option<Recorded>,
     /// The live Foxglove server, when one ran.
     pub foxglove: Option<crate::publish::live::LiveReport>,
+    /// The Zenoh publisher, when one ran.
+    pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// The subject's stature, metres, that fit residuals are a share of.
     pub stature_m: Option<f64>,
     /// Per camera: millimetres per feature cell at the subject, from the calibration.
@@ -103,6 +105,8 @@ pub struct Report {
     pub recorded: Option<Recorded>,
     /// The live Foxglove server, when one ran.
     pub foxglove: Option<crate::publish::live::LiveReport>,
+    /// The Zenoh publisher, when one ran.
+    pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// Outputs that failed during the run (each ended there; the others went on).
     pub output_failures: Vec<SinkFailure>,
 }
@@ -161,6 +165,7 @@ impl Report {
             verdict,
             recorded: f.recorded,
             foxglove: f.foxglove.clone(),
+            zenoh: f.zenoh.clone(),
             output_failures: f.sink_failures.clone(),
         }
     }

@@ -22,6 +22,7 @@ use crate::camera::record::{McapFileError, RecordError, Recorder};
 use crate::camera::{Frame, Stop};
 use crate::geom::Camera;
 use crate::publish::live::Live;
+use crate::publish::zenoh::ZenohPublisher;
 use crate::rig::config::RecordFrames;
 
 use super::Stage;
@@ -141,6 +142,8 @@ pub struct Sinks {
     pub record: Option<Sender<Item>>,
     /// The live Foxglove server, when one runs.
     pub live: Option<Arc<Live>>,
+    /// The Zenoh publisher, when bodies are published.
+    pub zenoh: Option<Arc<ZenohPublisher>>,
     /// Where a failed output is recorded.
     pub failures: SinkFailures,
 }
@@ -149,7 +152,7 @@ impl Sinks {
     /// Whether any sink takes results (without one, the fit stage builds no
     /// per-view records: a frame costs its counters and latencies alone).
     pub fn any(&self) -> bool {
-        self.jsonl.is_some() || self.record.is_some() || self.live.is_some()
+        self.jsonl.is_some() || self.record.is_some() || self.live.is_some() || self.zenoh.is_some()
     }
 
     /// Runs `write` on the JSON lines writer; a failure ends that sink.
@@ -200,6 +203,20 @@ impl Sinks {
             }
             if let Some(fit) = &result.fit {
                 live.body(result.capture_ns, &fit.keypoints_3d, fit.residual_mm);
+            }
+        }
+        if let Some(z) = &self.zenoh {
+            for v in &result.views {
+                z.view(v.camera, v.sequence, v.capture_ns, &v.keypoints);
+            }
+            if let Some(fit) = &result.fit {
+                z.body(
+                    result.capture_ns,
+                    fit.translation,
+                    fit.rotations.iter().map(|(k, v)| (*k, *v)),
+                    &fit.keypoints_3d,
+                    (fit.residual_mm, fit.residual_px),
+                );
             }
         }
         if let Some(r) = &self.record {
