@@ -73,7 +73,8 @@ fn advertised(ws: &mut WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>
 
 #[test]
 fn a_client_sees_the_channels_with_foxglove_schemas_and_gets_images_and_bodies() {
-    let (mut child, port) = start("8");
+    // Long enough for a loaded machine; the child is stopped once the client has seen enough.
+    let (mut child, port) = start("60");
     let mut ws = connect(port);
     let channels = advertised(&mut ws);
     let find = |topic: &str| {
@@ -104,7 +105,10 @@ fn a_client_sees_the_channels_with_foxglove_schemas_and_gets_images_and_bodies()
     let (mut images, mut bodies) = (Vec::new(), 0);
     let t0 = Instant::now();
     while (images.len() < 3 || bodies < 3) && t0.elapsed() < Duration::from_secs(30) {
-        let Message::Binary(b) = ws.read().unwrap() else {
+        let msg = ws
+            .read()
+            .unwrap_or_else(|e| panic!("{e} after {} images and {bodies} bodies", images.len()));
+        let Message::Binary(b) = msg else {
             continue;
         };
         assert_eq!(b[0], 1, "message data");
@@ -140,6 +144,11 @@ fn a_client_sees_the_channels_with_foxglove_schemas_and_gets_images_and_bodies()
         .as_nanos() as u64;
     assert!(now.abs_diff(images[0]) < 60_000_000_000);
     drop(ws);
+    // SIGINT drains and reports, as Ctrl-C does.
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(child.wait().unwrap().success());
 }
 

@@ -21,8 +21,9 @@ fn binary() -> PathBuf {
     assert_cmd::cargo::cargo_bin("hailo-edge")
 }
 
-/// The demo rig, quiet, with every output in `dir`, for at most a minute.
-fn spawn_run(dir: &Path, prefix: &[&str]) -> Child {
+/// The demo rig, quiet, with every output in `dir`, for at most a minute; `extra`
+/// arguments after the outputs.
+fn spawn_run(dir: &Path, prefix: &[&str], extra: &[&str]) -> Child {
     let mut cmd = if prefix.is_empty() {
         Command::new(binary())
     } else {
@@ -41,6 +42,7 @@ fn spawn_run(dir: &Path, prefix: &[&str]) -> Child {
         .arg(dir.join("run.jsonl"))
         .arg("--record")
         .arg(dir.join("run.mcap"))
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("stderr.txt")).unwrap())
         .spawn()
@@ -111,7 +113,7 @@ fn python_reads_whole(path: &Path) -> Option<Result<u64, String>> {
 fn signal_drains_and_reports(signal: &str) {
     let _one = DEMO.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let mut child = spawn_run(dir.path(), &[]);
+    let mut child = spawn_run(dir.path(), &[], &[]);
     wait_until_running(dir.path(), &mut child);
     let sent = Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
@@ -164,9 +166,14 @@ fn sighup_drains_writes_the_report_and_finishes_the_recording() {
 fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
     let _one = DEMO.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    // Files of this process may not grow past 3 MB: the recording (frames)
-    // reaches it within a second, the report and the JSON lines do not.
-    let mut child = spawn_run(dir.path(), &["prlimit", "--fsize=3000000"]);
+    // Files of this process may not grow past 1 MB: the recording of every
+    // captured frame (zstd-compressed synthetic frames, some 170 KB a second)
+    // reaches it within seconds, the report and the JSON lines do not.
+    let mut child = spawn_run(
+        dir.path(),
+        &["prlimit", "--fsize=1000000"],
+        &["--record-frames", "all"],
+    );
     let deadline = Instant::now() + Duration::from_secs(120);
     while !stderr(dir.path()).contains("that output ends") {
         assert!(Instant::now() < deadline, "{}", stderr(dir.path()));

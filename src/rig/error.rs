@@ -37,8 +37,8 @@ pub enum RunError {
         source: CameraSetupError,
     },
     #[error(transparent)]
-    Live {
-        source: crate::publish::live::LiveError,
+    Foxglove {
+        source: crate::publish::foxglove_ws::FoxgloveError,
     },
     #[error(transparent)]
     Zenoh {

@@ -33,7 +33,7 @@ use crate::npu::sim::{DeviceProfile, TimeBase};
 use crate::npu::{Device, NpuError};
 use crate::output::{self, AtomicFile, Output, OutputSet};
 use crate::preprocess::Preprocessor;
-use crate::publish::live::{Live, LiveCamera, DEFAULT_IMAGE_FPS};
+use crate::publish::foxglove_ws::{FoxgloveCamera, FoxgloveServer, DEFAULT_IMAGE_FPS};
 use crate::publish::zenoh::{self, ZenohPublisher};
 use crate::scene::{BodyRig, BodyScene};
 
@@ -129,7 +129,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let model = parts.model_name;
     let stature_m = parts.body.stature_m;
     let framing = parts.framing.clone();
-    let live = parts.live.clone();
+    let foxglove = parts.foxglove.clone();
     let zenoh = parts.zenoh.clone();
     let stats = Arc::new(LiveStats::new(rig.cameras.len(), rig.graphs.len()));
     let channels = Channels::new(rig, options);
@@ -159,7 +159,7 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
         model,
         options,
         recorded: drained.recorded,
-        foxglove: live.map(|l| l.report()),
+        foxglove: foxglove.map(|l| l.report()),
         zenoh: zenoh.map(|z| z.report()),
         stature_m,
         framing,
@@ -224,7 +224,7 @@ struct Parts {
     /// Every camera's frame id and calibration, for the recording's `/tf`.
     placed: Vec<(String, Camera)>,
     /// The live Foxglove server, when asked for.
-    live: Option<Arc<Live>>,
+    foxglove: Option<Arc<FoxgloveServer>>,
     /// The Zenoh publisher, when asked for.
     zenoh: Option<Arc<ZenohPublisher>>,
     /// Per camera: millimetres per feature cell at the subject.
@@ -273,7 +273,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .zip(&calibrations)
         .map(|(i, c)| (i.camera.to_string(), *c))
         .collect();
-    let live = open_live(rig, &infos, &calibrations)?;
+    let foxglove = open_foxglove(rig, &infos, &calibrations)?;
     let zenoh = open_zenoh(rig, &calibrations, &body.naming)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let sides: Vec<u32> = graph_of
@@ -311,7 +311,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         jsonl,
         recorder,
         placed,
-        live,
+        foxglove,
         zenoh,
         framing,
     })
@@ -345,31 +345,31 @@ fn open_zenoh(
 }
 
 /// The live Foxglove server, when the rig asks for one.
-fn open_live(
+fn open_foxglove(
     rig: &RigConfig,
     infos: &[SourceInfo],
     calibrations: &[Camera],
-) -> Result<Option<Arc<Live>>, RunError> {
+) -> Result<Option<Arc<FoxgloveServer>>, RunError> {
     let Some(addr) = rig.output.foxglove else {
         return Ok(None);
     };
     let cameras = infos
         .iter()
         .zip(calibrations)
-        .map(|(i, c)| LiveCamera {
+        .map(|(i, c)| FoxgloveCamera {
             frame_id: i.camera.to_string(),
             format: i.format,
             calibration: Some(*c),
         })
         .collect();
-    let live = Live::start(addr, cameras, DEFAULT_IMAGE_FPS)
-        .map_err(|source| RunError::Live { source })?;
+    let server = FoxgloveServer::start(addr, cameras, DEFAULT_IMAGE_FPS)
+        .map_err(|source| RunError::Foxglove { source })?;
     log::info!(
         "Foxglove WebSocket server on ws://{}:{} (open it in Foxglove: Open connection, Foxglove WebSocket)",
         addr.ip(),
-        live.port()
+        server.port()
     );
-    Ok(Some(Arc::new(live)))
+    Ok(Some(Arc::new(server)))
 }
 
 /// The JSON lines file (or standard output, for `-`), when the rig asks for one.
@@ -542,7 +542,7 @@ fn start_stages(
     if !record_every {
         npu.record = record_tx.clone();
     }
-    npu.live = parts.live.clone();
+    npu.foxglove = parts.foxglove.clone();
     npu.set_in_flight_limit(channels.in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
@@ -589,7 +589,7 @@ fn start_stages(
             jsonl: parts.jsonl,
             jsonl_path: rig.output.jsonl.clone().unwrap_or_default(),
             record: record_tx,
-            live: parts.live,
+            foxglove: parts.foxglove,
             zenoh: parts.zenoh,
             failures: failures.clone(),
         },

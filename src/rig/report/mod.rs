@@ -55,7 +55,7 @@ pub struct RunFacts<'a> {
     pub options: &'a RunOptions,
     pub recorded: Option<Recorded>,
     /// The live Foxglove server, when one ran.
-    pub foxglove: Option<crate::publish::live::LiveReport>,
+    pub foxglove: Option<crate::publish::foxglove_ws::FoxgloveReport>,
     /// The Zenoh publisher, when one ran.
     pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// The subject's stature, metres, that fit residuals are a share of.
@@ -104,7 +104,7 @@ pub struct Report {
     pub verdict: Verdict,
     pub recorded: Option<Recorded>,
     /// The live Foxglove server, when one ran.
-    pub foxglove: Option<crate::publish::live::LiveReport>,
+    pub foxglove: Option<crate::publish::foxglove_ws::FoxgloveReport>,
     /// The Zenoh publisher, when one ran.
     pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// Outputs that failed during the run (each ended there; the others went on).

@@ -21,7 +21,7 @@ use crate::body::SkeletonNaming;
 use crate::camera::record::{McapFileError, RecordError, Recorder};
 use crate::camera::{Frame, Stop};
 use crate::geom::Camera;
-use crate::publish::live::Live;
+use crate::publish::foxglove_ws::FoxgloveServer;
 use crate::publish::zenoh::ZenohPublisher;
 use crate::rig::config::RecordFrames;
 
@@ -141,7 +141,7 @@ pub struct Sinks {
     /// Each result's JSON with its capture time, for the recorder.
     pub record: Option<Sender<Item>>,
     /// The live Foxglove server, when one runs.
-    pub live: Option<Arc<Live>>,
+    pub foxglove: Option<Arc<FoxgloveServer>>,
     /// The Zenoh publisher, when bodies are published.
     pub zenoh: Option<Arc<ZenohPublisher>>,
     /// Where a failed output is recorded.
@@ -152,7 +152,10 @@ impl Sinks {
     /// Whether any sink takes results (without one, the fit stage builds no
     /// per-view records: a frame costs its counters and latencies alone).
     pub fn any(&self) -> bool {
-        self.jsonl.is_some() || self.record.is_some() || self.live.is_some() || self.zenoh.is_some()
+        self.jsonl.is_some()
+            || self.record.is_some()
+            || self.foxglove.is_some()
+            || self.zenoh.is_some()
     }
 
     /// Runs `write` on the JSON lines writer; a failure ends that sink.
@@ -197,12 +200,12 @@ impl Sinks {
     pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
         let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
         self.on_jsonl(1, |w| writeln!(w, "{line}"));
-        if let Some(live) = &self.live {
+        if let Some(fox) = &self.foxglove {
             for v in &result.views {
-                live.keypoints(v.camera, v.capture_ns, &v.keypoints);
+                fox.keypoints(v.camera, v.capture_ns, &v.keypoints);
             }
             if let Some(fit) = &result.fit {
-                live.body(result.capture_ns, &fit.keypoints_3d, fit.residual_mm);
+                fox.body(result.capture_ns, &fit.keypoints_3d, fit.residual_mm);
             }
         }
         if let Some(z) = &self.zenoh {

@@ -61,7 +61,7 @@ pub struct NpuStage {
     /// Frames to record, after preprocessing.
     pub record: Option<Sender<crate::rig::stage::sinks::Item>>,
     /// The live Foxglove server, offered each frame after preprocessing.
-    pub live: Option<std::sync::Arc<crate::publish::live::Live>>,
+    pub foxglove: Option<std::sync::Arc<crate::publish::foxglove_ws::FoxgloveServer>>,
     /// Take one frame per camera at a time (cameras of one rate, this frame
     /// period in ns), waiting at most two periods for a silent camera.
     pub instant_sets: Option<u64>,
@@ -140,7 +140,7 @@ impl NpuStage {
             clock,
             bypass: None,
             record: None,
-            live: None,
+            foxglove: None,
             instant_sets: None,
             heads: (0..n).map(|_| None).collect(),
             last_set_ns: 0,
@@ -277,8 +277,8 @@ impl NpuStage {
         lane.last_frame_ns = now;
         lane.pending.push((meta, bindings));
         self.admission.hold();
-        if let Some(live) = &self.live {
-            live.frame(&frame);
+        if let Some(fox) = &self.foxglove {
+            fox.frame(&frame);
         }
         if let Some(r) = &self.record {
             // Blocks while the recorder is behind: recording is lossless.

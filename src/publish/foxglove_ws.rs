@@ -3,7 +3,7 @@
 //!
 //! The pipeline never waits for a viewer. Logging a message to a channel nobody
 //! subscribes to is a flag test, and images are encoded only while someone watches
-//! that camera, at most [`Live::image_fps`] a second each (a viewer on a LAN does not
+//! that camera, at most [`FoxgloveServer::image_fps`] a second each (a viewer on a LAN does not
 //! need 4 x 120 frames of raw pixels a second). Each client has a bounded queue
 //! ([`CLIENT_BACKLOG`] messages) in the server; a client that does not read loses
 //! messages there, not the pipeline's time.
@@ -33,14 +33,14 @@ pub const DEFAULT_IMAGE_FPS: f64 = 10.0;
 /// Why the live server could not start.
 #[derive(Debug, thiserror::Error)]
 #[error("--foxglove {addr}: the Foxglove WebSocket server cannot listen there: {what}")]
-pub struct LiveError {
+pub struct FoxgloveError {
     pub addr: SocketAddr,
     pub what: String,
 }
 
 /// What the live server did, for the run report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct LiveReport {
+pub struct FoxgloveReport {
     /// The address it listened on, with the port it got.
     pub address: String,
     /// Images at most this often per camera while watched.
@@ -88,7 +88,7 @@ impl ImageChannel {
 }
 
 /// The live Foxglove server and the rig's channels on it.
-pub struct Live {
+pub struct FoxgloveServer {
     handle: Mutex<Option<WebSocketServerHandle>>,
     /// The channels' context: the server holds it weakly, so it lives here.
     _context: Arc<Context>,
@@ -105,25 +105,25 @@ pub struct Live {
 }
 
 /// One camera as the live server names it.
-pub struct LiveCamera {
+pub struct FoxgloveCamera {
     /// `camN`: the topic prefix and the image frame.
     pub frame_id: String,
     pub format: PixelFormat,
     pub calibration: Option<Camera>,
 }
 
-impl Live {
-    /// Starts the server on `addr` (port 0: any free port, see [`Live::port`]) with the
+impl FoxgloveServer {
+    /// Starts the server on `addr` (port 0: any free port, see [`FoxgloveServer::port`]) with the
     /// rig's channels: per camera `/camN/image`, `/camN/calibration`, `/camN/keypoints`;
     /// `/body`, `/tf`.
     ///
     /// # Errors
-    /// [`LiveError`] naming the address when the server cannot listen there.
+    /// [`FoxgloveError`] naming the address when the server cannot listen there.
     pub fn start(
         addr: SocketAddr,
-        cameras: Vec<LiveCamera>,
+        cameras: Vec<FoxgloveCamera>,
         image_fps: f64,
-    ) -> Result<Self, LiveError> {
+    ) -> Result<Self, FoxgloveError> {
         let ctx = Context::new();
         let cameras = cameras
             .into_iter()
@@ -152,7 +152,7 @@ impl Live {
             .bind(addr.ip().to_string(), addr.port())
             .message_backlog_size(CLIENT_BACKLOG)
             .start_blocking()
-            .map_err(|e| LiveError {
+            .map_err(|e| FoxgloveError {
                 addr,
                 what: e.to_string(),
             })?;
@@ -197,8 +197,8 @@ impl Live {
     }
 
     /// What the server did so far.
-    pub fn report(&self) -> LiveReport {
-        LiveReport {
+    pub fn report(&self) -> FoxgloveReport {
+        FoxgloveReport {
             address: SocketAddr::new(self.addr.ip(), self.port).to_string(),
             image_fps: self.image_fps(),
             images_sent: self.images_sent(),
@@ -324,7 +324,7 @@ impl Live {
     }
 }
 
-impl Drop for Live {
+impl Drop for FoxgloveServer {
     fn drop(&mut self) {
         self.stop();
     }
