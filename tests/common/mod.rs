@@ -2,7 +2,9 @@
 //! binary in [`cli`], a small backbone in [`vit`].
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod cli;
+pub mod serve;
 pub mod vit;
 
 use std::path::PathBuf;

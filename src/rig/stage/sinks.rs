@@ -137,13 +137,20 @@ pub struct Sinks {
     pub record: Option<Sender<Item>>,
     /// Where a failed output is recorded.
     pub failures: SinkFailures,
+    /// Live viewers, when anyone watches (never waits).
+    pub live: Option<super::live::LiveTap>,
 }
 
 impl Sinks {
     /// Whether any sink takes results (without one, the fit stage builds no
     /// per-view records: a frame costs its counters and latencies alone).
     pub fn any(&self) -> bool {
-        self.jsonl.is_some() || self.record.is_some()
+        self.jsonl.is_some()
+            || self.record.is_some()
+            || self
+                .live
+                .as_ref()
+                .is_some_and(super::live::LiveTap::watched)
     }
 
     /// Runs `write` on the JSON lines writer; a failure ends that sink.
@@ -186,6 +193,12 @@ impl Sinks {
     /// # Errors
     /// The result could not be serialised.
     pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
+        if let Some(tap) = &self.live {
+            tap.offer_result(result);
+        }
+        if self.jsonl.is_none() && self.record.is_none() {
+            return Ok(());
+        }
         let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
         self.on_jsonl(1, |w| writeln!(w, "{line}"));
         if let Some(r) = &self.record {

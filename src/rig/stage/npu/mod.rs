@@ -60,6 +60,8 @@ pub struct NpuStage {
     pub bypass: Option<Sender<crate::rig::work::ViewResult>>,
     /// Frames to record, after preprocessing.
     pub record: Option<Sender<crate::rig::stage::sinks::Item>>,
+    /// Frames a live viewer may want (never waits).
+    pub live: Option<crate::rig::stage::live::LiveTap>,
     /// Take one frame per camera at a time (cameras of one rate, this frame
     /// period in ns), waiting at most two periods for a silent camera.
     pub instant_sets: Option<u64>,
@@ -138,6 +140,7 @@ impl NpuStage {
             clock,
             bypass: None,
             record: None,
+            live: None,
             instant_sets: None,
             heads: (0..n).map(|_| None).collect(),
             last_set_ns: 0,
@@ -274,6 +277,9 @@ impl NpuStage {
         lane.last_frame_ns = now;
         lane.pending.push((meta, bindings));
         self.admission.hold();
+        if let Some(tap) = &self.live {
+            tap.offer_frame(c, &frame);
+        }
         if let Some(r) = &self.record {
             // Blocks while the recorder is behind: recording is lossless.
             let _ = r.send(crate::rig::stage::sinks::Item::Frame(frame));
