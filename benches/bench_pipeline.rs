@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo bench --bench bench_pipeline                 # all four, ~90 s
-//! cargo bench --bench bench_pipeline -- demo host    # a subset: demo, host, soak
+//! cargo bench --bench bench_pipeline -- demo host    # a subset: demo, host, soak, serve
 //! HAILO_EDGE_DEMO_SECS=20 HAILO_EDGE_SOAK_SECS=60 cargo bench --bench bench_pipeline
 //! ```
 //!
@@ -19,12 +19,18 @@
 //!   sync + sinks).
 //! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
 //!   the offered rate), RSS against the first 10 s, and the frame accounting.
+//! - serve: (e) the host run of (c) three times: without the dashboard, with
+//!   it and no browser, and with one client reading the WebSocket; the
+//!   pipeline's CPU per frame and the rest of the process's (capture threads,
+//!   the dashboard's hub and web threads).
 
 use std::time::Duration;
 
 use hailo_edge::npu::sim::DeviceProfile;
 use hailo_edge::rig::config::SimProfileName;
+use hailo_edge::rig::stage::live::LiveTap;
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
+use hailo_edge::serve::Server;
 
 fn secs(var: &str, default: f64) -> f64 {
     std::env::var(var)
@@ -167,19 +173,25 @@ fn sustainable(fps: f64) {
     }
 }
 
-fn host() {
+/// The pipeline-only run on the zero-time device that (c) and (e) measure.
+fn host_run(label: &str, live: Option<LiveTap>) -> (f64, Report) {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     rig.device.profile = SimProfileName::ZeroTime;
-    let (d, report) = timed(
+    timed(
         &rig,
-        "demo (pipeline only, zero-time device)",
+        label,
         ("HAILO_EDGE_HOST_SECS", 10.0),
         RunOptions {
             pipeline_only: true,
             profile: Some(DeviceProfile::zero_time()),
+            live,
             ..RunOptions::default()
         },
-    );
+    )
+}
+
+fn host() {
+    let (d, report) = host_run("demo (pipeline only, zero-time device)", None);
     let us = report.host.pipeline_us_per_frame.unwrap_or(f64::NAN);
     let fps: f64 = report.cameras.iter().map(|c| c.processed_fps).sum();
     println!(
@@ -199,6 +211,65 @@ fn host() {
         );
     }
     println!("   accounting: {}", accounting(&report));
+}
+
+/// (e) The dashboard's cost: the host run without it, with it and no browser, with one
+/// client that reads every message.
+fn serve() {
+    let cost = |label: &str, report: &Report, note: String| {
+        let h = &report.host;
+        println!(
+            "   {label}: pipeline {:.1} us/frame, rest of the process {:.1} us/frame (capture threads{}){note}",
+            h.pipeline_us_per_frame.unwrap_or(f64::NAN),
+            h.other_us_per_frame.unwrap_or(f64::NAN),
+            if report.serve.is_some() { ", dashboard hub and web" } else { "" },
+        );
+        h.pipeline_us_per_frame.unwrap_or(f64::NAN)
+    };
+    let (d, plain) = host_run("host, no dashboard", None);
+    println!(
+        "== (e) the dashboard's host cost, pipeline-only runs of {d} s on the zero-time device"
+    );
+    let base = cost("without --serve", &plain, String::new());
+    let idle = Server::start("127.0.0.1:0".parse().unwrap(), plain.cameras.len())
+        .expect("start the dashboard");
+    let (_, report) = host_run("host, dashboard, no browser", Some(idle.tap()));
+    idle.stop();
+    let none = cost("--serve, no browser", &report, String::new());
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), plain.cameras.len())
+        .expect("start the dashboard");
+    let url = format!("ws://{}/ws", server.address());
+    let reader = std::thread::spawn(move || {
+        let (mut ws, _) = tungstenite::connect(url).expect("the dashboard's WebSocket");
+        let (mut messages, mut bytes) = (0u64, 0u64);
+        while let Ok(m) = ws.read() {
+            if m.is_close() {
+                break;
+            }
+            messages += 1;
+            bytes += m.len() as u64;
+        }
+        (messages, bytes)
+    });
+    let (_, report) = host_run("host, dashboard, one client", Some(server.tap()));
+    server.stop();
+    let (messages, bytes) = reader.join().unwrap_or_default();
+    let s = report.serve.clone().unwrap_or_default();
+    let one = cost(
+        "--serve, one client",
+        &report,
+        format!(
+            "; it read {messages} messages, {:.1} MB; {} frames tapped, {} messages dropped",
+            bytes as f64 / 1e6,
+            s.frames_tapped,
+            s.messages_dropped_slow
+        ),
+    );
+    println!(
+        "   pipeline cost against no dashboard: {:+.1}% with no browser (target 0%), {:+.1}% with one (target <= 10%)",
+        100.0 * (none / base - 1.0),
+        100.0 * (one / base - 1.0)
+    );
 }
 
 fn soak() {
@@ -249,5 +320,8 @@ fn main() {
     }
     if want("soak") {
         soak();
+    }
+    if want("serve") {
+        serve();
     }
 }

@@ -302,8 +302,8 @@ mod tests {
         let names = crate::body::Model::embedded().unwrap().naming().keypoints;
         let b = bones(&names);
         assert_eq!(b.len(), BONES.len(), "{names:?}");
-        for i in 0..names.len() {
-            assert!(b.iter().any(|e| e.contains(&i)), "{} has no bone", names[i]);
+        for (i, name) in names.iter().enumerate() {
+            assert!(b.iter().any(|e| e.contains(&i)), "{name} has no bone");
         }
         // Negative control: a body of COCO's 17 keeps only the bones among them.
         let coco: Vec<String> = crate::decode::keypoints::COCO17
