@@ -84,6 +84,14 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     if args.record.is_some() {
         rig.output.record = args.record.clone();
     }
+    // Bound before anything slow, so an address in use ends the run at once.
+    let server = args
+        .serve
+        .map(|addr| hailo_edge::serve::Server::start(addr, rig.cameras.len()))
+        .transpose()?;
+    if let Some(s) = &server {
+        eprintln!("dashboard: http://{}/", s.address());
+    }
     let duration = args
         .duration
         .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
@@ -96,13 +104,6 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         "--drain-timeout: {} is not between 0 and 3600 seconds",
         args.drain_timeout
     );
-    let server = args
-        .serve
-        .map(|addr| hailo_edge::serve::Server::start(addr, rig.cameras.len()))
-        .transpose()?;
-    if let Some(s) = &server {
-        eprintln!("dashboard: http://{}/", s.address());
-    }
     let options = RunOptions {
         live: server.as_ref().map(hailo_edge::serve::Server::tap),
         duration,

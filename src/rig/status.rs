@@ -193,6 +193,11 @@ impl StatusRates {
         }
     }
 
+    /// Forgets the last figures: the next call starts the rates afresh.
+    pub fn restart(&mut self) {
+        self.last = None;
+    }
+
     /// The figures since the last call; none on the first call, or when
     /// less than 0.4 s has passed since the figures before.
     pub fn figures(

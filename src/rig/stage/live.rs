@@ -315,6 +315,12 @@ impl LiveTap {
         elapsed: Duration,
     ) {
         if !self.watched() {
+            // Rates start afresh with the next viewer, not over the time nobody watched.
+            if let Ok(mut rates) = self.0.rates.try_lock() {
+                if let Some(r) = rates.as_mut() {
+                    r.restart();
+                }
+            }
             return;
         }
         let figures = {
