@@ -257,7 +257,7 @@ pub fn data_url(frame: &LiveFrame) -> Option<String> {
 /// The frame as JPEG: MJPEG passes as it came, other formats are converted
 /// to RGB (or kept grey) and encoded.
 fn jpeg(f: &LiveFrame) -> Option<Vec<u8>> {
-    use image::ExtendedColorType::{Rgb8, L8};
+    use jpeg_encoder::ColorType::{Luma as L8, Rgb as Rgb8};
     let (w, h) = (f.width as usize, f.height as usize);
     let expected = f.format.frame_len(f.width, f.height);
     if expected.is_some_and(|n| n != f.data.len()) || f.data.is_empty() || w == 0 || h == 0 {
@@ -287,8 +287,9 @@ fn jpeg(f: &LiveFrame) -> Option<Vec<u8>> {
         PixelFormat::Yuyv | PixelFormat::Nv12 => return None,
     };
     let mut out = Vec::with_capacity(w * h / 4);
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY)
-        .encode(&pixels, f.width, f.height, colour)
+    let (width, height) = (u16::try_from(f.width).ok()?, u16::try_from(f.height).ok()?);
+    jpeg_encoder::Encoder::new(&mut out, JPEG_QUALITY)
+        .encode(&pixels, width, height, colour)
         .ok()?;
     Some(out)
 }
@@ -334,9 +335,12 @@ mod tests {
             (PixelFormat::Grey, 16 * 8),
         ] {
             let jpeg = jpeg(&frame(format, 16, 8, vec![128; len])).unwrap();
-            let img = image::load_from_memory_with_format(&jpeg, image::ImageFormat::Jpeg)
+            let mut decoder = zune_jpeg::JpegDecoder::new(&jpeg);
+            decoder
+                .decode_headers()
                 .unwrap_or_else(|e| panic!("{format:?}: {e}"));
-            assert_eq!((img.width(), img.height()), (16, 8));
+            let info = decoder.info().unwrap();
+            assert_eq!((info.width, info.height), (16, 8));
             // One byte short is refused, not a panic.
             assert!(jpeg_of_len(format, len - 1).is_none());
         }
