@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo bench --bench bench_pipeline                 # all four, ~90 s
-//! cargo bench --bench bench_pipeline -- demo host    # a subset: demo, host, soak
+//! cargo bench --bench bench_pipeline -- demo host    # a subset: demo, host, soak, serve
 //! HAILO_EDGE_DEMO_SECS=20 HAILO_EDGE_SOAK_SECS=60 cargo bench --bench bench_pipeline
 //! ```
 //!
@@ -19,12 +19,19 @@
 //!   sync + sinks).
 //! - soak: (d) twice the sustainable load for 60 s (a fit stage held to half
 //!   the offered rate), RSS against the first 10 s, and the frame accounting.
+//! - serve: (e) the host run of (c) three times a round: without the
+//!   dashboard, with it and no browser, and with one client reading the
+//!   WebSocket; the pipeline's CPU per frame and the rest of the process's
+//!   (capture threads, the dashboard's hub and web threads); medians over
+//!   `HAILO_EDGE_SERVE_ROUNDS` rounds (5).
 
 use std::time::Duration;
 
 use hailo_edge::npu::sim::DeviceProfile;
 use hailo_edge::rig::config::SimProfileName;
+use hailo_edge::rig::stage::live::LiveTap;
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
+use hailo_edge::serve::Server;
 
 fn secs(var: &str, default: f64) -> f64 {
     std::env::var(var)
@@ -167,19 +174,25 @@ fn sustainable(fps: f64) {
     }
 }
 
-fn host() {
+/// The pipeline-only run on the zero-time device that (c) and (e) measure.
+fn host_run(label: &str, live: Option<LiveTap>) -> (f64, Report) {
     let mut rig = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"));
     rig.device.profile = SimProfileName::ZeroTime;
-    let (d, report) = timed(
+    timed(
         &rig,
-        "demo (pipeline only, zero-time device)",
+        label,
         ("HAILO_EDGE_HOST_SECS", 10.0),
         RunOptions {
             pipeline_only: true,
             profile: Some(DeviceProfile::zero_time()),
+            live,
             ..RunOptions::default()
         },
-    );
+    )
+}
+
+fn host() {
+    let (d, report) = host_run("demo (pipeline only, zero-time device)", None);
     let us = report.host.pipeline_us_per_frame.unwrap_or(f64::NAN);
     let fps: f64 = report.cameras.iter().map(|c| c.processed_fps).sum();
     println!(
@@ -199,6 +212,113 @@ fn host() {
         );
     }
     println!("   accounting: {}", accounting(&report));
+}
+
+/// One run of (e): the host run without the dashboard (0), with it and no browser (1), with
+/// one client reading every message (2); the report and the messages and bytes it read.
+fn serve_variant(variant: usize) -> (Report, u64, u64) {
+    let cameras = RigConfig::demo(&RigConfig::demo_fixtures_dir().expect("the demo HEFs"))
+        .cameras
+        .len();
+    let start =
+        || Server::start("127.0.0.1:0".parse().unwrap(), cameras).expect("start the dashboard");
+    if variant == 0 {
+        return (host_run("host, no dashboard", None).1, 0, 0);
+    }
+    let server = start();
+    if variant == 1 {
+        let (_, none) = host_run("host, dashboard, no browser", Some(server.tap()));
+        server.stop();
+        return (none, 0, 0);
+    }
+    let url = format!("ws://{}/ws", server.address());
+    let reader = std::thread::spawn(move || {
+        let (mut ws, _) = tungstenite::connect(url).expect("the dashboard's WebSocket");
+        let (mut messages, mut bytes) = (0u64, 0u64);
+        while let Ok(m) = ws.read() {
+            if m.is_close() {
+                break;
+            }
+            messages += 1;
+            bytes += m.len() as u64;
+        }
+        (messages, bytes)
+    });
+    let (_, one) = host_run("host, dashboard, one client", Some(server.tap()));
+    server.stop();
+    let (messages, bytes) = reader.join().unwrap_or_default();
+    (one, messages, bytes)
+}
+
+/// One round of (e): the three runs, starting with run `round % 3` so that none is always
+/// first or last in the process; per run, the pipeline's and the rest's CPU per frame.
+fn serve_round(round: usize) -> [(f64, f64); 3] {
+    let mut out = [(f64::NAN, f64::NAN); 3];
+    let mut read = String::new();
+    for k in 0..3 {
+        let v = (round + k) % 3;
+        let (report, messages, bytes) = serve_variant(v);
+        let h = &report.host;
+        out[v] = (
+            h.pipeline_us_per_frame.unwrap_or(f64::NAN),
+            h.other_us_per_frame.unwrap_or(f64::NAN),
+        );
+        if let (2, Some(s)) = (v, &report.serve) {
+            read = format!(
+                "the client read {messages} messages, {:.1} MB ({} frames tapped, {} messages dropped)",
+                bytes as f64 / 1e6,
+                s.frames_tapped,
+                s.messages_dropped_slow
+            );
+        }
+    }
+    let [a, b, c] = out;
+    println!(
+        "   round {round}: pipeline {:.1} / {:.1} / {:.1} us/frame, rest {:.1} / {:.1} / {:.1} us/frame; {read}",
+        a.0, b.0, c.0, a.1, b.1, c.1
+    );
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// (e) The dashboard's cost: rounds of the host run without it, with it and no browser, with
+/// one client that reads every message, interleaved so that a machine's changing load falls on
+/// all three alike; the medians.
+fn serve() {
+    let rounds = secs("HAILO_EDGE_SERVE_ROUNDS", 5.0).max(1.0) as usize;
+    let d = secs("HAILO_EDGE_HOST_SECS", 10.0);
+    println!(
+        "== (e) the dashboard's host cost: {rounds} rounds of pipeline-only runs of {d} s on the zero-time device, each without --serve / --serve and no browser / --serve and one client; pipeline = NPU stage, decoder threads, sync + sinks; rest = the rest of the process (capture threads, and the dashboard's hub and web threads)"
+    );
+    let all: Vec<[(f64, f64); 3]> = (1..=rounds).map(serve_round).collect();
+    let med = |i: usize, pipeline: bool| {
+        median(
+            all.iter()
+                .map(|r| if pipeline { r[i].0 } else { r[i].1 })
+                .collect(),
+        )
+    };
+    let (base, none, one) = (med(0, true), med(1, true), med(2, true));
+    println!(
+        "   medians: pipeline {base:.1} / {none:.1} / {one:.1} us/frame, rest {:.1} / {:.1} / {:.1} us/frame",
+        med(0, false),
+        med(1, false),
+        med(2, false)
+    );
+    println!(
+        "   pipeline cost against no dashboard (medians): {:+.1}% with no browser (target 0%), {:+.1}% with one client (target <= 10%)",
+        100.0 * (none / base - 1.0),
+        100.0 * (one / base - 1.0)
+    );
 }
 
 fn soak() {
@@ -249,5 +369,8 @@ fn main() {
     }
     if want("soak") {
         soak();
+    }
+    if want("serve") {
+        serve();
     }
 }

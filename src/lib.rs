@@ -32,6 +32,7 @@
 //! | [`hef`] | the HEF container: reader and writer |
 //! | [`limits`] | the bound of every size, count and duration from a file, flag or device |
 //! | [`digest`] | SHA-256 in the hex form cache names and provenance records carry |
+//! | [`serve`] | `run --serve`: the live dashboard in a browser (HTTP and a WebSocket, assets in the binary) |
 //! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
 
 pub mod bench;
@@ -53,6 +54,7 @@ pub mod preprocess;
 pub mod publish;
 pub mod rig;
 pub mod scene;
+pub mod serve;
 
 pub use hef;
 

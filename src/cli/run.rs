@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// (0.30), a fraction, `published` (the model zoo's figures by batch) or a report file.
     #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
     utilisation: Option<UtilisationSource>,
+    /// Serve the live dashboard (views, 3D body, figures) at this address;
+    /// `--serve` alone: 127.0.0.1:8080; 0.0.0.0:8080 lets the LAN reach it.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+    serve: Option<std::net::SocketAddr>,
 }
 
 pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
@@ -132,6 +136,14 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     if args.publish_as.is_some() {
         rig.output.publish_as = args.publish_as.clone();
     }
+    // Bound before anything slow, so an address in use ends the run at once.
+    let server = args
+        .serve
+        .map(|addr| hailo_edge::serve::Server::start(addr, rig.cameras.len()))
+        .transpose()?;
+    if let Some(s) = &server {
+        eprintln!("dashboard: http://{}/", s.address());
+    }
     let duration = args
         .duration
         .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
@@ -145,6 +157,7 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         args.drain_timeout
     );
     let options = RunOptions {
+        live: server.as_ref().map(hailo_edge::serve::Server::tap),
         duration,
         status: !(args.no_status || quiet),
         overwrite: args.force,
@@ -193,7 +206,12 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let stop = options.stop.clone();
     ctrlc::set_handler(move || stop.request())
         .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
-    let report = run(&rig, &origin, &options)?;
+    let report = run(&rig, &origin, &options);
+    // The browsers see the stream end (and say so) whether the run succeeded or not.
+    if let Some(s) = server {
+        s.stop();
+    }
+    let report = report?;
     let w = &report.what_ran;
     say!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
     if let Some(warning) = &w.ran_on.backend_warning {
@@ -265,6 +283,14 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         for line in hailo_edge::camera::calib::framing::render(framing).lines() {
             say!("{}", printable(line));
         }
+    }
+    if let Some(s) = &report.serve {
+        say!(
+            "dashboard: {} clients served; {} dropped for not keeping up, {} messages dropped for slow clients",
+            s.clients_served,
+            s.clients_dropped_slow,
+            s.messages_dropped_slow
+        );
     }
     say!("{}", report.verdict.text);
     for n in &w.notes {

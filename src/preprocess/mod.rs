@@ -18,7 +18,7 @@ mod plan;
 mod quantize;
 mod resample;
 mod spec;
-mod yuv;
+pub(crate) mod yuv;
 
 use serde::{Deserialize, Serialize};
 

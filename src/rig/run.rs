@@ -45,6 +45,7 @@ use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
 use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{FitStage, KeypointSource};
+use super::stage::live::{LiveRig, LiveTap};
 use super::stage::npu::{Lane, NpuStage, Switching};
 use super::stage::record::RecordEvery;
 use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
@@ -91,6 +92,8 @@ pub struct RunOptions {
     pub fit_delay: Option<Duration>,
     /// Seed of the ground-truth keypoint noise.
     pub seed: u64,
+    /// Live viewers' tap (`run --serve`): frames, results and status figures.
+    pub live: Option<LiveTap>,
 }
 
 impl Default for RunOptions {
@@ -106,6 +109,7 @@ impl Default for RunOptions {
             pipeline_only: false,
             fit_delay: None,
             seed: 1,
+            live: None,
         }
     }
 }
@@ -119,6 +123,14 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     let report_file = prepare_outputs(rig, options)?;
     let device = build::open_device(rig, options.profile.clone())?;
     let parts = build_parts(rig, options, &device)?;
+    if let Some(tap) = &options.live {
+        tap.set_rig(LiveRig::describe(
+            rig,
+            &device,
+            &parts.body.naming,
+            &parts.infos,
+        ));
+    }
     let infos = parts.infos.clone();
     let pairings: Vec<Pairing> = parts
         .decode_info
@@ -543,6 +555,7 @@ fn start_stages(
         npu.record = record_tx.clone();
     }
     npu.foxglove = parts.foxglove.clone();
+    npu.live = options.live.clone();
     npu.set_in_flight_limit(channels.in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
@@ -592,6 +605,7 @@ fn start_stages(
             foxglove: parts.foxglove,
             zenoh: parts.zenoh,
             failures: failures.clone(),
+            live: options.live.clone(),
         },
         sync: SyncConfig {
             stall_ns: Some(SILENT_CAMERA.as_nanos() as u64),
@@ -673,6 +687,9 @@ fn wait(
         rss_samples.push((started.at.elapsed().as_secs_f64(), rss_bytes()));
         if let Some(s) = &mut status {
             s.update(stats, captures, device, started.at.elapsed());
+        }
+        if let Some(tap) = &options.live {
+            tap.tick(stats, captures, device, started.at.elapsed());
         }
     }
     Waited {

@@ -174,38 +174,39 @@ fn fit_width(line: &str, width: usize) -> String {
     cut
 }
 
-/// The live display on stderr, redrawn from the live counters.
-pub struct StatusLine {
-    bar: ProgressBar,
+/// Rates from the live counters: each call gives the figures over the time
+/// since the last figures it gave (at least 0.4 s), so every reader (the
+/// status line, the live tap) reduces the same counters the same way.
+pub struct StatusRates {
     names: Vec<String>,
     graphs: Vec<String>,
     last: Option<(Duration, Vec<u64>, Vec<u64>, u64)>,
 }
 
-impl StatusLine {
-    pub fn new(rig: &RigConfig, device: &Device) -> Self {
-        let bar = terminal().add(ProgressBar::new_spinner());
-        bar.set_style(
-            ProgressStyle::with_template("{msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar.println(format!("running on {}", device.describe()));
+impl StatusRates {
+    /// Rates for cameras and graphs of these names, in rig order.
+    pub fn new(names: Vec<String>, graphs: Vec<String>) -> Self {
         Self {
-            bar,
-            names: rig.cameras.iter().map(|c| c.name.clone()).collect(),
-            graphs: rig.graphs.iter().map(|g| g.name.clone()).collect(),
+            names,
+            graphs,
             last: None,
         }
     }
 
-    /// Redraws from the counters (rates over the time since the last update).
-    pub fn update(
+    /// Forgets the last figures: the next call starts the rates afresh.
+    pub fn restart(&mut self) {
+        self.last = None;
+    }
+
+    /// The figures since the last call; none on the first call, or when
+    /// less than 0.4 s has passed since the figures before.
+    pub fn figures(
         &mut self,
         stats: &LiveStats,
         captures: &[CaptureThread],
         device: &Device,
         elapsed: Duration,
-    ) {
+    ) -> Option<StatusFigures> {
         let frames: Vec<u64> = captures
             .iter()
             .map(|c| c.status.snapshot().frames)
@@ -219,16 +220,13 @@ impl StatusLine {
         let switches = sim
             .as_ref()
             .map_or(stats.app_switches.load(Ordering::Relaxed), |s| s.switches);
-        let Some((t0, f0, g0, s0)) =
+        let (t0, f0, g0, s0) =
             self.last
-                .replace((elapsed, frames.clone(), graph_frames.clone(), switches))
-        else {
-            return;
-        };
+                .replace((elapsed, frames.clone(), graph_frames.clone(), switches))?;
         let dt = (elapsed - t0).as_secs_f64().max(1e-6);
         if dt < 0.4 {
             self.last = Some((t0, f0, g0, s0));
-            return;
+            return None;
         }
         let cameras = captures
             .iter()
@@ -241,24 +239,28 @@ impl StatusLine {
                         .map(|&s| stats.cameras[i].dropped(s))
                         .sum::<u64>();
                 CameraFigures {
-                    name: self.names[i].clone(),
-                    fps: (frames[i] - f0[i]) as f64 / dt,
+                    name: self.names.get(i).cloned().unwrap_or_default(),
+                    fps: frames[i].saturating_sub(f0[i]) as f64 / dt,
                     dropped,
                 }
             })
             .collect();
         let lat = stats.latencies();
         let q = stats.fit_quality();
-        let figures = StatusFigures {
+        Some(StatusFigures {
             elapsed,
             cameras,
             graphs: self
                 .graphs
                 .iter()
                 .enumerate()
-                .map(|(i, g)| (g.clone(), (graph_frames[i] - g0[i]) as f64 / dt))
+                .map(|(i, g)| {
+                    let n = graph_frames.get(i).copied().unwrap_or(0);
+                    let n0 = g0.get(i).copied().unwrap_or(0);
+                    (g.clone(), n.saturating_sub(n0) as f64 / dt)
+                })
                 .collect(),
-            switches_per_s: (switches - s0) as f64 / dt,
+            switches_per_s: switches.saturating_sub(s0) as f64 / dt,
             modelled_busy: sim
                 .as_ref()
                 .map(|s| s.busy_ns as f64 / s.now_ns.max(1) as f64),
@@ -273,6 +275,43 @@ impl StatusLine {
                 .last_mpjpe_m
                 .map(|m| FitFigure::MpjpeMm(m * 1e3))
                 .or_else(|| q.residual_px().map(FitFigure::ResidualPx)),
+        })
+    }
+}
+
+/// The live display on stderr, redrawn from the live counters.
+pub struct StatusLine {
+    bar: ProgressBar,
+    rates: StatusRates,
+}
+
+impl StatusLine {
+    pub fn new(rig: &RigConfig, device: &Device) -> Self {
+        let bar = terminal().add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.println(format!("running on {}", device.describe()));
+        Self {
+            bar,
+            rates: StatusRates::new(
+                rig.cameras.iter().map(|c| c.name.clone()).collect(),
+                rig.graphs.iter().map(|g| g.name.clone()).collect(),
+            ),
+        }
+    }
+
+    /// Redraws from the counters (rates over the time since the last update).
+    pub fn update(
+        &mut self,
+        stats: &LiveStats,
+        captures: &[CaptureThread],
+        device: &Device,
+        elapsed: Duration,
+    ) {
+        let Some(figures) = self.rates.figures(stats, captures, device, elapsed) else {
+            return;
         };
         let term = console::Term::stderr();
         let (rows, cols) = term.size_checked().unwrap_or((0, DEFAULT_WIDTH as u16));

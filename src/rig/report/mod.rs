@@ -109,6 +109,9 @@ pub struct Report {
     pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// Outputs that failed during the run (each ended there; the others went on).
     pub output_failures: Vec<SinkFailure>,
+    /// Live viewers (`run --serve`): clients served, and what slow ones lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serve: Option<crate::rig::stage::live::LiveReport>,
 }
 
 impl Report {
@@ -167,6 +170,7 @@ impl Report {
             foxglove: f.foxglove.clone(),
             zenoh: f.zenoh.clone(),
             output_failures: f.sink_failures.clone(),
+            serve: f.options.live.as_ref().map(|t| t.report()),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! | 4 | [`sync`] | (in the fit thread) views of one instant grouped across cameras |
 //! | 5 | [`fit`] | one: triangulation and the pose fit |
 //! | 6 | [`sinks`] | JSON lines (in the fit thread) and the MCAP recorder |
+//! | | [`live`] | (the NPU, fit and main threads) the tap live viewers read, never waited for |
 //!
 //! Each threaded stage is a [`Stage`]: [`start`] spawns it, it runs until its
 //! input closes, and [`Running::drain`] waits for it to pass on or count
@@ -16,6 +17,7 @@
 pub mod capture;
 pub mod decode;
 pub mod fit;
+pub mod live;
 pub mod npu;
 pub mod record;
 pub mod sinks;

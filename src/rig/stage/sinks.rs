@@ -146,6 +146,8 @@ pub struct Sinks {
     pub zenoh: Option<Arc<ZenohPublisher>>,
     /// Where a failed output is recorded.
     pub failures: SinkFailures,
+    /// Live viewers, when anyone watches (never waits).
+    pub live: Option<super::live::LiveTap>,
 }
 
 impl Sinks {
@@ -156,6 +158,10 @@ impl Sinks {
             || self.record.is_some()
             || self.foxglove.is_some()
             || self.zenoh.is_some()
+            || self
+                .live
+                .as_ref()
+                .is_some_and(super::live::LiveTap::watched)
     }
 
     /// Runs `write` on the JSON lines writer; a failure ends that sink.
@@ -198,8 +204,9 @@ impl Sinks {
     /// # Errors
     /// The result could not be serialised.
     pub fn write(&mut self, result: &FrameResult<'_>) -> std::io::Result<()> {
-        let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
-        self.on_jsonl(1, |w| writeln!(w, "{line}"));
+        if let Some(tap) = &self.live {
+            tap.offer_result(result);
+        }
         if let Some(fox) = &self.foxglove {
             for v in &result.views {
                 fox.keypoints(v.camera, v.capture_ns, &v.keypoints);
@@ -222,6 +229,11 @@ impl Sinks {
                 );
             }
         }
+        if self.jsonl.is_none() && self.record.is_none() {
+            return Ok(());
+        }
+        let line = serde_json::to_string(result).map_err(std::io::Error::other)?;
+        self.on_jsonl(1, |w| writeln!(w, "{line}"));
         if let Some(r) = &self.record {
             let _ = r.send(Item::Result(ResultItem::of(result, line)));
         }

@@ -62,6 +62,8 @@ pub struct NpuStage {
     pub record: Option<Sender<crate::rig::stage::sinks::Item>>,
     /// The live Foxglove server, offered each frame after preprocessing.
     pub foxglove: Option<std::sync::Arc<crate::publish::foxglove_ws::FoxgloveServer>>,
+    /// Frames a live viewer may want (never waits).
+    pub live: Option<crate::rig::stage::live::LiveTap>,
     /// Take one frame per camera at a time (cameras of one rate, this frame
     /// period in ns), waiting at most two periods for a silent camera.
     pub instant_sets: Option<u64>,
@@ -141,6 +143,7 @@ impl NpuStage {
             bypass: None,
             record: None,
             foxglove: None,
+            live: None,
             instant_sets: None,
             heads: (0..n).map(|_| None).collect(),
             last_set_ns: 0,
@@ -279,6 +282,9 @@ impl NpuStage {
         self.admission.hold();
         if let Some(fox) = &self.foxglove {
             fox.frame(&frame);
+        }
+        if let Some(tap) = &self.live {
+            tap.offer_frame(c, &frame);
         }
         if let Some(r) = &self.record {
             // Blocks while the recorder is behind: recording is lossless.
