@@ -81,7 +81,7 @@ fn bodies_and_views_reach_a_subscriber_and_a_malformed_payload_is_counted() {
     let mut bodies = 0;
     let tally = read(&session, "hailo-edge/testrig/**", 3.0, |key, m| match m {
         Message::Body(b) => {
-            assert_eq!((b.rig.as_str(), b.keypoints_3d.len()), ("testrig", 23));
+            assert_eq!((&*b.rig, b.keypoints_3d.len()), ("testrig", 23));
             assert!(!b.rotations.is_empty());
             bodies += 1;
         }

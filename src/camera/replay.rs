@@ -8,7 +8,6 @@
 //! one start instant shared by all cameras of the recording, so relative
 //! timing across cameras is kept too.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +50,8 @@ pub enum ReplayError {
 }
 
 struct Entry {
-    payload: Payload,
+    /// The message (a protobuf image), decoded when the frame is asked for.
+    payload: Vec<u8>,
     /// Capture clock (the MCAP `publish_time`), ns.
     capture_ns: u64,
     /// The frame sequence, unwrapped from the header's low 32 bits.
@@ -65,12 +65,6 @@ enum ImageSchema {
     Compressed,
 }
 
-enum Payload {
-    /// Bytes of the file (uncompressed chunks are read in place).
-    Range(Range<usize>),
-    Owned(Vec<u8>),
-}
-
 struct CameraTrack {
     info: SourceInfo,
     schema: ImageSchema,
@@ -81,7 +75,6 @@ struct CameraTrack {
 /// A recording read into memory and indexed per camera.
 pub struct Recording {
     path: PathBuf,
-    bytes: Vec<u8>,
     tracks: Vec<CameraTrack>,
     first_ns: u64,
     truncation: Option<Truncation>,
@@ -198,13 +191,8 @@ impl Recording {
                 }
             };
             first_ns = first_ns.min(header.publish_time);
-            // Uncompressed: the payload is the file's bytes ending at `fed`,
-            // kept as a range; compressed, a copy.
-            let range = fed.checked_sub(data.len()).map(|start| start..fed);
-            let payload = match range {
-                Some(r) if bytes[r.clone()] == *data => Payload::Range(r),
-                _ => Payload::Owned(data.into_owned()),
-            };
+            // A copy: chunks are compressed, so a message is not the file's bytes.
+            let payload = data.into_owned();
             let entries = &mut tracks[track].entries;
             let sequence = match entries.last() {
                 Some(last) => unwrap_sequence(last.sequence, header.sequence),
@@ -233,7 +221,6 @@ impl Recording {
         }
         Ok(Arc::new(Self {
             path: path.to_path_buf(),
-            bytes,
             tracks,
             first_ns: if first_ns == u64::MAX { 0 } else { first_ns },
             truncation,
@@ -408,10 +395,7 @@ impl Source for ReplaySource {
             return Err(SourceError::EndOfStream);
         };
         self.next += 1;
-        let bytes = match &entry.payload {
-            Payload::Range(r) => &rec.bytes[r.clone()],
-            Payload::Owned(v) => v.as_slice(),
-        };
+        let bytes = entry.payload.as_slice();
         // A frame that does not decode is one bad frame: it is counted and
         // the camera goes on with the next.
         let corrupt = |what: String| {

@@ -48,29 +48,45 @@ pub const COCO17: [&str; 17] = [
     "right_ankle",
 ];
 
-/// The COCO-17 skeleton: pairs of [`COCO17`] indices joined by a bone, as the COCO
-/// keypoint annotation draws them (legs, hips, torso, arms, face).
-pub const COCO17_SKELETON: [(usize, usize); 19] = [
-    (15, 13),
-    (13, 11),
-    (16, 14),
-    (14, 12),
-    (11, 12),
-    (5, 11),
-    (6, 12),
-    (5, 6),
-    (5, 7),
-    (6, 8),
-    (7, 9),
-    (8, 10),
-    (1, 2),
-    (0, 1),
-    (0, 2),
-    (1, 3),
-    (2, 4),
-    (3, 5),
-    (4, 6),
+/// Bones drawn between keypoints, by name: the COCO keypoint skeleton (as
+/// the COCO annotation and most pose viewers draw it) plus the feet of
+/// COCO-WholeBody. A bone whose ends the body does not name is left out.
+pub const BONES: [(&str, &str); 25] = [
+    ("nose", "left_eye"),
+    ("nose", "right_eye"),
+    ("left_eye", "right_eye"),
+    ("left_eye", "left_ear"),
+    ("right_eye", "right_ear"),
+    ("left_ear", "left_shoulder"),
+    ("right_ear", "right_shoulder"),
+    ("left_shoulder", "right_shoulder"),
+    ("left_shoulder", "left_elbow"),
+    ("left_elbow", "left_wrist"),
+    ("right_shoulder", "right_elbow"),
+    ("right_elbow", "right_wrist"),
+    ("left_shoulder", "left_hip"),
+    ("right_shoulder", "right_hip"),
+    ("left_hip", "right_hip"),
+    ("left_hip", "left_knee"),
+    ("left_knee", "left_ankle"),
+    ("right_hip", "right_knee"),
+    ("right_knee", "right_ankle"),
+    ("left_ankle", "left_heel"),
+    ("left_ankle", "left_big_toe"),
+    ("left_big_toe", "left_small_toe"),
+    ("right_ankle", "right_heel"),
+    ("right_ankle", "right_big_toe"),
+    ("right_big_toe", "right_small_toe"),
 ];
+
+/// The bones of a body whose keypoints are `names`, as index pairs.
+pub fn bones<S: AsRef<str>>(names: &[S]) -> Vec<[usize; 2]> {
+    let at = |n: &str| names.iter().position(|k| k.as_ref() == n);
+    BONES
+        .iter()
+        .filter_map(|(a, b)| Some([at(a)?, at(b)?]))
+        .collect()
+}
 
 /// A body whose keypoints do not start with [`COCO17`] in order.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

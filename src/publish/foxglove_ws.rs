@@ -21,6 +21,7 @@ use foxglove::{Channel, Context, WebSocketServer, WebSocketServerHandle};
 use super::messages;
 use crate::camera::record::image::{self, Image};
 use crate::camera::{Frame, PixelFormat};
+use crate::decode::keypoints::{bones, COCO17};
 use crate::geom::time::WallClock;
 use crate::geom::Camera;
 
@@ -99,6 +100,9 @@ pub struct FoxgloveServer {
     tf: Channel<FrameTransforms>,
     wall: WallClock,
     image_period_ns: u64,
+    /// Bones between a view's COCO-17 keypoints, and between the body's keypoints.
+    view_bones: Vec<[usize; 2]>,
+    body_bones: Vec<[usize; 2]>,
     /// Capture time after which the transforms and calibrations are sent again.
     static_due_ns: AtomicU64,
     images_sent: AtomicU64,
@@ -122,6 +126,7 @@ impl FoxgloveServer {
     pub fn start(
         addr: SocketAddr,
         cameras: Vec<FoxgloveCamera>,
+        body_keypoints: &[String],
         image_fps: f64,
     ) -> Result<Self, FoxgloveError> {
         let ctx = Context::new();
@@ -172,6 +177,8 @@ impl FoxgloveServer {
             tf,
             wall: WallClock::now(),
             image_period_ns,
+            view_bones: bones(&COCO17),
+            body_bones: bones(body_keypoints),
             static_due_ns: AtomicU64::new(0),
             images_sent: AtomicU64::new(0),
         })
@@ -283,8 +290,10 @@ impl FoxgloveServer {
         if let Some(c) = self.cameras.get(camera) {
             if c.keypoints.has_sinks() {
                 let wall_ns = self.wall.wall_ns(capture_ns);
-                c.keypoints
-                    .log_with_time(&messages::keypoints(keypoints, wall_ns), wall_ns);
+                c.keypoints.log_with_time(
+                    &messages::keypoints(keypoints, &self.view_bones, wall_ns),
+                    wall_ns,
+                );
             }
         }
     }
@@ -293,8 +302,10 @@ impl FoxgloveServer {
     pub fn body(&self, capture_ns: u64, keypoints_3d: &[[f64; 3]], residual_mm: Option<f64>) {
         if self.body.has_sinks() {
             let wall_ns = self.wall.wall_ns(capture_ns);
-            self.body
-                .log_with_time(&messages::body(keypoints_3d, wall_ns, residual_mm), wall_ns);
+            self.body.log_with_time(
+                &messages::body(keypoints_3d, &self.body_bones, wall_ns, residual_mm),
+                wall_ns,
+            );
         }
     }
 

@@ -11,7 +11,6 @@ use foxglove::messages::{
 use nalgebra::{Rotation3, UnitQuaternion};
 
 use crate::camera::record::image::timestamp;
-use crate::decode::keypoints::COCO17_SKELETON;
 use crate::geom::Camera;
 
 /// The frame every camera pose and the body are expressed in.
@@ -33,9 +32,10 @@ fn pair(key: &str, value: String) -> KeyValuePair {
 }
 
 /// One view's decoded keypoints over its image: the points (faded below visibility
-/// 0.5) and the COCO-17 skeleton between the points both ends of which are visible.
-/// `keypoints` are camera pixels `[x, y, visibility, score]`, pixel centres at +0.5.
-pub fn keypoints(keypoints: &[[f32; 4]], wall_ns: u64) -> ImageAnnotations {
+/// 0.5) and the `bones` (index pairs, [`crate::decode::keypoints::bones`]) both ends of
+/// which are visible. `keypoints` are camera pixels `[x, y, visibility, score]`, pixel
+/// centres at +0.5.
+pub fn keypoints(keypoints: &[[f32; 4]], bones: &[[usize; 2]], wall_ns: u64) -> ImageAnnotations {
     let ts = Some(timestamp(wall_ns));
     // Foxglove's pixel centres are on integers.
     let at = |k: &[f32; 4]| Point2 {
@@ -57,10 +57,10 @@ pub fn keypoints(keypoints: &[[f32; 4]], wall_ns: u64) -> ImageAnnotations {
     let bones = PointsAnnotation {
         timestamp: ts,
         r#type: points_annotation::Type::LineList as i32,
-        points: COCO17_SKELETON
+        points: bones
             .iter()
-            .filter(|&&(a, b)| visible(a) && visible(b))
-            .flat_map(|&(a, b)| [at(&keypoints[a]), at(&keypoints[b])])
+            .filter(|&&[a, b]| visible(a) && visible(b))
+            .flat_map(|&[a, b]| [at(&keypoints[a]), at(&keypoints[b])])
             .collect(),
         outline_color: Some(color(0.1, 0.6, 1.0, 0.9)),
         thickness: 2.0,
@@ -73,9 +73,14 @@ pub fn keypoints(keypoints: &[[f32; 4]], wall_ns: u64) -> ImageAnnotations {
     }
 }
 
-/// The fitted body in the world frame: a sphere per 3D keypoint (metres) and the COCO-17
-/// skeleton between the first 17, one entity that replaces the previous one.
-pub fn body(keypoints_3d: &[[f64; 3]], wall_ns: u64, residual_mm: Option<f64>) -> SceneUpdate {
+/// The fitted body in the world frame: a sphere per 3D keypoint (metres) and the `bones`
+/// between them, one entity that replaces the previous one.
+pub fn body(
+    keypoints_3d: &[[f64; 3]],
+    bones: &[[usize; 2]],
+    wall_ns: u64,
+    residual_mm: Option<f64>,
+) -> SceneUpdate {
     let p3 = |p: &[f64; 3]| Point3 {
         x: p[0],
         y: p[1],
@@ -113,10 +118,10 @@ pub fn body(keypoints_3d: &[[f64; 3]], wall_ns: u64, residual_mm: Option<f64>) -
             orientation: identity,
         }),
         thickness: 0.02,
-        points: COCO17_SKELETON
+        points: bones
             .iter()
-            .filter(|&&(a, b)| a.max(b) < keypoints_3d.len())
-            .flat_map(|&(a, b)| [p3(&keypoints_3d[a]), p3(&keypoints_3d[b])])
+            .filter(|&&[a, b]| a.max(b) < keypoints_3d.len())
+            .flat_map(|&[a, b]| [p3(&keypoints_3d[a]), p3(&keypoints_3d[b])])
             .collect(),
         color: Some(color(0.1, 0.6, 1.0, 1.0)),
         ..LinePrimitive::default()
@@ -176,6 +181,7 @@ mod tests {
     use nalgebra::{Point3 as P3, Vector3 as V3};
 
     use super::*;
+    use crate::decode::keypoints::{bones, COCO17};
     use crate::geom::Distortion;
 
     #[test]
@@ -206,16 +212,14 @@ mod tests {
     fn hidden_keypoints_are_faded_and_leave_their_bones_out() {
         let mut kps = vec![[10.5f32, 20.5, 1.0, 0.9]; 17];
         kps[9][2] = 0.1; // left wrist hidden
-        let a = keypoints(&kps, 5);
+        let coco = bones(&COCO17);
+        let a = keypoints(&kps, &coco, 5);
         assert_eq!(a.points[0].points.len(), 17);
         assert_eq!(a.points[0].points[0].x, 10.0);
         assert_eq!(a.points[0].outline_colors[9].a, 0.3);
         let bones = a.points[1].points.len() / 2;
-        let wrist_bones = COCO17_SKELETON
-            .iter()
-            .filter(|&&(x, y)| x == 9 || y == 9)
-            .count();
-        assert_eq!(bones, COCO17_SKELETON.len() - wrist_bones);
+        let wrist_bones = coco.iter().filter(|b| b.contains(&9)).count();
+        assert_eq!(bones, coco.len() - wrist_bones);
         assert!(wrist_bones > 0);
     }
 }

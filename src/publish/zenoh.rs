@@ -15,6 +15,7 @@
 //! with [`Message::decode`]; a payload that is not one is counted and skipped by the
 //! caller, never a panic.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -41,11 +42,11 @@ pub struct ZenohError {
 
 /// One fitted body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BodyMessage {
+pub struct BodyMessage<'a> {
     /// `hailo-edge.body/1`.
-    pub schema: String,
+    pub schema: Cow<'a, str>,
     /// The publishing rig's name.
-    pub rig: String,
+    pub rig: Cow<'a, str>,
     /// Capture time of the instant, the rig's CLOCK_MONOTONIC ns.
     pub capture_ns: u64,
     /// The same instant on the wall clock (ns since the Unix epoch): what boxes compare.
@@ -53,9 +54,9 @@ pub struct BodyMessage {
     /// Root translation, metres, world frame.
     pub translation: [f64; 3],
     /// Rotation vectors (radians) of the fitted bones, by bone name.
-    pub rotations: BTreeMap<String, [f64; 3]>,
+    pub rotations: BTreeMap<Cow<'a, str>, [f64; 3]>,
     /// 3D keypoints, metres, in the skeleton's keypoint order.
-    pub keypoints_3d: Vec<[f64; 3]>,
+    pub keypoints_3d: Cow<'a, [[f64; 3]]>,
     /// The fit residual, millimetres.
     pub residual_mm: Option<f64>,
     /// The fit residual, pixels.
@@ -64,17 +65,17 @@ pub struct BodyMessage {
 
 /// One view's decoded keypoints, with the camera that saw them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ViewMessage {
+pub struct ViewMessage<'a> {
     /// `hailo-edge.view/1`.
-    pub schema: String,
-    pub rig: String,
+    pub schema: Cow<'a, str>,
+    pub rig: Cow<'a, str>,
     /// Camera index in the rig.
     pub camera: usize,
     pub sequence: u64,
     pub capture_ns: u64,
     pub wall_ns: u64,
     /// Camera pixels `[x, y, visibility, score]`, pixel centres at +0.5, COCO-17 order.
-    pub keypoints: Vec<[f32; 4]>,
+    pub keypoints: Cow<'a, [[f32; 4]]>,
     /// The camera's calibration (intrinsics, distortion, world-to-camera R and t in metres).
     pub calibration: Camera,
 }
@@ -91,8 +92,8 @@ pub struct SkeletonMessage {
 /// Any message of the three keys.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    Body(BodyMessage),
-    View(Box<ViewMessage>),
+    Body(BodyMessage<'static>),
+    View(Box<ViewMessage<'static>>),
     Skeleton(SkeletonMessage),
 }
 
@@ -351,14 +352,15 @@ impl ZenohPublisher {
             return;
         };
         self.skeleton_if_due(capture_ns);
+        // Borrowed throughout: nothing is allocated per message but the JSON.
         let msg = ViewMessage {
             schema: VIEW_SCHEMA.into(),
-            rig: self.rig.clone(),
+            rig: Cow::Borrowed(&self.rig),
             camera,
             sequence,
             capture_ns,
             wall_ns: self.wall.wall_ns(capture_ns),
-            keypoints: keypoints.to_vec(),
+            keypoints: Cow::Borrowed(keypoints),
             calibration: *calibration,
         };
         self.put(publisher, serde_json::to_vec(&msg));
@@ -377,15 +379,15 @@ impl ZenohPublisher {
         self.skeleton_if_due(capture_ns);
         let msg = BodyMessage {
             schema: BODY_SCHEMA.into(),
-            rig: self.rig.clone(),
+            rig: Cow::Borrowed(&self.rig),
             capture_ns,
             wall_ns: self.wall.wall_ns(capture_ns),
             translation,
             rotations: rotations
                 .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
+                .map(|(k, v)| (Cow::Borrowed(k), v))
                 .collect(),
-            keypoints_3d: keypoints_3d.to_vec(),
+            keypoints_3d: Cow::Borrowed(keypoints_3d),
             residual_mm: residual.0,
             residual_px: residual.1,
         };
@@ -449,8 +451,8 @@ mod tests {
             capture_ns: 1,
             wall_ns: 2,
             translation: [0.0, 1.0, 2.0],
-            rotations: BTreeMap::from([("root".to_string(), [0.1, 0.2, 0.3])]),
-            keypoints_3d: vec![[1.0, 2.0, 3.0]],
+            rotations: BTreeMap::from([("root".into(), [0.1, 0.2, 0.3])]),
+            keypoints_3d: vec![[1.0, 2.0, 3.0]].into(),
             residual_mm: Some(4.0),
             residual_px: None,
         };

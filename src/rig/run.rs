@@ -285,7 +285,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .zip(&calibrations)
         .map(|(i, c)| (i.camera.to_string(), *c))
         .collect();
-    let foxglove = open_foxglove(rig, &infos, &calibrations)?;
+    let foxglove = open_foxglove(rig, &infos, &calibrations, &body.naming.keypoints)?;
     let zenoh = open_zenoh(rig, &calibrations, &body.naming)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let sides: Vec<u32> = graph_of
@@ -361,6 +361,7 @@ fn open_foxglove(
     rig: &RigConfig,
     infos: &[SourceInfo],
     calibrations: &[Camera],
+    body_keypoints: &[String],
 ) -> Result<Option<Arc<FoxgloveServer>>, RunError> {
     let Some(addr) = rig.output.foxglove else {
         return Ok(None);
@@ -374,7 +375,7 @@ fn open_foxglove(
             calibration: Some(*c),
         })
         .collect();
-    let server = FoxgloveServer::start(addr, cameras, DEFAULT_IMAGE_FPS)
+    let server = FoxgloveServer::start(addr, cameras, body_keypoints, DEFAULT_IMAGE_FPS)
         .map_err(|source| RunError::Foxglove { source })?;
     log::info!(
         "Foxglove WebSocket server on ws://{}:{} (open it in Foxglove: Open connection, Foxglove WebSocket)",

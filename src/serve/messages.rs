@@ -13,6 +13,8 @@ use nalgebra::Point3;
 use serde::Serialize;
 
 use crate::camera::PixelFormat;
+use crate::decode::keypoints::bones;
+use crate::first_light::Label;
 use crate::geom::Camera;
 use crate::rig::stage::live::{LiveFrame, LiveRig, LiveStatus};
 use crate::rig::status::FitFigure;
@@ -24,54 +26,6 @@ pub const BODY_PER_S: f64 = 15.0;
 /// camera over Wi-Fi, sharp enough to judge a keypoint.
 const JPEG_QUALITY: u8 = 75;
 
-/// Bones drawn between keypoints, by name: the COCO keypoint skeleton (as
-/// the COCO annotation and most pose viewers draw it) plus the feet of
-/// COCO-WholeBody. A bone whose ends the body does not name is left out.
-pub const BONES: [(&str, &str); 25] = [
-    ("nose", "left_eye"),
-    ("nose", "right_eye"),
-    ("left_eye", "right_eye"),
-    ("left_eye", "left_ear"),
-    ("right_eye", "right_ear"),
-    ("left_ear", "left_shoulder"),
-    ("right_ear", "right_shoulder"),
-    ("left_shoulder", "right_shoulder"),
-    ("left_shoulder", "left_elbow"),
-    ("left_elbow", "left_wrist"),
-    ("right_shoulder", "right_elbow"),
-    ("right_elbow", "right_wrist"),
-    ("left_shoulder", "left_hip"),
-    ("right_shoulder", "right_hip"),
-    ("left_hip", "right_hip"),
-    ("left_hip", "left_knee"),
-    ("left_knee", "left_ankle"),
-    ("right_hip", "right_knee"),
-    ("right_knee", "right_ankle"),
-    ("left_ankle", "left_heel"),
-    ("left_ankle", "left_big_toe"),
-    ("left_big_toe", "left_small_toe"),
-    ("right_ankle", "right_heel"),
-    ("right_ankle", "right_big_toe"),
-    ("right_big_toe", "right_small_toe"),
-];
-
-/// The bones of a body whose keypoints are `names`, as index pairs.
-pub fn bones(names: &[String]) -> Vec<[usize; 2]> {
-    let at = |n: &str| names.iter().position(|k| k == n);
-    BONES
-        .iter()
-        .filter_map(|(a, b)| Some([at(a)?, at(b)?]))
-        .collect()
-}
-
-/// Where figures come from, as the report says it.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Provenance {
-    Measured,
-    Modelled,
-}
-
 /// The first message.
 #[derive(Debug, Serialize)]
 pub struct Hello<'a> {
@@ -82,7 +36,7 @@ pub struct Hello<'a> {
     pub bones: Vec<[usize; 2]>,
     /// Device rates, switches and busy share: measured on a real device,
     /// modelled by the simulator.
-    pub device_figures: Provenance,
+    pub device_figures: Label,
 }
 
 impl<'a> Hello<'a> {
@@ -96,11 +50,11 @@ impl<'a> Hello<'a> {
     }
 }
 
-fn device(measured: bool) -> Provenance {
+fn device(measured: bool) -> Label {
     if measured {
-        Provenance::Measured
+        Label::Measured
     } else {
-        Provenance::Modelled
+        Label::Modelled
     }
 }
 
@@ -137,7 +91,7 @@ pub struct Body<'a> {
 #[derive(Debug, Serialize)]
 pub struct Labelled {
     pub value: f64,
-    pub provenance: Provenance,
+    pub provenance: Label,
 }
 
 #[derive(Debug, Serialize)]
@@ -159,7 +113,7 @@ pub struct StageLatency {
     pub stage: &'static str,
     pub p50_ms: f64,
     pub p99_ms: f64,
-    pub provenance: Provenance,
+    pub provenance: Label,
 }
 
 /// The status line's figures, each labelled.
@@ -183,7 +137,7 @@ impl Figures {
         let f = &s.figures;
         let measured = |value| Labelled {
             value,
-            provenance: Provenance::Measured,
+            provenance: Label::Measured,
         };
         let dev = |value| Labelled {
             value,
@@ -212,7 +166,7 @@ impl Figures {
             switches_per_s: dev(f.switches_per_s),
             npu_busy: f.modelled_busy.map(|value| Labelled {
                 value,
-                provenance: Provenance::Modelled,
+                provenance: Label::Modelled,
             }),
             latency: f
                 .latency
@@ -221,7 +175,7 @@ impl Figures {
                     stage,
                     p50_ms,
                     p99_ms,
-                    provenance: Provenance::Measured,
+                    provenance: Label::Measured,
                 })
                 .collect(),
             fit: f.fit.map(|fit| match fit {
@@ -300,6 +254,7 @@ mod tests {
 
     #[test]
     fn every_keypoint_of_the_body_has_a_bone_and_unknown_names_are_left_out() {
+        use crate::decode::keypoints::{bones, BONES};
         let names = crate::body::Model::embedded().unwrap().naming().keypoints;
         let b = bones(&names);
         assert_eq!(b.len(), BONES.len(), "{names:?}");

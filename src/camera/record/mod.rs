@@ -337,21 +337,22 @@ impl Recorder {
             });
         };
         let wall_ns = self.wall.wall_ns(frame.capture_ns);
-        let (image, frame_id) = (ch.image, ch.frame_id.clone());
+        // Both messages are built while the channel is borrowed; they own their frame id.
         let calibration = match ch.calibration {
             Some((id, c)) if frame.capture_ns >= ch.calibration_due_ns => {
                 ch.calibration_due_ns = frame.capture_ns.saturating_add(CALIBRATION_EVERY_NS);
-                Some((id, image::calibration(&c, &frame_id, wall_ns)))
+                Some((id, image::calibration(&c, &ch.frame_id, wall_ns)))
             }
             _ => None,
         };
+        let (channel, message) = (ch.image, Image::of(frame, &ch.frame_id, wall_ns));
         if let Some((id, msg)) = calibration {
             self.write_message(id, 0, frame.capture_ns, &msg)?;
         }
         let sequence = frame.sequence as u32;
-        match Image::of(frame, &frame_id, wall_ns) {
-            Image::Raw(m) => self.write_message(image, sequence, frame.capture_ns, &m)?,
-            Image::Compressed(m) => self.write_message(image, sequence, frame.capture_ns, &m)?,
+        match message {
+            Image::Raw(m) => self.write_message(channel, sequence, frame.capture_ns, &m)?,
+            Image::Compressed(m) => self.write_message(channel, sequence, frame.capture_ns, &m)?,
         }
         self.frames += 1;
         Ok(())

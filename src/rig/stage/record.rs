@@ -12,6 +12,7 @@ use foxglove::messages::{FrameTransforms, ImageAnnotations, SceneUpdate};
 use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordError, Recorder};
 use crate::camera::{Frame, Source, SourceError, SourceInfo, Stop};
+use crate::decode::keypoints::{bones, COCO17};
 use crate::geom::Camera;
 use crate::publish::messages;
 
@@ -24,6 +25,9 @@ pub(super) struct SceneChannels {
     body: u16,
     tf: u16,
     cameras: Vec<(String, Camera)>,
+    /// Bones between the decoder's COCO-17 keypoints of a view, and between the body's.
+    view_bones: Vec<[usize; 2]>,
+    body_bones: Vec<[usize; 2]>,
     tf_due_ns: u64,
     bodies: u32,
 }
@@ -32,6 +36,7 @@ impl SceneChannels {
     pub(super) fn add(
         recorder: &mut Recorder,
         cameras: Vec<(String, Camera)>,
+        body_keypoints: &[String],
     ) -> Result<Self, RecordError> {
         let mut keypoints = BTreeMap::new();
         for (i, (frame_id, _)) in cameras.iter().enumerate() {
@@ -46,6 +51,8 @@ impl SceneChannels {
             body: recorder.add_channel::<SceneUpdate>("/body", &BTreeMap::new())?,
             tf: recorder.add_channel::<FrameTransforms>("/tf", &BTreeMap::new())?,
             cameras,
+            view_bones: bones(&COCO17),
+            body_bones: bones(body_keypoints),
             tf_due_ns: 0,
             bodies: 0,
         })
@@ -64,12 +71,17 @@ impl SceneChannels {
         }
         for (camera, capture_ns, kps) in &r.views {
             if let Some(&channel) = self.keypoints.get(camera) {
-                let a = messages::keypoints(kps, wall.wall_ns(*capture_ns));
+                let a = messages::keypoints(kps, &self.view_bones, wall.wall_ns(*capture_ns));
                 recorder.write_message(channel, 0, *capture_ns, &a)?;
             }
         }
         if let Some((points, residual_mm)) = &r.body {
-            let scene = messages::body(points, wall.wall_ns(r.capture_ns), *residual_mm);
+            let scene = messages::body(
+                points,
+                &self.body_bones,
+                wall.wall_ns(r.capture_ns),
+                *residual_mm,
+            );
             recorder.write_message(self.body, self.bodies, r.capture_ns, &scene)?;
             self.bodies = self.bodies.wrapping_add(1);
         }

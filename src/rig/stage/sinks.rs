@@ -354,6 +354,8 @@ impl Stage for Recording {
             abandon,
             failures,
         } = self;
+        let mut scene =
+            super::record::SceneChannels::add(&mut recorder, cameras, &skeleton.keypoints)?;
         let skeleton = serde_json::to_string(&skeleton).map_err(|e| McapFileError::Io {
             path: recorder.path().to_path_buf(),
             source: e.into(),
@@ -368,7 +370,6 @@ impl Stage for Recording {
             RESULT_SCHEMA,
             &metadata,
         )?;
-        let mut scene = super::record::SceneChannels::add(&mut recorder, cameras)?;
         let mut results = 0u64;
         let mut failed = false;
         loop {
