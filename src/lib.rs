@@ -33,6 +33,8 @@
 //! | [`limits`] | the bound of every size, count and duration from a file, flag or device |
 //! | [`digest`] | SHA-256 in the hex form cache names and provenance records carry |
 //! | [`serve`] | `run --serve`: the live dashboard in a browser (HTTP and a WebSocket, assets in the binary) |
+//! | [`publish`] | results where people and tools look: Foxglove messages and server, Zenoh |
+//! | [`fuse`] | `hailo-edge fuse`: one body from the Zenoh views of several boxes |
 //! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
 
 pub mod bench;
@@ -44,6 +46,7 @@ pub mod decode;
 pub mod digest;
 pub mod doctor;
 pub mod first_light;
+pub mod fuse;
 pub mod gate;
 pub mod geom;
 pub mod limits;

@@ -128,8 +128,8 @@ fn a_demo_recording_carries_foxglove_schemas_on_the_calendar() {
             }
             t if t.ends_with("/keypoints") => {
                 let a = ImageAnnotations::decode(&m.data[..]).unwrap();
-                // The decoder's COCO-17 keypoints of the view.
-                assert_eq!(a.points[0].points.len(), 17);
+                // The keypoints the fit used: the demo's synthetic truth, all 23 of ANNY's.
+                assert_eq!(a.points[0].points.len(), 23);
                 annotations += 1;
             }
             _ => {}

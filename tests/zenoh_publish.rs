@@ -5,22 +5,14 @@
 
 mod common;
 
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::boxes::{free_port, wait_for_port};
 use common::cli::read_json;
 use hailo_edge::publish::zenoh::{open_session, read, Endpoint, Message};
 use zenoh::Wait;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `hailo-edge run` publishing as `name` on `tcp/127.0.0.1:PORT` for `seconds`.
 fn start(port: u16, seconds: &str, report: &Path) -> Child {
@@ -41,15 +33,7 @@ fn start(port: u16, seconds: &str, report: &Path) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    // The endpoint opens once the rig is built.
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "port {port} never opened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(port, "the rig");
     child
 }
 
@@ -87,7 +71,9 @@ fn bodies_and_views_reach_a_subscriber_and_a_malformed_payload_is_counted() {
         }
         Message::View(v) => {
             assert_eq!(key, format!("hailo-edge/testrig/view/cam{}", v.camera));
-            assert_eq!(v.keypoints.len(), 17);
+            // What the demo's fit used: the synthetic truth, all 23 keypoints.
+            assert_eq!(v.keypoints.len(), 23);
+            assert!(v.sent_wall_ns >= v.wall_ns, "put before its capture");
             assert_eq!(v.calibration.width, if v.camera == 3 { 432 } else { 288 });
         }
         Message::Skeleton(s) => {

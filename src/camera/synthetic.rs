@@ -5,9 +5,15 @@
 //! synthetic run is repeatable frame for frame. Cameras of one rig share a
 //! start stamp, so their capture times are on one clock and sync can be
 //! tested against the truth. Pacing is real time or as fast as possible.
+//!
+//! On the wall clock ([`SceneClock::Wall`]) frames are instead due at the wall-clock
+//! instants that are whole multiples of the frame period, and the scene is rendered at the
+//! wall-clock time. Rigs in several processes or boxes (clocks synchronised) then capture the
+//! same instants of one scene, as hardware-triggered cameras would: what `hailo-edge fuse`
+//! is tested on.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nalgebra::{Point3, Vector3};
 
@@ -15,7 +21,7 @@ use super::frame::{CameraId, Frame, PixelFormat, TimestampSource};
 use super::pool::BufferPool;
 use super::source::{Source, SourceError, SourceInfo};
 use super::stop::Stop;
-use crate::geom::time::monotonic_ns;
+use crate::geom::time::{monotonic_ns, WallClock};
 use crate::geom::{Camera, Distortion};
 use crate::preprocess::rgb_to_yuv;
 use crate::scene::Scene;
@@ -31,13 +37,26 @@ pub struct SyntheticCamera {
     pub offset_ns: u64,
 }
 
+/// Which clock a synthetic rig's frames and scene run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SceneClock {
+    /// Time starts at zero with the rig: `t = sequence / fps` (repeatable runs).
+    #[default]
+    Start,
+    /// Real time on the wall-clock grid: frame times are whole multiples of the frame period
+    /// on CLOCK_REALTIME, and the scene's time is the wall-clock time in seconds.
+    Wall,
+}
+
 /// Renders a [`Scene`] into one camera.
 pub struct SyntheticSource {
     cam: SyntheticCamera,
     info: SourceInfo,
     scene: Arc<dyn Scene>,
+    /// CLOCK_MONOTONIC of frame 0.
     start_ns: u64,
-    start: Instant,
+    /// Wall-clock ns of frame 0, on [`SceneClock::Wall`].
+    wall_start_ns: Option<u64>,
     real_time: bool,
     /// What a real-time wait for the next frame ends on.
     stop: Stop,
@@ -59,8 +78,22 @@ impl SyntheticSource {
         cameras: &[SyntheticCamera],
         real_time: bool,
     ) -> Result<Vec<Self>, SourceError> {
-        let start_ns = monotonic_ns();
-        let start = Instant::now();
+        Self::rig_on(scene, cameras, real_time, SceneClock::Start)
+    }
+
+    /// Sources for every camera of a rig on `clock` ([`SceneClock::Wall`] paces in real
+    /// time whatever `real_time` says).
+    ///
+    /// # Errors
+    /// As [`SyntheticSource::rig`].
+    pub fn rig_on(
+        scene: Arc<dyn Scene>,
+        cameras: &[SyntheticCamera],
+        real_time: bool,
+        clock: SceneClock,
+    ) -> Result<Vec<Self>, SourceError> {
+        let now_ns = monotonic_ns();
+        let wall = WallClock::now();
         cameras
             .iter()
             .map(|c| {
@@ -81,6 +114,16 @@ impl SyntheticSource {
                         c.format
                     )));
                 }
+                // On the wall clock, frame 0 is the next whole multiple of the period.
+                let (start_ns, wall_start_ns) = match clock {
+                    SceneClock::Start => (now_ns, None),
+                    SceneClock::Wall => {
+                        let wall_now = wall.wall_ns(now_ns);
+                        let first = grid_ns(c.fps, grid_index(c.fps, wall_now) + 1);
+                        let mono = i128::from(first) - wall.offset_ns();
+                        (mono.clamp(0, i128::from(u64::MAX)) as u64, Some(first))
+                    }
+                };
                 Ok(Self {
                     info: SourceInfo {
                         camera: c.camera,
@@ -94,8 +137,8 @@ impl SyntheticSource {
                     cam: c.clone(),
                     scene: Arc::clone(&scene),
                     start_ns,
-                    start,
-                    real_time,
+                    wall_start_ns,
+                    real_time: real_time || clock == SceneClock::Wall,
                     stop: Stop::new(),
                     next: 0,
                     dropped: 0,
@@ -121,7 +164,8 @@ impl Source for SyntheticSource {
         if self.real_time {
             // A camera whose host falls behind loses frames: skip to the one
             // due now and count the gap, as a driver's sequence would show.
-            let elapsed = self.start.elapsed().as_nanos() as f64 - self.cam.offset_ns as f64;
+            let elapsed =
+                monotonic_ns().saturating_sub(self.start_ns) as f64 - self.cam.offset_ns as f64;
             let due = (elapsed * self.cam.fps / 1e9).floor();
             if due > self.next as f64 {
                 self.dropped += due as u64 - self.next;
@@ -130,14 +174,23 @@ impl Source for SyntheticSource {
         }
         let seq = self.next;
         self.next += 1;
-        let rel_ns = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
+        let (rel_ns, t) = match self.wall_start_ns {
+            None => {
+                let rel = self.cam.offset_ns + (seq as f64 * 1e9 / self.cam.fps).round() as u64;
+                (rel, rel as f64 * 1e-9)
+            }
+            Some(first) => {
+                let at = grid_ns(self.cam.fps, grid_index(self.cam.fps, first) + seq);
+                (at - first, at as f64 * 1e-9)
+            }
+        };
         if self.real_time {
-            let wait = Duration::from_nanos(rel_ns).saturating_sub(self.start.elapsed());
+            let due = self.start_ns.saturating_add(rel_ns);
+            let wait = Duration::from_nanos(due.saturating_sub(monotonic_ns()));
             if self.stop.wait_for(wait) {
                 return Err(SourceError::Stopped);
             }
         }
-        let t = rel_ns as f64 * 1e-9;
         let truth = self
             .scene
             .render(t, &self.cam.calibration, &mut self.rgb)
@@ -173,6 +226,23 @@ impl Source for SyntheticSource {
     fn stop_on(&mut self, stop: Stop) {
         self.stop = stop;
     }
+}
+
+/// Frame rates are taken to the millihertz, so the wall-clock grid is integer arithmetic
+/// and every rig computes the same instants.
+fn millihertz(fps: f64) -> u128 {
+    ((fps * 1e3).round() as u128).max(1)
+}
+
+/// The index of the last grid instant at or before `wall_ns`.
+fn grid_index(fps: f64, wall_ns: u64) -> u64 {
+    (u128::from(wall_ns) * millihertz(fps) / 1_000_000_000_000) as u64
+}
+
+/// The wall-clock ns of grid instant `index`: `index / fps` seconds, rounded up.
+fn grid_ns(fps: f64, index: u64) -> u64 {
+    let mhz = millihertz(fps);
+    (u128::from(index) * 1_000_000_000_000).div_ceil(mhz) as u64
 }
 
 /// Packs an RGB image into a camera format (BT.601 limited range for YUV).
@@ -321,6 +391,76 @@ mod tests {
         let f = s.next_frame().unwrap();
         assert_eq!(f.sequence, 3);
         assert_eq!(f.capture_ns - s.start_ns, 50_000_000);
+    }
+
+    #[test]
+    fn on_the_wall_clock_two_rigs_capture_the_same_instants_of_one_scene() {
+        let scene: Arc<dyn Scene> = Arc::new(MarkerScene::default());
+        let mut cam = mixed_rig().unwrap()[0].clone();
+        cam.fps = 40.0;
+        let period = 25_000_000;
+        let open = || {
+            SyntheticSource::rig_on(Arc::clone(&scene), &[cam.clone()], false, SceneClock::Wall)
+                .unwrap()
+                .remove(0)
+        };
+        let (mut a, mut b) = (open(), open());
+        let wall = WallClock::now();
+        let walls = |s: &mut SyntheticSource| {
+            (0..3)
+                .map(|_| {
+                    let f = s.next_frame().unwrap();
+                    (wall.wall_ns(f.capture_ns), f.truth.unwrap())
+                })
+                .collect::<Vec<_>>()
+        };
+        let (fa, fb) = (walls(&mut a), walls(&mut b));
+        for (w, truth) in fa.iter().chain(&fb) {
+            // On the grid, to the precision of two reads of the clock offset.
+            let off = w % period;
+            assert!(
+                off.min(period - off) < 2_000_000,
+                "{w} is {off} ns off the grid"
+            );
+            // Rendered at the wall-clock time.
+            let mut rgb = vec![0; 640 * 480 * 3];
+            let at = (w + period / 2) / period * period;
+            let want = scene
+                .render(at as f64 * 1e-9, &cam.calibration, &mut rgb)
+                .unwrap();
+            assert_eq!(**truth, want);
+        }
+        // Whole periods apart (more than one when the host fell behind).
+        let gap = fa[1].0.abs_diff(fa[0].0);
+        let off = gap % period;
+        assert!(
+            gap >= period / 2 && off.min(period - off) < 2_000_000,
+            "{gap}"
+        );
+        // Two rigs opened apart see one instant the same way.
+        for (w, truth) in &fb {
+            if let Some((_, other)) = fa.iter().find(|(v, _)| v.abs_diff(*w) < 2_000_000) {
+                assert_eq!(truth, other);
+            }
+        }
+        // Negative control: counted from the rig's start, the scene is at another time.
+        let mut c = SyntheticSource::rig(Arc::clone(&scene), &[cam.clone()], true)
+            .unwrap()
+            .remove(0);
+        let f = c.next_frame().unwrap();
+        assert_ne!(**f.truth.as_ref().unwrap(), *fa[0].1);
+    }
+
+    #[test]
+    fn the_wall_clock_grid_is_integer_and_round_trips() {
+        for fps in [120.0, 30.0, 29.97, 7.5] {
+            let now = grid_index(fps, 1_800_000_000_000_000_000);
+            for i in [0u64, 1, now, now + 1] {
+                assert_eq!(grid_index(fps, grid_ns(fps, i)), i, "{fps} {i}");
+            }
+        }
+        assert_eq!(grid_ns(120.0, 120), 1_000_000_000);
+        assert_eq!(grid_ns(120.0, 1), 8_333_334);
     }
 
     #[test]

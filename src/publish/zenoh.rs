@@ -26,7 +26,7 @@ use ::zenoh::{Session, Wait};
 use serde::{Deserialize, Serialize};
 
 use crate::body::SkeletonNaming;
-use crate::geom::time::WallClock;
+use crate::geom::time::{monotonic_ns, WallClock};
 use crate::geom::Camera;
 
 /// The key prefix every rig publishes under.
@@ -74,7 +74,12 @@ pub struct ViewMessage<'a> {
     pub sequence: u64,
     pub capture_ns: u64,
     pub wall_ns: u64,
-    /// Camera pixels `[x, y, visibility, score]`, pixel centres at +0.5, COCO-17 order.
+    /// The publisher's wall clock when it put the message: a receiver's own clock at
+    /// arrival, less this, is the network's delay plus the two clocks' skew.
+    pub sent_wall_ns: u64,
+    /// The keypoints the rig's fit used, camera pixels `[x, y, visibility, score]`, pixel
+    /// centres at +0.5, in the skeleton's keypoint order (the decoder's are its first 17,
+    /// COCO-17); a keypoint not seen has visibility 0.
     pub keypoints: Cow<'a, [[f32; 4]]>,
     /// The camera's calibration (intrinsics, distortion, world-to-camera R and t in metres).
     pub calibration: Camera,
@@ -144,6 +149,9 @@ pub enum Endpoint<'a> {
     Listen(&'a str),
     /// Connect to this endpoint: what a subscriber of one rig does.
     Connect(&'a str),
+    /// Connect to each of these: what `fuse` does with several boxes. A box not up yet, or
+    /// gone, is retried by Zenoh.
+    ConnectAll(&'a [String]),
 }
 
 /// A Zenoh session: Zenoh's defaults (or the `ZENOH_CONFIG` file), plus `endpoint`;
@@ -153,18 +161,22 @@ pub enum Endpoint<'a> {
 /// [`ZenohError`] naming the endpoint when the configuration is refused or the session
 /// cannot open.
 pub fn open_session(endpoint: Endpoint<'_>, scouting: bool) -> Result<Session, ZenohError> {
-    let (key, named) = match endpoint {
-        Endpoint::Default => ("", None),
-        Endpoint::Listen(e) => ("listen/endpoints", Some(e)),
-        Endpoint::Connect(e) => ("connect/endpoints", Some(e)),
+    let (key, named): (&str, Vec<&str>) = match endpoint {
+        Endpoint::Default => ("", Vec::new()),
+        Endpoint::Listen(e) => ("listen/endpoints", vec![e]),
+        Endpoint::Connect(e) => ("connect/endpoints", vec![e]),
+        Endpoint::ConnectAll(list) => (
+            "connect/endpoints",
+            list.iter().map(String::as_str).collect(),
+        ),
     };
     let err = |what: String| ZenohError {
-        endpoint: named.map(str::to_owned),
+        endpoint: (!named.is_empty()).then(|| named.join(",")),
         what,
     };
     let mut config = ::zenoh::Config::from_env().unwrap_or_default();
-    if let Some(e) = named {
-        let list = serde_json::to_string(&[e]).map_err(|e| err(e.to_string()))?;
+    if !named.is_empty() {
+        let list = serde_json::to_string(&named).map_err(|e| err(e.to_string()))?;
         config
             .insert_json5(key, &list)
             .map_err(|e| err(format!("not an endpoint Zenoh takes: {e}")))?;
@@ -360,10 +372,20 @@ impl ZenohPublisher {
             sequence,
             capture_ns,
             wall_ns: self.wall.wall_ns(capture_ns),
+            sent_wall_ns: self.wall.wall_ns(monotonic_ns()),
             keypoints: Cow::Borrowed(keypoints),
             calibration: *calibration,
         };
         self.put(publisher, serde_json::to_vec(&msg));
+    }
+
+    /// The wall clock shifted by `skew_ns`: every stamp this publisher puts is that far off,
+    /// as a box whose clock is off would put them (what `--publish-skew-ms` tests receivers
+    /// with).
+    #[must_use]
+    pub fn with_clock_skew(mut self, skew_ns: i64) -> Self {
+        self.wall = WallClock::with_offset(self.wall.offset_ns() + i128::from(skew_ns));
+        self
     }
 
     /// Puts one fitted body: root translation (m), rotation vectors by bone, 3D

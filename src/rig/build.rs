@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::body::fit::{FitConfig, PoseFitter};
 use crate::body::Model;
 use crate::camera::replay::{Pacing, Recording};
-use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
+use crate::camera::synthetic::{SceneClock, SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
 use crate::geom::{Camera, Distortion};
 use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
@@ -425,6 +425,7 @@ pub fn sources(
     calibrations: &[Camera],
     scene: Arc<BodyScene>,
     real_time: bool,
+    clock: SceneClock,
 ) -> Result<Vec<Box<dyn Source>>, RunError> {
     let synthetic: Vec<SyntheticCamera> = rig
         .cameras
@@ -439,7 +440,7 @@ pub fn sources(
             offset_ns: 0,
         })
         .collect();
-    let mut synth = SyntheticSource::rig(scene, &synthetic, real_time)
+    let mut synth = SyntheticSource::rig_on(scene, &synthetic, real_time, clock)
         .map_err(|e| RunError::Camera {
             camera: "synthetic".into(),
             source: e.into(),

@@ -21,6 +21,9 @@ use crate::preprocess::PreprocessError;
 pub enum RunError {
     #[error(transparent)]
     Rig(#[from] ConfigError),
+    /// A run option the rig cannot honour.
+    #[error("{flag}: {what}")]
+    Option { flag: &'static str, what: String },
     #[error("`{key}`: file {path} does not exist")]
     MissingFile { key: String, path: PathBuf },
     /// A graph's HEF, reference or decoder ONNX that cannot be used (boxed:

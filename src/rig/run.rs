@@ -25,6 +25,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::body::fit::PoseFitter;
 use crate::camera::record::{RecordError, RecordedCamera, Recorder};
+use crate::camera::synthetic::SceneClock;
 use crate::camera::{Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
@@ -94,6 +95,11 @@ pub struct RunOptions {
     pub seed: u64,
     /// Live viewers' tap (`run --serve`): frames, results and status figures.
     pub live: Option<LiveTap>,
+    /// The clock synthetic cameras and their scene run on (`--scene-clock`).
+    pub scene_clock: SceneClock,
+    /// Added to every wall-clock stamp Zenoh publishing puts (`--publish-skew-ms`): a box
+    /// whose clock is off, for testing what receivers make of it.
+    pub publish_skew_ns: i64,
 }
 
 impl Default for RunOptions {
@@ -109,6 +115,8 @@ impl Default for RunOptions {
             pipeline_only: false,
             fit_delay: None,
             seed: 1,
+            scene_clock: SceneClock::Start,
+            publish_skew_ns: 0,
             live: None,
         }
     }
@@ -271,12 +279,19 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     } else {
         Some(build::fitter(&body, &calibrations)?)
     };
-    let scene = Arc::new(BodyScene::new(Arc::clone(&body), 6, 0.8, options.seed));
+    let scene = Arc::new(BodyScene::demo(Arc::clone(&body), options.seed));
     let real_time = match rig.device.clock {
         TimeBase::RealTime => true,
         TimeBase::Virtual | TimeBase::Manual(_) => false,
     };
-    let sources = build::sources(rig, &calibrations, scene, real_time)?;
+    if options.scene_clock == SceneClock::Wall && !real_time {
+        return Err(RunError::Option {
+            flag: "--scene-clock wall",
+            what: "paces the cameras in real time, and the rig's `device.clock` is not `realtime`"
+                .into(),
+        });
+    }
+    let sources = build::sources(rig, &calibrations, scene, real_time, options.scene_clock)?;
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
@@ -286,7 +301,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .map(|(i, c)| (i.camera.to_string(), *c))
         .collect();
     let foxglove = open_foxglove(rig, &infos, &calibrations, &body.naming.keypoints)?;
-    let zenoh = open_zenoh(rig, &calibrations, &body.naming)?;
+    let zenoh = open_zenoh(rig, &calibrations, &body.naming, options.publish_skew_ns)?;
     let decode_info: Vec<_> = graphs.iter().map(|g| g.decode.clone()).collect();
     let sides: Vec<u32> = graph_of
         .iter()
@@ -334,6 +349,7 @@ fn open_zenoh(
     rig: &RigConfig,
     calibrations: &[Camera],
     skeleton: &crate::body::SkeletonNaming,
+    skew_ns: i64,
 ) -> Result<Option<Arc<ZenohPublisher>>, RunError> {
     let Some(PublishTarget::Zenoh { endpoint }) = &rig.output.publish else {
         return Ok(None);
@@ -344,7 +360,8 @@ fn open_zenoh(
         .as_deref()
         .map_or_else(zenoh::default_rig_name, zenoh::key_chunk);
     let publisher = ZenohPublisher::start(endpoint.as_deref(), &name, calibrations, skeleton)
-        .map_err(|source| RunError::Zenoh { source })?;
+        .map_err(|source| RunError::Zenoh { source })?
+        .with_clock_skew(skew_ns);
     log::info!(
         "publishing bodies on Zenoh under {}/{name}{}",
         zenoh::PREFIX,

@@ -129,6 +129,11 @@ impl BodyScene {
         }
     }
 
+    /// The subject of `run`'s synthetic cameras: six keyframes 0.8 s apart from `seed`.
+    pub fn demo(body: Arc<BodyRig>, seed: u64) -> Self {
+        Self::new(body, 6, 0.8, seed)
+    }
+
     /// The same scene drawn as `model`'s posed mesh at the default phenotype (the model the
     /// rig was built from).
     pub fn with_mesh(mut self, model: &'static Model) -> Self {

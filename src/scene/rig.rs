@@ -1,6 +1,6 @@
 //! The demo's cameras around the subject.
 
-use nalgebra::{Point3, Vector3};
+use nalgebra::{Point3, Rotation3, Vector3};
 
 use crate::geom::{Camera, CameraError, Distortion};
 
@@ -42,10 +42,24 @@ pub fn demo_rig_at(root: Point3<f64>) -> Result<[Camera; 4], CameraError> {
     Ok([body(0.0)?, body(120.0)?, body(-120.0)?, face?])
 }
 
+/// `cameras` turned `degrees` about the world's vertical axis (Z) through the origin: the
+/// same rig seen from another side, in the same world frame.
+pub fn turned(cameras: &[Camera], degrees: f64) -> Vec<Camera> {
+    let r = Rotation3::from_axis_angle(&Vector3::z_axis(), degrees.to_radians());
+    cameras
+        .iter()
+        .map(|c| {
+            // World-to-camera of the turned rig: x_cam = R_c (R⁻¹ x) + t.
+            let mut t = *c;
+            t.rotation = c.rotation * r.matrix().transpose();
+            t
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nalgebra::Rotation3;
 
     #[test]
     fn demo_cameras_are_valid_and_centred() {

@@ -4,7 +4,7 @@
 //! | type | when | carries |
 //! |---|---|---|
 //! | `hello` | first, once per connection | cameras (size, rate, calibration), graphs, device, keypoint names and bones, which figures are measured |
-//! | `view` | a few per second per camera | the frame as a JPEG data URL, the decoder's keypoints of that frame, the fitted body reprojected into it |
+//! | `view` | a few per second per camera | the frame as a JPEG data URL, the keypoints the fit used for that frame, the fitted body reprojected into it |
 //! | `body` | up to [`BODY_PER_S`] per second | the fitted body's 3D keypoints, its residual and MPJPE |
 //! | `figures` | about twice a second | the status line's figures, each with its provenance |
 
@@ -68,7 +68,7 @@ pub struct View {
     pub capture_ns: u64,
     /// `data:image/jpeg;base64,...`
     pub image: String,
-    /// The decoder's keypoints of this very frame, `[x, y, visibility, score]`
+    /// The keypoints the fit used for this very frame, `[x, y, visibility, score]`
     /// (none when no result matched it).
     pub keypoints: Option<Vec<[f32; 4]>>,
     /// The fitted body of this frame's instant projected into this camera

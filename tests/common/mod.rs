@@ -1,8 +1,9 @@
 //! Helpers shared by the integration tests: the NPU tests' devices and HEFs here, running the
-//! binary in [`cli`], a small backbone in [`vit`], the dashboard's run and stream in [`serve`]
+//! binary in [`cli`], publishing boxes in [`boxes`], a small backbone in [`vit`], the dashboard's run and stream in [`serve`]
 //! and headless Chromium in [`chromium`].
 #![allow(dead_code)]
 
+pub mod boxes;
 pub mod chromium;
 pub mod cli;
 pub mod serve;

@@ -183,7 +183,14 @@ impl FitStage {
         for m in members.iter_mut().flatten() {
             m.meta.stamps.leave(Leg::Sync, now);
         }
-        let fitted = self.fit(&members, group.anchor_ns, rng, fit_cpu);
+        let observations: Vec<Vec<Option<Observation>>> = members
+            .iter()
+            .map(|m| match m {
+                Some(v) => self.observations(v, rng),
+                None => vec![None; self.keypoint_count],
+            })
+            .collect();
+        let fitted = self.fit(&observations, group.anchor_ns, fit_cpu);
         let done = self.clock.now_ns();
         let records = self.sinks.any();
         let (fit, fit_error) = match fitted {
@@ -198,12 +205,16 @@ impl FitStage {
             Some(Err(e)) => (None, Some(e.to_string())),
             None => (None, None),
         };
+        let seen = match self.keypoints {
+            KeypointSource::Decoder => Seen::Decoder,
+            KeypointSource::GroundTruth { .. } => Seen::Observed(&observations),
+        };
         let views = account_views(
             &self.stats,
             &mut members,
             fit_error.is_none(),
             done,
-            records,
+            records.then_some(seen),
         );
         if !records {
             return Ok(());
@@ -219,26 +230,15 @@ impl FitStage {
     /// Fits the group's views, timing the fit on this thread's CPU clock.
     fn fit(
         &mut self,
-        members: &[Option<ViewResult>],
+        observations: &[Vec<Option<Observation>>],
         anchor_ns: u64,
-        rng: &mut rand::rngs::StdRng,
         fit_cpu: &mut u64,
     ) -> Option<Result<FitOutput, FitError>> {
-        let observations: Vec<Vec<Option<Observation>>> = members
-            .iter()
-            .map(|m| match m {
-                Some(v) => self.observations(v, rng),
-                None => vec![None; self.keypoint_count],
-            })
-            .collect();
         let c0 = thread_cpu_ns();
         // Capture time of the instant: the fitter warm-starts only across
         // short gaps (whole instants drop when the host falls behind).
         let time_s = anchor_ns as f64 * 1e-9;
-        let fitted = self
-            .fitter
-            .as_mut()
-            .map(|f| f.fit_at(&observations, time_s));
+        let fitted = self.fitter.as_mut().map(|f| f.fit_at(observations, time_s));
         *fit_cpu += thread_cpu_ns().saturating_sub(c0);
         fitted
     }
@@ -326,18 +326,28 @@ fn fit_record<'a>(
     }
 }
 
+/// Where a view's recorded keypoints come from: the keypoints the fit used.
+#[derive(Clone, Copy)]
+enum Seen<'a> {
+    /// The decoder's top detection, with its visibility and score.
+    Decoder,
+    /// Synthetic truth plus noise: the observations, per group member.
+    Observed(&'a [Vec<Option<Observation>>]),
+}
+
 /// Counts each view of a group as processed (stamped and timed) when the fit
 /// succeeded, as dropped at the fit when it failed; returns the per-view
-/// records when `records` (a sink takes them).
+/// records when `records` says what they carry (a sink takes them).
 fn account_views(
     stats: &LiveStats,
     members: &mut [Option<ViewResult>],
     fitted: bool,
     done_ns: u64,
-    records: bool,
+    records: Option<Seen<'_>>,
 ) -> Vec<ViewRecord> {
     let mut views = Vec::new();
-    for m in members.iter_mut().flatten() {
+    for (i, m) in members.iter_mut().enumerate() {
+        let Some(m) = m else { continue };
         let c = m.meta.camera;
         if !fitted {
             stats.cameras[c].drop_at(DropStage::Fit);
@@ -346,15 +356,18 @@ fn account_views(
         m.meta.stamps.leave(Leg::Fit, done_ns);
         stats.cameras[c].processed.fetch_add(1, Ordering::Relaxed);
         stats.record_latency(&m.meta.stamps);
-        if records {
-            views.push(view_record(m));
+        match records {
+            Some(Seen::Decoder) => views.push(view_record(m, None)),
+            Some(Seen::Observed(obs)) => views.push(view_record(m, obs.get(i))),
+            None => {}
         }
     }
     views
 }
 
-/// One view as the sinks write it: its keypoints and per-stage latencies.
-fn view_record(m: &ViewResult) -> ViewRecord {
+/// One view as the sinks write it: the keypoints the fit used (the decoder's, or
+/// `observed` when given) and per-stage latencies.
+fn view_record(m: &ViewResult, observed: Option<&Vec<Option<Observation>>>) -> ViewRecord {
     let mut timing_ms = std::collections::BTreeMap::new();
     for stage in Leg::ALL {
         if let Some(ns) = m.meta.stamps.latency_ns(stage) {
@@ -368,16 +381,25 @@ fn view_record(m: &ViewResult) -> ViewRecord {
         camera: m.meta.camera,
         sequence: m.meta.sequence,
         capture_ns: m.meta.stamps.capture_ns(),
-        keypoints: m
-            .detection
-            .as_ref()
-            .map(|d| {
-                d.keypoints
-                    .iter()
-                    .map(|k| [k.x, k.y, k.visibility, k.score])
-                    .collect()
-            })
-            .unwrap_or_default(),
+        keypoints: match observed {
+            Some(obs) => obs
+                .iter()
+                .map(|o| match o {
+                    Some(o) => [o.pixel.x as f32, o.pixel.y as f32, 1.0, o.confidence as f32],
+                    None => [0.0; 4],
+                })
+                .collect(),
+            None => m
+                .detection
+                .as_ref()
+                .map(|d| {
+                    d.keypoints
+                        .iter()
+                        .map(|k| [k.x, k.y, k.visibility, k.score])
+                        .collect()
+                })
+                .unwrap_or_default(),
+        },
         timing_ms,
     }
 }

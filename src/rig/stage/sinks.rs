@@ -54,7 +54,9 @@ pub struct ViewRecord {
     pub camera: usize,
     pub sequence: u64,
     pub capture_ns: u64,
-    /// The decoder's top detection keypoints, camera pixels: `[x, y, visibility, score]`.
+    /// The keypoints the fit used, camera pixels `[x, y, visibility, score]`: the
+    /// decoder's top detection, or with `body.keypoints = "ground_truth"` the synthetic
+    /// truth with its noise, in the skeleton's keypoint order (visibility 0: not seen).
     pub keypoints: Vec<[f32; 4]>,
     /// Per-stage latency, ms, and capture to fit.
     pub timing_ms: BTreeMap<&'static str, f64>,
