@@ -148,9 +148,13 @@ fn simulate(rules: &[Rule; 2], period_ns: u64, periods: u64) -> Outcome {
     let b = configure(&device, "backbone_432.hef", &rules[1]);
     for p in 0..periods {
         clock.advance_to(Duration::from_nanos(p * period_ns));
+        // The device catches up with the clock on its own thread: on a loaded machine this
+        // thread can be ahead of it, so room in the queues is waited for, as HailoRT asks.
+        a.wait_for_async_ready(T, 3).unwrap();
         for _ in 0..3 {
             a.submit(a.bindings().unwrap()).unwrap();
         }
+        b.wait_for_async_ready(T, 1).unwrap();
         b.submit(b.bindings().unwrap()).unwrap();
     }
     clock.finish();
