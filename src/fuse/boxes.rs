@@ -10,7 +10,7 @@ use crate::camera::calib::CalibratedCamera;
 use crate::geom::Camera;
 
 /// Seconds of clock samples the skew estimate is the least of.
-const SKEW_WINDOW_S: f64 = 2.0;
+pub const SKEW_WINDOW_S: f64 = 2.0;
 
 /// Why a box is not fused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
