@@ -40,6 +40,7 @@ use crate::scene::{BodyRig, BodyScene};
 use super::build;
 use super::config::{KeypointsFrom, PublishTarget, RecordFrames, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
+use super::inject::Faults;
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
@@ -94,6 +95,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Live viewers' tap (`run --serve`): frames, results and status figures.
     pub live: Option<LiveTap>,
+    /// Faults to inject (the fault matrix's tests).
+    pub faults: Faults,
 }
 
 impl Default for RunOptions {
@@ -110,6 +113,7 @@ impl Default for RunOptions {
             fit_delay: None,
             seed: 1,
             live: None,
+            faults: Faults::default(),
         }
     }
 }
@@ -121,7 +125,7 @@ impl Default for RunOptions {
 /// [`RunError`] naming the key, file, camera or device that failed.
 pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report, RunError> {
     let report_file = prepare_outputs(rig, options)?;
-    let device = build::open_device(rig, options.profile.clone())?;
+    let device = build::open_device(rig, options.profile.clone(), &options.faults.npu)?;
     let parts = build_parts(rig, options, &device)?;
     if let Some(tap) = &options.live {
         tap.set_rig(LiveRig::describe(
@@ -276,7 +280,9 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         TimeBase::RealTime => true,
         TimeBase::Virtual | TimeBase::Manual(_) => false,
     };
-    let sources = build::sources(rig, &calibrations, scene, real_time)?;
+    let sources = options
+        .faults
+        .wrap(build::sources(rig, &calibrations, scene, real_time)?);
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
