@@ -298,3 +298,50 @@ fn injected_faults_surface_as_hailort_statuses() {
     assert_eq!(err.status(), Some(Status::DeviceTemporarilyUnavailable));
     assert_eq!(err.code(), Some(97));
 }
+
+/// The statuses of `n` jobs run one after the other on `cm` (`None`: success).
+fn job_statuses(cm: &hailo_edge::npu::ConfiguredModel, n: usize) -> Vec<Option<Status>> {
+    (0..n)
+        .map(|_| {
+            let mut job = cm.run_async(cm.bindings().unwrap()).unwrap();
+            job.wait(T).unwrap().status.err().and_then(|e| e.status())
+        })
+        .collect()
+}
+
+#[test]
+fn a_full_queue_fails_the_completion_and_shuts_the_model_down() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let device = open(compute_only().with_faults(FaultPlan::none().at_job(1, Fault::QueueFull)));
+    let model = device.load_model(&hef).unwrap();
+    let cm = model.configure().unwrap();
+    // As HailoRT: the job past the queue completes with HAILO_QUEUE_IS_FULL and the card
+    // shuts the model down; the model needs reconfiguring.
+    assert_eq!(job_statuses(&cm, 2), [None, Some(Status::QueueIsFull)]);
+    assert!(cm.needs_reconfigure());
+    assert!(matches!(
+        cm.run_async(cm.bindings().unwrap()),
+        Err(NpuError::NeedsReconfigure { .. })
+    ));
+    // Reconfiguring gives a working model again.
+    let again = model.configure().unwrap();
+    assert_eq!(job_statuses(&again, 2), [None, None]);
+    // Negative control: the same jobs with no fault planned all succeed.
+    let clean = open(compute_only());
+    assert_eq!(job_statuses(&configured(&clean, &hef), 2), [None; 2]);
+}
+
+#[test]
+fn a_device_that_drops_off_refuses_every_later_job() {
+    let hef = tiny_hef("tiny", 4, 2, Some(1000));
+    let device = open(compute_only().with_faults(FaultPlan::none().closed_from(2)));
+    let model = device.load_model(&hef).unwrap();
+    let cm = model.configure().unwrap();
+    assert_eq!(job_statuses(&cm, 2), [None, None]);
+    let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
+    assert_eq!(err.status(), Some(Status::CommunicationClosed));
+    // Reconfiguring does not bring a device back that is gone.
+    let again = model.configure().unwrap();
+    let err = again.run_async(again.bindings().unwrap()).unwrap_err();
+    assert_eq!(err.status(), Some(Status::CommunicationClosed));
+}

@@ -162,20 +162,20 @@ fn sighup_drains_writes_the_report_and_finishes_the_recording() {
     signal_drains_and_reports("HUP");
 }
 
-#[test]
-fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
+/// Runs the demo rig with its files limited to `fsize` bytes (RLIMIT_FSIZE: a full disk, for
+/// the files that reach it), until the output `sink` (at `file` in the run's folder) fails; then
+/// stops it. Checks what the user sees: exit 1, the failure named in the report and on
+/// standard error, the run gone on past it with every frame accounted for.
+fn an_output_at_its_file_limit_ends_alone(fsize: &str, extra: &[&str], sink: &str, file: &str) {
     let _one = DEMO.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    // Files of this process may not grow past 1 MB: the recording of every
-    // captured frame (zstd-compressed synthetic frames, some 170 KB a second)
-    // reaches it within seconds, the report and the JSON lines do not.
-    let mut child = spawn_run(
-        dir.path(),
-        &["prlimit", "--fsize=1000000"],
-        &["--record-frames", "all"],
-    );
+    let mut child = spawn_run(dir.path(), &["prlimit", &format!("--fsize={fsize}")], extra);
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !stderr(dir.path()).contains("that output ends") {
+    let ended = |text: String| {
+        text.lines()
+            .any(|l| l.contains(file) && l.contains("that output ends"))
+    };
+    while !ended(stderr(dir.path())) {
         assert!(Instant::now() < deadline, "{}", stderr(dir.path()));
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
@@ -195,21 +195,91 @@ fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
     assert_eq!(status.code(), Some(1), "{}", stderr(dir.path()));
     let report = read_json(&dir.path().join("report.json"));
     let failures = report["output_failures"].as_array().unwrap();
-    assert_eq!(failures.len(), 1, "{failures:?}");
-    assert_eq!(failures[0]["sink"], "record");
-    assert!(failures[0]["path"].as_str().unwrap().ends_with("run.mcap"));
-    assert!(
-        failures[0]["error"].as_str().unwrap().contains("MCAP"),
-        "{}",
-        failures[0]["error"]
-    );
-    assert!(failures[0]["items_lost"].as_u64().unwrap() > 0);
-    // The run went on past the failure: every frame is accounted for and
-    // the results were written.
+    let failure = failures
+        .iter()
+        .find(|f| f["sink"] == sink)
+        .unwrap_or_else(|| panic!("no {sink} failure: {failures:?}"));
+    assert!(failure["path"].as_str().unwrap().ends_with(file));
+    assert!(failure["items_lost"].as_u64().unwrap() > 0);
+    // The run went on past the failure: every frame is accounted for.
     assert_eq!(report["accounting_ok"], true);
-    let lines = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
-    assert!(lines.lines().count() > 1, "no result line");
-    assert!(stderr(dir.path()).contains("error: output record"));
+    assert!(
+        report["cameras"][0]["frames"]["processed"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        failure["error"]
+            .as_str()
+            .unwrap()
+            .contains("File too large"),
+        "{}",
+        failure["error"]
+    );
+    assert!(stderr(dir.path()).contains(&format!("error: output {sink}")));
+}
+
+#[test]
+fn a_recording_that_fills_its_file_limit_ends_alone_and_the_report_names_it() {
+    // The recording of every captured frame (zstd-compressed synthetic frames, some 170 KB a
+    // second) reaches 1 MB within seconds, the report and the JSON lines do not.
+    an_output_at_its_file_limit_ends_alone(
+        "1000000",
+        &["--record-frames", "all"],
+        "record",
+        "run.mcap",
+    );
+}
+
+#[test]
+fn json_lines_that_fill_their_file_limit_end_alone_and_the_report_names_them() {
+    // The JSON lines (a fitted body a line) reach 40 KB within seconds; the report stays below.
+    an_output_at_its_file_limit_ends_alone("40000", &[], "jsonl", "run.jsonl");
+}
+
+/// SIGTERM sent every 5 ms from the first until the process is gone: whatever the drain's
+/// length, later signals land in it. They change nothing: the drain runs to its end within its
+/// bound, and the report, the recording and the accounting are whole. A handler that ended the
+/// process at a second signal (as many do) fails here with an exit by the signal.
+#[test]
+fn sigterm_during_the_drain_changes_nothing() {
+    let _one = DEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_run(dir.path(), &[], &[]);
+    wait_until_running(dir.path(), &mut child);
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let t = Instant::now();
+    let mut sent = 0u32;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no end in 30 s");
+        // SAFETY: kill(2) on our own child's pid (not yet reaped, so not reused) with a
+        // valid signal number has no memory-safety preconditions.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+            sent += 1;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = t.elapsed();
+    assert_eq!(status.code(), Some(0), "{status}: {}", stderr(dir.path()));
+    assert!(
+        took < Duration::from_secs(1 + DRAIN_S + 2),
+        "the run took {took:?} to end"
+    );
+    let report = read_json(&dir.path().join("report.json"));
+    let drain_s = report["drain_s"].as_f64().unwrap();
+    // Signals kept coming through the drain (one every 5 ms of it, give or take the load).
+    assert!(sent >= 2, "{sent} signals");
+    assert_eq!(report["accounting_ok"], true, "{report}");
+    assert_eq!(report["drain"]["completed"], true, "{}", report["drain"]);
+    assert_eq!(report["drain"]["frames_in_flight"], 0);
+    assert!(drain_s <= DRAIN_S as f64, "{drain_s}");
+    let bytes = std::fs::read(dir.path().join("run.mcap")).unwrap();
+    let summary = mcap::Summary::read(&bytes).unwrap();
+    assert!(summary.is_some_and(|s| s.stats.is_some()), "no summary");
 }
 
 #[test]

@@ -114,8 +114,15 @@ impl Recording {
         let mut first_ns = u64::MAX;
         // The streaming reader, fed exactly the bytes it asks for, so a
         // record it hands back ends at `fed`; the end magic is not required.
+        // A record may not claim more bytes than the file holds or a frame can need: mcap's
+        // reader adds a claimed length to its offset unchecked, and a length near 2^64 wraps.
+        let record_limit = bytes
+            .len()
+            .max(usize::try_from(2 * crate::limits::MAX_FRAME_BYTES).unwrap_or(usize::MAX));
         let mut reader = LinearReader::new_with_options(
-            LinearReaderOptions::default().with_skip_end_magic(true),
+            LinearReaderOptions::default()
+                .with_skip_end_magic(true)
+                .with_record_length_limit(record_limit),
         );
         let mut channels: HashMap<u16, Channel> = HashMap::new();
         let mut schemas: HashMap<u16, String> = HashMap::new();

@@ -75,6 +75,34 @@ pub trait Source: Send {
     }
 }
 
+/// A boxed source is a source, so that wrappers (`FaultySource`, the recorder's tap) take
+/// the rig's boxed sources as they take concrete ones.
+impl<S: Source + ?Sized> Source for Box<S> {
+    fn info(&self) -> &SourceInfo {
+        (**self).info()
+    }
+
+    fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        (**self).next_frame()
+    }
+
+    fn reconnect(&mut self) -> Result<(), SourceError> {
+        (**self).reconnect()
+    }
+
+    fn driver_drops(&self) -> u64 {
+        (**self).driver_drops()
+    }
+
+    fn controls(&self) -> &[crate::camera::controls::ControlOutcome] {
+        (**self).controls()
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        (**self).stop_on(stop);
+    }
+}
+
 /// Why a source produced no frame.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@ use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{SceneClock, SyntheticCamera, SyntheticSource};
 use crate::camera::{CameraId, PixelFormat, Source};
 use crate::geom::{Camera, Distortion};
-use crate::npu::sim::{DeviceProfile, ReferenceModel, SimProfile};
+use crate::npu::sim::{DeviceProfile, FaultPlan, ReferenceModel, SimProfile};
 use crate::npu::{Backend, ConfiguredModel, Device, DeviceOptions, Scheduling};
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 
@@ -47,8 +47,13 @@ pub(super) fn need_file(key: String, path: &Path) -> Result<(), RunError> {
 ///
 /// # Errors
 /// [`RunError::MissingFile`] / [`RunError::Graph`] for a reference ONNX,
-/// [`RunError::OpenDevice`] when the device cannot be opened.
-pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<Device, RunError> {
+/// [`RunError::OpenDevice`] when the device cannot be opened. `faults` reach the simulator
+/// only.
+pub fn open_device(
+    rig: &RigConfig,
+    profile: Option<DeviceProfile>,
+    faults: &FaultPlan,
+) -> Result<Device, RunError> {
     let scheduling = match rig.switching {
         SwitchingConfig::Scheduler => Scheduling::RoundRobin,
         SwitchingConfig::Manual { .. } => Scheduling::None,
@@ -68,7 +73,9 @@ pub fn open_device(rig: &RigConfig, profile: Option<DeviceProfile>) -> Result<De
                 rig.device.profile.device_profile().with_utilisation(curve)
             }
         };
-        let mut sim = SimProfile::new(device).with_clock(rig.device.clock.clone());
+        let mut sim = SimProfile::new(device)
+            .with_clock(rig.device.clock.clone())
+            .with_faults(faults.clone());
         for (i, g) in rig.graphs.iter().enumerate() {
             if let Some(path) = &g.reference_onnx {
                 need_file(format!("graph[{i}].reference_onnx"), path)?;

@@ -11,6 +11,8 @@
 //! | [`stats`], [`report`], [`status`] | live counters, the final report, the status line |
 //! | [`stamp`] | clocks and per-stage stamps |
 //! | [`run`](mod@run) | starting, stopping and draining a rig |
+//! | [`inject`] | faults injected into a run (the fault matrix's tests) |
+//! | [`soak`] | the soak: twice the sustainable load; resident size, threads and descriptors over time |
 //!
 //! The camera queues are the capture threads' own drop-oldest queues
 //! ([`stage::capture`]); every other queue is bounded and blocking, so a
@@ -22,8 +24,10 @@ pub mod build;
 pub mod config;
 pub mod decoders;
 pub mod error;
+pub mod inject;
 pub mod report;
 pub mod run;
+pub mod soak;
 pub mod stage;
 pub mod stamp;
 pub mod stats;

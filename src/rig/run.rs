@@ -41,6 +41,7 @@ use crate::scene::{BodyRig, BodyScene};
 use super::build;
 use super::config::{KeypointsFrom, PublishTarget, RecordFrames, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
+use super::inject::Faults;
 use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
@@ -100,6 +101,8 @@ pub struct RunOptions {
     /// Added to every wall-clock stamp Zenoh publishing puts (`--publish-skew-ms`): a box
     /// whose clock is off, for testing what receivers make of it.
     pub publish_skew_ns: i64,
+    /// Faults to inject (the fault matrix's tests).
+    pub faults: Faults,
 }
 
 impl Default for RunOptions {
@@ -118,6 +121,7 @@ impl Default for RunOptions {
             scene_clock: SceneClock::Start,
             publish_skew_ns: 0,
             live: None,
+            faults: Faults::default(),
         }
     }
 }
@@ -129,7 +133,7 @@ impl Default for RunOptions {
 /// [`RunError`] naming the key, file, camera or device that failed.
 pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report, RunError> {
     let report_file = prepare_outputs(rig, options)?;
-    let device = build::open_device(rig, options.profile.clone())?;
+    let device = build::open_device(rig, options.profile.clone(), &options.faults.npu)?;
     let parts = build_parts(rig, options, &device)?;
     if let Some(tap) = &options.live {
         tap.set_rig(LiveRig::describe(
@@ -291,7 +295,13 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
                 .into(),
         });
     }
-    let sources = build::sources(rig, &calibrations, scene, real_time, options.scene_clock)?;
+    let sources = options.faults.wrap(build::sources(
+        rig,
+        &calibrations,
+        scene,
+        real_time,
+        options.scene_clock,
+    )?);
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;

@@ -68,7 +68,7 @@ pub enum McapFileError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: MCAP: {source}", path.display())]
+    #[error("{}: MCAP: {}", path.display(), WithCause(source))]
     Mcap {
         path: PathBuf,
         #[source]
@@ -80,6 +80,20 @@ pub enum McapFileError {
         topic: String,
         what: String,
     },
+}
+
+/// An MCAP error with the error under it (the I/O error under "I/O error from writing"), so
+/// that a report's one line says what happened: a full disk, a file-size limit.
+struct WithCause<'a>(&'a mcap::McapError);
+
+impl std::fmt::Display for WithCause<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        match std::error::Error::source(self.0) {
+            Some(cause) => write!(f, ": {cause}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why recording failed.

@@ -167,3 +167,19 @@ fn a_camera_channel_of_another_schema_is_refused_naming_it() {
     write(&path, "grey", ("4", "2"), &body);
     assert!(Recording::open(&path).is_ok());
 }
+
+/// Found by the `mcap_replay` fuzz target: the header magic, then a record whose length is
+/// 2^64 - 2. mcap's reader added it to its offset unchecked (a panic with overflow checks, a
+/// wrapped offset without); the length is refused as too large, naming the file.
+#[test]
+fn a_record_claiming_a_length_near_two_to_the_64_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge_record.mcap");
+    let bytes = [
+        0x89, 0x4d, 0x43, 0x41, 0x50, 0x30, 0x0d, 0x0a, 0x86, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0xff, 0xff,
+    ];
+    std::fs::write(&path, bytes).unwrap();
+    let err = Recording::open(&path).err().expect("refused");
+    assert!(err.to_string().contains("huge_record.mcap"), "{err}");
+}

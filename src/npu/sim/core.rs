@@ -431,9 +431,12 @@ impl Core {
         st.stats.bounce_copies += cost.bounce_copies;
         st.stats.transfer_maps += cost.transfer_maps;
         let arrival = self.arrival_ns(&st);
+        if fault == Some(Fault::QueueFull) {
+            st.stats.faults_injected += 1;
+        }
         let model = st.models.get_mut(&id).expect("checked above");
         model.in_flight += 1;
-        if model.down || model.in_flight > model.queue_size {
+        if model.down || model.in_flight > model.queue_size || fault == Some(Fault::QueueFull) {
             self.overflow(&mut st, id, job);
             return Ok(());
         }

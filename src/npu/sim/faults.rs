@@ -3,7 +3,12 @@
 //! Jobs are numbered per device from 0 in submission order. A fault at
 //! submission makes that `run_async` fail (and, as in HailoRT, leaves the
 //! configured model needing reconfiguration); a timeout makes the job
-//! complete with `HAILO_TIMEOUT` instead of producing outputs.
+//! complete with `HAILO_TIMEOUT` instead of producing outputs; a full queue
+//! fails the job's completion with `HAILO_QUEUE_IS_FULL` and shuts the
+//! card's copy of the model down, as an overflow of its async queue does
+//! (the `queue` module), so every later job of that model completes with
+//! `HAILO_STREAM_ABORT`. A device that drops off ([`FaultPlan::closed_from`])
+//! refuses every job from one on with `HAILO_COMMUNICATION_CLOSED`.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +24,8 @@ pub enum Fault {
     CommunicationClosed,
     /// `run_async` fails with `HAILO_DEVICE_TEMPORARILY_UNAVAILABLE` (97).
     DeviceTemporarilyUnavailable,
+    /// The job completes with `HAILO_QUEUE_IS_FULL` (82) and the model shuts down.
+    QueueFull,
 }
 
 impl std::fmt::Display for Fault {
@@ -27,6 +34,7 @@ impl std::fmt::Display for Fault {
             Fault::Timeout => "timeout",
             Fault::CommunicationClosed => "communication closed",
             Fault::DeviceTemporarilyUnavailable => "device temporarily unavailable",
+            Fault::QueueFull => "queue full",
         })
     }
 }
@@ -38,6 +46,7 @@ impl Fault {
             Fault::Timeout => HAILO_TIMEOUT,
             Fault::CommunicationClosed => HAILO_COMMUNICATION_CLOSED,
             Fault::DeviceTemporarilyUnavailable => HAILO_DEVICE_TEMPORARILY_UNAVAILABLE,
+            Fault::QueueFull => HAILO_QUEUE_IS_FULL,
         }
     }
 }
@@ -46,6 +55,8 @@ impl Fault {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FaultPlan {
     at: BTreeMap<u64, Fault>,
+    /// The first job of a device that has dropped off.
+    closed_from: Option<u64>,
 }
 
 impl FaultPlan {
@@ -60,8 +71,18 @@ impl FaultPlan {
         self
     }
 
+    /// The device drops off at job `index`: that job and every later one fail
+    /// `run_async` with `HAILO_COMMUNICATION_CLOSED`.
+    pub fn closed_from(mut self, index: u64) -> FaultPlan {
+        self.closed_from = Some(index);
+        self
+    }
+
     /// The fault planned for job `index`.
     pub fn at(&self, index: u64) -> Option<Fault> {
-        self.at.get(&index).copied()
+        match self.closed_from {
+            Some(from) if index >= from => Some(Fault::CommunicationClosed),
+            _ => self.at.get(&index).copied(),
+        }
     }
 }

@@ -31,6 +31,8 @@ pub struct Lane {
     pub(super) free: FreeBindings,
     /// Frames submitted since this graph got the device (manual switching).
     pub(super) since_switch: u64,
+    /// Frames of this graph whose job could not run (refused, failed, no buffers).
+    pub(super) failures: Failures,
 }
 
 impl Lane {
@@ -60,12 +62,39 @@ impl Lane {
             in_flight: HashMap::new(),
             free: FreeBindings::default(),
             since_switch: 0,
+            failures: Failures::default(),
         })
     }
 
     pub(super) fn has_room_for(&self, frames: usize) -> bool {
         self.pending.len() + frames <= self.batch
             && self.pending.len() + self.in_flight.len() + frames <= self.max_in_flight
+    }
+}
+
+/// A graph's frames whose job could not run, for its log lines.
+#[derive(Default)]
+pub(super) struct Failures(u64);
+
+impl Failures {
+    /// Logs a frame of `graph` whose job could not run (`what`: its submission, its
+    /// completion, its buffers): the first failure, then the count at each power of ten, so
+    /// that a device gone for good says so without a line per frame. The frames themselves
+    /// are counted as NPU drops in the report.
+    pub(super) fn note(&mut self, graph: &str, what: &str, e: &dyn std::fmt::Display) {
+        self.0 += 1;
+        let mut n = self.0;
+        while n.is_multiple_of(10) {
+            n /= 10;
+        }
+        if self.0 == 1 {
+            log::warn!("graph {graph}: {what} failed: {e}");
+        } else if n == 1 {
+            log::warn!(
+                "graph {graph}: {} frames dropped at the NPU so far; the latest {what} failed: {e}",
+                self.0
+            );
+        }
     }
 }
 

@@ -240,7 +240,8 @@ impl NpuStage {
         let mut bindings = match lane.free.take(&lane.cm) {
             Ok(b) => b,
             Err(e) => {
-                log::warn!("graph {}: no buffers for a frame: {e}", lane.cm.name());
+                lane.failures
+                    .note(lane.cm.name(), "buffers for a frame", &e);
                 self.stats.cameras[c].drop_at(DropStage::Npu);
                 return;
             }
@@ -308,7 +309,8 @@ impl NpuStage {
                     .completed
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if let Err(e) = done.status {
-                    log::warn!("graph {}: job {} failed: {e}", lane.cm.name(), done.job);
+                    lane.failures
+                        .note(lane.cm.name(), &format!("job {}", done.job), &e);
                     self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
                     lane.free.put(done.bindings);
                     self.admission.release();
@@ -389,7 +391,7 @@ impl NpuStage {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     Err(e) => {
-                        log::warn!("graph {}: submit failed: {e}", lane.cm.name());
+                        lane.failures.note(lane.cm.name(), "submission", &e);
                         self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
                         self.admission.release();
                     }
