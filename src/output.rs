@@ -191,6 +191,24 @@ pub fn create(what: &'static str, path: &Path, overwrite: bool) -> Result<File, 
     Ok(file)
 }
 
+/// A JSON lines stream: standard output (`-`), flushed a line at a time so a reader
+/// downstream sees each result as it comes, or a buffered file made by [`create`].
+///
+/// # Errors
+/// [`OutputError`] naming `what` and the path.
+pub fn lines(
+    what: &'static str,
+    path: &Path,
+    overwrite: bool,
+) -> Result<Box<dyn Write + Send>, OutputError> {
+    if is_stdout(path) {
+        return Ok(Box::new(std::io::LineWriter::new(std::io::stdout())));
+    }
+    Ok(Box::new(std::io::BufWriter::new(create(
+        what, path, overwrite,
+    )?)))
+}
+
 /// A file written in full, then put in place at once: a temporary file in
 /// the target's directory (created when the run starts, so an unwritable
 /// directory shows then), renamed over the target when committed. A reader

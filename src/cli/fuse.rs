@@ -9,6 +9,7 @@ use clap::Args;
 
 use hailo_edge::camera::Stop;
 use hailo_edge::fuse::{self, FuseOptions};
+use hailo_edge::limits::{self, MAX_RUN};
 
 #[derive(Debug, Args)]
 pub struct FuseArgs {
@@ -50,15 +51,11 @@ pub struct FuseArgs {
     force: bool,
 }
 
-/// `value` (in `unit`s per second) as a duration, refusing what is not finite, not
-/// positive or past a week.
+/// `value` (in `per_s` units a second) as a positive duration within [`MAX_RUN`].
 fn duration(flag: &str, value: f64, per_s: f64) -> anyhow::Result<Duration> {
-    let seconds = value / per_s;
-    anyhow::ensure!(
-        seconds.is_finite() && seconds > 0.0 && seconds <= 7.0 * 86400.0,
-        "{flag}: {value} is not a positive time of at most a week"
-    );
-    Ok(Duration::from_secs_f64(seconds))
+    let d = limits::duration(flag, value / per_s, MAX_RUN)?;
+    anyhow::ensure!(!d.is_zero(), "{flag}: {value} is not a positive time");
+    Ok(d)
 }
 
 pub fn run(args: FuseArgs) -> anyhow::Result<ExitCode> {

@@ -102,14 +102,14 @@ impl Instants {
     /// waited out (the only way out while `expected` is `None`: the cameras to expect are
     /// not known yet). A later complete instant leaves only after the earlier ones.
     pub fn ready(&mut self, now_ns: u64, expected: Option<&[usize]>) -> Vec<Instant> {
-        let mut out = Vec::new();
         let complete = |i: &Instant| expected.is_some_and(|e| e.iter().all(|&s| i.has(s)));
+        // The last complete instant settles the ones before it too: the boxes publish in
+        // capture order, so what they left out of an earlier one is not coming.
+        let settled = self.pending.iter().rposition(complete).map_or(0, |i| i + 1);
+        let mut out = Vec::new();
         while let Some(front) = self.pending.front() {
             let waited = now_ns.saturating_sub(front.first_arrival_ns) >= self.wait_ns;
-            // A later instant already complete settles the ones before it too: the boxes
-            // publish in capture order, so what they left out of an earlier one is not coming.
-            let overtaken = self.pending.iter().skip(1).any(complete);
-            if !(complete(front) || waited || overtaken) {
+            if out.len() >= settled && !waited {
                 break;
             }
             if let Some(i) = self.pending.pop_front() {

@@ -42,10 +42,9 @@ pub use report::{Accuracy, FuseReport, FusedLine, RigReport};
 /// seconds, and further views are dropped (counted).
 const ARRIVALS: usize = 4096;
 
-/// One sample as it arrived.
+/// One sample as it arrived (Zenoh's buffer, not a copy), with when.
 struct Arrival {
-    key: String,
-    payload: Vec<u8>,
+    sample: ::zenoh::sample::Sample,
     now_ns: u64,
     wall_ns: u64,
 }
@@ -139,15 +138,8 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         }
     }
     outputs.check()?;
-    let mut jsonl: Option<Box<dyn Write>> = match &options.jsonl {
-        Some(p) if output::is_stdout(p) => {
-            Some(Box::new(std::io::LineWriter::new(std::io::stdout())))
-        }
-        Some(p) => Some(Box::new(std::io::BufWriter::new(output::create(
-            "jsonl",
-            p,
-            options.overwrite,
-        )?))),
+    let mut jsonl = match &options.jsonl {
+        Some(p) => Some(output::lines("jsonl", p, options.overwrite)?),
         None => None,
     };
     let report_file = match &options.report {
@@ -179,8 +171,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         .callback(move |sample| {
             let now = monotonic_ns();
             let arrival = Arrival {
-                key: sample.key_expr().as_str().to_owned(),
-                payload: sample.payload().to_bytes().into_owned(),
+                sample,
                 now_ns: now,
                 wall_ns: wall.wall_ns(now),
             };
@@ -202,7 +193,8 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
             break;
         }
         if let Ok(a) = rx.recv_timeout(Duration::from_millis(10)) {
-            fuse.receive(&a.key, &a.payload, a.now_ns, a.wall_ns);
+            let key = a.sample.key_expr().as_str();
+            fuse.receive(key, &a.sample.payload().to_bytes(), a.now_ns, a.wall_ns);
         }
         let now = monotonic_ns();
         fuse.boxes.tick(now, (now - last_tick) as f64 * 1e-9);
@@ -216,7 +208,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
     }
     if let Some(out) = &mut jsonl {
         out.flush().map_err(|source| FuseError::Write {
-            path: jsonl_name(options),
+            path: shown(&options.jsonl),
             source,
         })?;
     }
@@ -231,11 +223,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
     if let Some(file) = report_file {
         let text = serde_json::to_string_pretty(&report).map_err(std::io::Error::other);
         let text = text.map_err(|source| FuseError::Write {
-            path: options
-                .report
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            path: shown(&options.report),
             source,
         })?;
         file.commit(text.as_bytes())?;
@@ -243,16 +231,15 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
     Ok(report)
 }
 
-fn jsonl_name(options: &FuseOptions) -> String {
-    options
-        .jsonl
-        .as_deref()
+/// An output's path for a message.
+fn shown(path: &Option<PathBuf>) -> String {
+    path.as_deref()
         .map(|p| p.display().to_string())
         .unwrap_or_default()
 }
 
 fn write_line(
-    out: &mut Option<Box<dyn Write>>,
+    out: &mut Option<Box<dyn Write + Send>>,
     line: &FusedLine,
     options: &FuseOptions,
 ) -> Result<(), FuseError> {
@@ -260,7 +247,7 @@ fn write_line(
     let text = serde_json::to_string(line).map_err(std::io::Error::other);
     text.and_then(|t| writeln!(out, "{t}"))
         .map_err(|source| FuseError::Write {
-            path: jsonl_name(options),
+            path: shown(&options.jsonl),
             source,
         })
 }
@@ -391,20 +378,18 @@ impl Fuser {
     }
 
     fn fuse(&mut self, instant: &Instant, now_ns: u64) -> FusedLine {
-        let calibrations = self.boxes.calibrations();
-        let rig_of: Vec<usize> = self.boxes.slots.iter().map(|&(b, _)| b).collect();
-        let solved = self.solver.solve(instant, &calibrations, &rig_of);
+        let solved = self.solver.solve(instant, &self.boxes);
         self.fused += 1;
         self.views_fused += instant.views.len() as u64;
-        self.boxes.count_missed();
         for v in &instant.views {
-            self.boxes.boxes[rig_of[v.slot]].stats.fused += 1;
+            let b = self.boxes.slots[v.slot].0;
+            self.boxes.boxes[b].stats.fused += 1;
         }
+        self.boxes.count_missed();
+        let rig_of = |slot: usize| self.boxes.slots[slot].0;
         self.latency_ms
             .record(now_ns.saturating_sub(instant.first_arrival_ns) as f64 / 1e6);
-        let mut rigs: Vec<usize> = instant.views.iter().map(|v| rig_of[v.slot]).collect();
-        rigs.sort_unstable();
-        rigs.dedup();
+        let rigs = &solved.rigs;
         // Shared: every box fused now gave at least two views, so each can be fitted alone
         // on the same instant.
         let fused_boxes = self.boxes.boxes.iter().filter(|b| b.fused()).count();
@@ -413,7 +398,7 @@ impl Fuser {
             && solved.by_rig_mpjpe_m.len() == rigs.len()
             && rigs
                 .iter()
-                .all(|&r| instant.views.iter().filter(|v| rig_of[v.slot] == r).count() >= 2);
+                .all(|&r| instant.views.iter().filter(|v| rig_of(v.slot) == r).count() >= 2);
         if let (true, Some(m)) = (shared, solved.mpjpe_m) {
             self.accuracy.add(m, &solved.by_rig_mpjpe_m);
         }

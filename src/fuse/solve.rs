@@ -12,6 +12,7 @@ use crate::geom::Camera;
 use crate::scene::observe::mpjpe;
 use crate::scene::{BodyRig, BodyScene};
 
+use super::boxes::Boxes;
 use super::instants::Instant;
 
 /// What an instant's fits gave.
@@ -19,6 +20,8 @@ use super::instants::Instant;
 pub struct Solved {
     /// The fit over every view of the instant.
     pub fit: Result<FitOutput, FitError>,
+    /// The boxes (indices) its views came from, in order.
+    pub rigs: Vec<usize>,
     /// Its MPJPE against the synthetic truth, metres.
     pub mpjpe_m: Option<f64>,
     /// Per box (index): the MPJPE of its own views' fit, metres.
@@ -89,32 +92,34 @@ impl Solver {
         })
     }
 
-    /// Fits `instant` over `calibrations` (every slot's, in slot order); `rig_of` gives each
-    /// slot's box.
-    pub fn solve(
-        &mut self,
-        instant: &Instant,
-        calibrations: &[Camera],
-        rig_of: &[usize],
-    ) -> Solved {
+    /// Fits `instant` over every slot of `boxes`.
+    pub fn solve(&mut self, instant: &Instant, boxes: &Boxes) -> Solved {
         let keypoints = self.body.rig.keypoints();
         let time_s = instant.wall_ns as f64 * 1e-9;
-        let all: Vec<usize> = (0..calibrations.len()).collect();
+        let slots = boxes.slots.len();
+        let mut rigs: Vec<usize> = instant
+            .views
+            .iter()
+            .map(|v| boxes.slots[v.slot].0)
+            .collect();
+        rigs.sort_unstable();
+        rigs.dedup();
+        let all: Vec<usize> = (0..slots).collect();
         let every = observations(instant, &all, keypoints);
-        let fit = match &mut self.fused {
-            Some((n, f)) if *n == calibrations.len() => f.fit(&every, time_s),
-            _ => match self.fitter(calibrations.to_vec()) {
-                Ok(mut f) => {
-                    let out = f.fit(&every, time_s);
-                    self.fused = Some((calibrations.len(), f));
-                    out
-                }
-                Err(e) => Err(e),
-            },
+        // Slots are only ever added, so a fitter over as many slots is over these ones.
+        let fused = match self.fused.take() {
+            Some((n, f)) if n == slots => Ok(f),
+            _ => self.fitter(boxes.calibrations()),
         };
+        let fit = fused.and_then(|mut f| {
+            let out = f.fit(&every, time_s);
+            self.fused = Some((slots, f));
+            out
+        });
         let Some(truth) = &self.truth else {
             return Solved {
                 fit,
+                rigs,
                 mpjpe_m: None,
                 by_rig_mpjpe_m: BTreeMap::new(),
             };
@@ -126,33 +131,33 @@ impl Solver {
         };
         let mpjpe_m = fit.as_ref().ok().and_then(score);
         let mut by_rig_mpjpe_m = BTreeMap::new();
-        let mut rigs: Vec<usize> = instant.views.iter().map(|v| rig_of[v.slot]).collect();
-        rigs.sort_unstable();
-        rigs.dedup();
-        for r in rigs {
-            let slots: Vec<usize> = (0..calibrations.len())
-                .filter(|&s| rig_of[s] == r)
-                .collect();
-            let stale = self.by_rig.get(&r).is_none_or(|(s, _)| *s != slots);
-            if stale {
-                let cams = slots.iter().map(|&s| calibrations[s]).collect();
+        for &r in &rigs {
+            let cameras = &boxes.boxes[r].cameras;
+            if self
+                .by_rig
+                .get(&r)
+                .is_none_or(|(s, _)| s.len() != cameras.len())
+            {
+                let own: Vec<usize> = cameras.values().map(|&(s, _)| s).collect();
+                let cams = cameras.values().map(|&(_, c)| c).collect();
                 match self.fitter(cams) {
                     Ok(f) => {
-                        self.by_rig.insert(r, (slots.clone(), f));
+                        self.by_rig.insert(r, (own, f));
                     }
                     Err(_) => continue,
                 }
             }
-            let Some((_, f)) = self.by_rig.get_mut(&r) else {
+            let Some((own, f)) = self.by_rig.get_mut(&r) else {
                 continue;
             };
-            let obs = observations(instant, &slots, keypoints);
+            let obs = observations(instant, own, keypoints);
             if let Some(m) = f.fit(&obs, time_s).ok().as_ref().and_then(score) {
                 by_rig_mpjpe_m.insert(r, m);
             }
         }
         Solved {
             fit,
+            rigs,
             mpjpe_m,
             by_rig_mpjpe_m,
         }

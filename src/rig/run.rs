@@ -417,11 +417,7 @@ fn open_jsonl(rig: &RigConfig, overwrite: bool) -> Result<Option<Box<dyn Write +
     let Some(path) = &rig.output.jsonl else {
         return Ok(None);
     };
-    if output::is_stdout(path) {
-        return Ok(Some(Box::new(std::io::LineWriter::new(std::io::stdout()))));
-    }
-    let file = output::create("jsonl", path, overwrite)?;
-    Ok(Some(Box::new(std::io::BufWriter::new(file))))
+    Ok(Some(output::lines("jsonl", path, overwrite)?))
 }
 
 /// The MCAP recorder, when the rig asks for one.
