@@ -66,11 +66,12 @@ fn two_boxes_fuse_into_one_body_and_one_that_dies_and_returns_skewed_is_counted(
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // Box b dies 12 s in, and 3 s later comes back with its clock 50 ms ahead.
+    // Box b dies 12 s in, and 5 s later comes back with its clock 50 ms ahead: it is gone
+    // for 3 s past the 2 s absence limit however fast it restarts.
     std::thread::sleep(Duration::from_secs(12));
     b.kill().unwrap();
     b.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(5));
     let mut b = start_box(
         "b",
         FPS,
@@ -103,7 +104,7 @@ fn two_boxes_fuse_into_one_body_and_one_that_dies_and_returns_skewed_is_counted(
     // The death is a gap in b, a goes on; b's return is counted, and its clock is caught.
     assert!(rb["gaps"].as_u64().unwrap() >= 1, "{summary}");
     assert!(rb["returns"].as_u64().unwrap() >= 1, "{summary}");
-    assert!(rb["absent_s"].as_f64().unwrap() >= 2.0, "{summary}");
+    assert!(rb["absent_s"].as_f64().unwrap() >= 2.5, "{summary}");
     assert!(rb["instants_missed"].as_u64().unwrap() > 0, "{summary}");
     assert_eq!(rb["skew_detected"], 1, "{summary}");
     assert_eq!(rb["skewed"], true, "{summary}");
