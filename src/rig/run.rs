@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::body::fit::PoseFitter;
-use crate::camera::record::{RecordError, RecordedCamera, Recorder};
+use crate::camera::record::{RecordError, Recorder};
 use crate::camera::synthetic::SceneClock;
 use crate::camera::{Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
@@ -32,17 +32,15 @@ use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
 use crate::npu::sim::{DeviceProfile, TimeBase};
 use crate::npu::{Device, NpuError};
-use crate::output::{self, AtomicFile, Output, OutputSet};
 use crate::preprocess::Preprocessor;
-use crate::publish::foxglove_ws::{FoxgloveCamera, FoxgloveServer, DEFAULT_IMAGE_FPS};
-use crate::publish::zenoh::{self, ZenohPublisher};
+use crate::publish::foxglove_ws::FoxgloveServer;
+use crate::publish::zenoh::ZenohPublisher;
 use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
-use super::config::{KeypointsFrom, PublishTarget, RecordFrames, RigConfig, SwitchingConfig};
+use super::config::{KeypointsFrom, RecordFrames, RigConfig, SwitchingConfig};
 use super::decoders::{self, DecoderChoice};
 use super::inject::Faults;
-use super::report::host_cost::rss_bytes;
 use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
 use super::stage::decode::{DecodeWorker, GraphDecode};
@@ -54,12 +52,15 @@ use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
 use super::stage::sync::SyncConfig;
 use super::stage::{start, Running};
 use super::stats::LiveStats;
-use super::status::StatusLine;
 use super::work::{DecodeWork, Returned, ViewResult};
 use super::{CameraSetupError, RunError};
 
 mod drain;
+mod outputs;
+mod wait;
 use drain::drain;
+use outputs::{open_foxglove, open_jsonl, open_recorder, open_zenoh, prepare_outputs};
+use wait::wait;
 
 /// How long no view of a camera may reach the sync, while others do, before
 /// its groups go ahead without it. Views arrive skewed by their place in the
@@ -197,36 +198,6 @@ pub fn run(rig: &RigConfig, origin: &str, options: &RunOptions) -> Result<Report
     Ok(report)
 }
 
-/// Checks every output path before anything runs (links, existing files,
-/// a path named twice, directories) and opens the report's temporary file,
-/// so an output that cannot be written is found before the first frame.
-fn prepare_outputs(rig: &RigConfig, options: &RunOptions) -> Result<Option<AtomicFile>, RunError> {
-    let o = &rig.output;
-    let named = [
-        ("report", &o.report, false),
-        ("jsonl", &o.jsonl, true),
-        ("record", &o.record, false),
-    ];
-    let set = OutputSet {
-        outputs: named
-            .iter()
-            .filter_map(|&(what, path, stdout_ok)| {
-                path.as_deref().map(|path| Output {
-                    what,
-                    path,
-                    stdout_ok,
-                })
-            })
-            .collect(),
-        overwrite: options.overwrite,
-    };
-    set.check()?;
-    Ok(o.report
-        .as_deref()
-        .map(|p| AtomicFile::prepare("report", p, options.overwrite))
-        .transpose()?)
-}
-
 /// What a rig builds before anything runs.
 struct Parts {
     lanes: Vec<Lane>,
@@ -352,93 +323,6 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         zenoh,
         framing,
     })
-}
-
-/// The Zenoh publisher, when the rig asks for one.
-fn open_zenoh(
-    rig: &RigConfig,
-    calibrations: &[Camera],
-    skeleton: &crate::body::SkeletonNaming,
-    skew_ns: i64,
-) -> Result<Option<Arc<ZenohPublisher>>, RunError> {
-    let Some(PublishTarget::Zenoh { endpoint }) = &rig.output.publish else {
-        return Ok(None);
-    };
-    let name = rig
-        .output
-        .publish_as
-        .as_deref()
-        .map_or_else(zenoh::default_rig_name, zenoh::key_chunk);
-    let publisher = ZenohPublisher::start(endpoint.as_deref(), &name, calibrations, skeleton)
-        .map_err(|source| RunError::Zenoh { source })?
-        .with_clock_skew(skew_ns);
-    log::info!(
-        "publishing bodies on Zenoh under {}/{name}{}",
-        zenoh::PREFIX,
-        endpoint
-            .as_deref()
-            .map(|e| format!(", listening on {e}"))
-            .unwrap_or_default()
-    );
-    Ok(Some(Arc::new(publisher)))
-}
-
-/// The live Foxglove server, when the rig asks for one.
-fn open_foxglove(
-    rig: &RigConfig,
-    infos: &[SourceInfo],
-    calibrations: &[Camera],
-    body_keypoints: &[String],
-) -> Result<Option<Arc<FoxgloveServer>>, RunError> {
-    let Some(addr) = rig.output.foxglove else {
-        return Ok(None);
-    };
-    let cameras = infos
-        .iter()
-        .zip(calibrations)
-        .map(|(i, c)| FoxgloveCamera {
-            frame_id: i.camera.to_string(),
-            format: i.format,
-            calibration: Some(*c),
-        })
-        .collect();
-    let server = FoxgloveServer::start(addr, cameras, body_keypoints, DEFAULT_IMAGE_FPS)
-        .map_err(|source| RunError::Foxglove { source })?;
-    log::info!(
-        "Foxglove WebSocket server on ws://{}:{} (open it in Foxglove: Open connection, Foxglove WebSocket)",
-        addr.ip(),
-        server.port()
-    );
-    Ok(Some(Arc::new(server)))
-}
-
-/// The JSON lines file (or standard output, for `-`), when the rig asks for one.
-fn open_jsonl(rig: &RigConfig, overwrite: bool) -> Result<Option<Box<dyn Write + Send>>, RunError> {
-    let Some(path) = &rig.output.jsonl else {
-        return Ok(None);
-    };
-    Ok(Some(output::lines("jsonl", path, overwrite)?))
-}
-
-/// The MCAP recorder, when the rig asks for one.
-fn open_recorder(
-    rig: &RigConfig,
-    infos: &[SourceInfo],
-    calibrations: &[Camera],
-    overwrite: bool,
-) -> Result<Option<Recorder>, RunError> {
-    let Some(path) = &rig.output.record else {
-        return Ok(None);
-    };
-    let cams: Vec<RecordedCamera> = infos
-        .iter()
-        .zip(calibrations)
-        .map(|(info, c)| RecordedCamera {
-            info: info.clone(),
-            calibration: Some(*c),
-        })
-        .collect();
-    Ok(Some(Recorder::create_with(path, &cams, overwrite)?))
 }
 
 /// The bounded queues between the stages (the recycle queue is unbounded:
@@ -670,55 +554,6 @@ fn switching(rig: &RigConfig) -> Switching {
 /// Frames queued for the recorder when it records every captured frame.
 const RECORD_EVERY_QUEUE: usize = 128;
 
-/// How often the wait loop samples the resident size and redraws the status.
-const STATUS_PERIOD: Duration = Duration::from_millis(100);
-
 /// How long the recorder may take to finish its file once a drain that ran
 /// out of time abandons it.
 const RECORDER_GRACE: Duration = Duration::from_secs(2);
-
-/// How long the rig ran, and the process's resident size along the way.
-struct Waited {
-    elapsed: Duration,
-    rss_samples: Vec<(f64, u64)>,
-    status: Option<StatusLine>,
-}
-
-/// Waits until the run is told to stop, its duration passes or every camera
-/// has ended, sampling the resident size and drawing the status line.
-fn wait(
-    rig: &RigConfig,
-    options: &RunOptions,
-    device: &Device,
-    stats: &LiveStats,
-    started: &Started,
-) -> Waited {
-    let captures = &started.stages.captures;
-    let mut status = options.status.then(|| StatusLine::new(rig, device));
-    let mut rss_samples = Vec::new();
-    loop {
-        let elapsed = started.at.elapsed();
-        if options.stop.is_requested() || options.duration.is_some_and(|d| elapsed >= d) {
-            break;
-        }
-        if captures.iter().all(CaptureThread::is_finished) {
-            break;
-        }
-        let left = options
-            .duration
-            .map_or(STATUS_PERIOD, |d| d.saturating_sub(elapsed));
-        options.stop.wait_for(left.min(STATUS_PERIOD));
-        rss_samples.push((started.at.elapsed().as_secs_f64(), rss_bytes()));
-        if let Some(s) = &mut status {
-            s.update(stats, captures, device, started.at.elapsed());
-        }
-        if let Some(tap) = &options.live {
-            tap.tick(stats, captures, device, started.at.elapsed());
-        }
-    }
-    Waited {
-        elapsed: started.at.elapsed(),
-        rss_samples,
-        status,
-    }
-}
