@@ -1,16 +1,19 @@
 //! Every camera's pose from the board instants several cameras share: per-view poses from
 //! the homography of undistorted corners, chained from the anchor instant outwards, then a
-//! Huber-robust bundle adjustment over all camera poses and all board poses but the anchor's.
+//! Huber-robust bundle adjustment over all camera poses and all board poses but the anchor's,
+//! and by default every camera's intrinsics with them over all the views (each camera's own
+//! too), so that what one camera's lens leaves open the rig's geometry closes.
 
 use std::collections::BTreeMap;
 
-use nalgebra::{Isometry3, Matrix3, Point2};
+use nalgebra::Isometry3;
 
 use super::board::AprilGrid;
-use super::homography::{homography, pose_from_homography};
+use super::homography::view_pose;
+use super::intrinsics::MAX_REPOSES;
 use super::problem::{camera_pose, with_pose, Free, Observation, Reprojection, State};
 use super::synthetic::centre;
-use super::{check_views, rms, solver, BoardView, CalibrateError, Settings};
+use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, K3};
 use crate::geom::Camera;
 
 /// What fixes the world frame: the board's pose at one instant, given in the world (for
@@ -26,7 +29,8 @@ pub struct Anchor {
 /// The rig's cameras with their poses and how well they explain the shared views.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Extrinsics {
-    /// The cameras, in the rig's order, with their world-to-camera poses.
+    /// The cameras, in the rig's order, with their world-to-camera poses (and the intrinsics
+    /// refined with them, under [`Settings::refine_intrinsics`]).
     pub cameras: Vec<Camera>,
     /// Reprojection RMS over every corner (pixels).
     pub rms_px: f64,
@@ -40,6 +44,12 @@ pub struct Extrinsics {
 
 /// The cameras that saw the board at one instant: camera, board-to-camera pose, the view.
 type Seen<'a> = Vec<(usize, Isometry3<f64>, &'a BoardView)>;
+
+/// Views whose poses a camera's placement is chosen among (those with the most corners).
+const CHAIN_CANDIDATES: usize = 16;
+
+/// The error a corner behind its camera counts as while choosing a start (pixels).
+const BEHIND_PX: f64 = 1e3;
 
 /// Camera centres nearer another camera's placement than their own by this margin, and
 /// farther than this from their own, count as swapped (metres).
@@ -74,20 +84,7 @@ pub fn calibrate_extrinsics(
             });
         }
         check_views(&name(v.camera), board, &[v])?;
-        let cam = &cameras[v.camera];
-        let (from, to): (Vec<_>, Vec<_>) = v
-            .corners
-            .iter()
-            .filter_map(|c| {
-                let n = cam.normalize(&c.pixel);
-                board
-                    .corner(c.id)
-                    .map(|p| (Point2::new(p.x, p.y), Point2::new(n.x, n.y)))
-            })
-            .unzip();
-        let Some(pose) =
-            homography(&from, &to).and_then(|h| pose_from_homography(&h, &Matrix3::identity()))
-        else {
+        let Some(pose) = view_pose(board, &cameras[v.camera], v) else {
             continue;
         };
         seen[v.camera] = true;
@@ -99,32 +96,87 @@ pub fn calibrate_extrinsics(
     if let Some(c) = seen.iter().position(|s| !s) {
         return Err(CalibrateError::NeverSeen { camera: name(c) });
     }
-    per_pose.retain(|&p, vs| vs.len() >= 2 || p == anchor.pose);
+    if !settings.refine_intrinsics {
+        // With the lenses held, an instant one camera saw fixes only its own board pose.
+        per_pose.retain(|&p, vs| vs.len() >= 2 || p == anchor.pose);
+    }
     if !per_pose.contains_key(&anchor.pose) {
         return Err(CalibrateError::Degenerate {
             camera: "rig".into(),
             what: "no camera sees the board at the anchor instant",
         });
     }
-    // Chain poses outwards from the anchor: T_cw = T_cb T_wb^-1, T_wb = T_cw^-1 T_cb.
+    // Chain poses outwards from the anchor, in rounds: every camera that sees a placed board
+    // is placed, then every board a placed camera sees (T_cw = T_cb T_wb^-1,
+    // T_wb = T_cw^-1 T_cb). Where several views offer a pose, the one that explains all of
+    // them best is taken, so that one view's pose flipped by foreshortening does not carry
+    // a camera, and every board chained through it, away.
     let mut cam_pose: Vec<Option<Isometry3<f64>>> = vec![None; cameras.len()];
     let mut board_pose: BTreeMap<usize, Isometry3<f64>> = BTreeMap::new();
     board_pose.insert(anchor.pose, anchor.world_from_board);
+    let misfit = |c: usize, cw: &Isometry3<f64>, wb: &Isometry3<f64>, v: &BoardView| {
+        let cam = with_pose(&cameras[c], cw);
+        v.corners
+            .iter()
+            .filter_map(|k| board.corner(k.id).map(|p| (p, k.pixel)))
+            .map(|(p, px)| {
+                cam.project(&(wb * p))
+                    .map_or(BEHIND_PX * BEHIND_PX, |q| (q - px).norm_squared())
+            })
+            .sum::<f64>()
+    };
     loop {
         let mut changed = false;
+        for (c, placed) in cam_pose.iter_mut().enumerate() {
+            if placed.is_some() {
+                continue;
+            }
+            let mut known: Vec<(Isometry3<f64>, Isometry3<f64>, &BoardView)> = per_pose
+                .iter()
+                .filter_map(|(p, vs)| board_pose.get(p).map(|wb| (wb, vs)))
+                .flat_map(|(wb, vs)| {
+                    vs.iter()
+                        .filter(|(o, _, _)| *o == c)
+                        .map(move |(_, cb, v)| (*wb, *cb, *v))
+                })
+                .collect();
+            known.sort_by_key(|(_, _, v)| std::cmp::Reverse(v.corners.len()));
+            let best = known
+                .iter()
+                .take(CHAIN_CANDIDATES)
+                .map(|(wb, cb, _)| cb * wb.inverse())
+                .map(|cw| {
+                    let e: f64 = known.iter().map(|(wb, _, v)| misfit(c, &cw, wb, v)).sum();
+                    (e, cw)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, cw)) = best {
+                *placed = Some(cw);
+                changed = true;
+            }
+        }
         for (p, vs) in &per_pose {
-            for (c, cb, _) in vs {
-                match (cam_pose[*c], board_pose.get(p)) {
-                    (None, Some(wb)) => {
-                        cam_pose[*c] = Some(cb * wb.inverse());
-                        changed = true;
-                    }
-                    (Some(cw), None) => {
-                        board_pose.insert(*p, cw.inverse() * cb);
-                        changed = true;
-                    }
-                    _ => {}
-                }
+            if board_pose.contains_key(p) {
+                continue;
+            }
+            let placed: Vec<(usize, Isometry3<f64>, Isometry3<f64>, &BoardView)> = vs
+                .iter()
+                .filter_map(|(c, cb, v)| cam_pose[*c].map(|cw| (*c, cw, *cb, *v)))
+                .collect();
+            let best = placed
+                .iter()
+                .map(|(_, cw, cb, _)| cw.inverse() * cb)
+                .map(|wb| {
+                    let e: f64 = placed
+                        .iter()
+                        .map(|(c, cw, _, v)| misfit(*c, cw, &wb, v))
+                        .sum();
+                    (e, wb)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, wb)) = best {
+                board_pose.insert(*p, wb);
+                changed = true;
             }
         }
         if !changed {
@@ -158,7 +210,7 @@ pub fn calibrate_extrinsics(
             }));
         }
     }
-    let state = State {
+    let mut state = State {
         cameras: cameras
             .iter()
             .zip(&cam_pose)
@@ -167,23 +219,56 @@ pub fn calibrate_extrinsics(
         boards: instants.iter().map(|p| board_pose[p]).collect(),
     };
     let free = Free {
-        intrinsics: vec![false; cameras.len()],
+        intrinsics: vec![settings.refine_intrinsics; cameras.len()],
+        k3: cameras
+            .iter()
+            .map(|c| match settings.k3 {
+                K3::Free => true,
+                K3::Held => false,
+                K3::Auto => c.distortion.k3 != 0.0,
+            })
+            .collect(),
         camera_poses: vec![true; cameras.len()],
         boards: instants.iter().map(|&p| p != anchor.pose).collect(),
     };
     let mut problem = Reprojection::new(observations, &free, settings.huber_px);
-    let state = solver("rig", "extrinsics", &mut problem, state, settings)?;
+    // The chain's first pose of each instant, bettered where another camera's view explains
+    // the instant better; a corner the start still puts behind its camera cannot be
+    // linearised and is left out.
+    repose(
+        board, &problem, &mut state, &per_pose, &index, anchor, settings,
+    );
     let residuals = problem.residuals(&state);
-    let obs = problem.observations();
-    let select = |keep: &dyn Fn(&Observation) -> bool| {
-        rms(obs
+    if residuals.iter().any(Option::is_none) {
+        let kept: Vec<Observation> = problem
+            .observations()
             .iter()
             .zip(&residuals)
-            .filter(|(o, _)| keep(o))
-            .map(|(_, r)| r))
-    };
+            .filter(|(_, r)| r.is_some())
+            .map(|(o, _)| *o)
+            .collect();
+        log::debug!(
+            "extrinsics: {} corners left out, behind their camera at the start",
+            residuals.len() - kept.len()
+        );
+        problem = Reprojection::new(kept, &free, settings.huber_px);
+    }
+    let mut state = solver_pass(&mut problem, state, settings)?;
+    // A board pose chained through one camera's foreshortened view can settle in the wrong
+    // minimum; such an instant is posed again from the view of each camera that saw it, the
+    // candidate that explains its corners best kept, and the solve repeated.
+    for _ in 0..MAX_REPOSES {
+        if !repose(
+            board, &problem, &mut state, &per_pose, &index, anchor, settings,
+        ) {
+            break;
+        }
+        state = solver_pass(&mut problem, state, settings)?;
+    }
+    let state = solver("rig", "extrinsics", &mut problem, state, settings)?;
+    let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
-        .map(|c| select(&|o| o.camera == c))
+        .map(|c| problem.rms_of(&residuals, |o| o.camera == c))
         .collect();
     for (c, &e) in per_camera_px.iter().enumerate() {
         if e > settings.max_rms_px {
@@ -202,7 +287,11 @@ pub fn calibrate_extrinsics(
     for (p, vs) in &per_pose {
         let Some(&b) = index.get(p) else { continue };
         for (c, _, _) in vs {
-            per_view_px.push((*c, *p, select(&|o| o.camera == *c && o.board == b)));
+            per_view_px.push((
+                *c,
+                *p,
+                problem.rms_of(&residuals, |o| o.camera == *c && o.board == b),
+            ));
         }
     }
     Ok(Extrinsics {
@@ -216,6 +305,58 @@ pub fn calibrate_extrinsics(
             .collect(),
         cameras: state.cameras,
     })
+}
+
+/// Poses again every instant (but the anchor) whose corners the state explains worse than
+/// `settings.max_rms_px`: the candidates are the instant's pose through each camera that saw
+/// it; the one with the least squared error is kept when it beats the current pose. Returns
+/// whether any moved.
+fn repose(
+    board: &AprilGrid,
+    problem: &Reprojection,
+    state: &mut State,
+    per_pose: &BTreeMap<usize, Seen>,
+    index: &BTreeMap<usize, usize>,
+    anchor: &Anchor,
+    settings: &Settings,
+) -> bool {
+    let error = |cameras: &[Camera], b: usize, pose: &Isometry3<f64>| {
+        let residuals: Vec<_> = problem
+            .observations()
+            .iter()
+            .filter(|o| o.board == b)
+            .map(|o| {
+                cameras[o.camera]
+                    .project(&(pose * o.point))
+                    .map(|px| px - o.pixel)
+            })
+            .collect();
+        rms(residuals.iter())
+    };
+    let mut moved = false;
+    for (p, seen) in per_pose {
+        let Some(&b) = index.get(p) else { continue };
+        let now = error(&state.cameras, b, &state.boards[b]);
+        if *p == anchor.pose || now <= settings.max_rms_px {
+            continue;
+        }
+        let mut best = (now, state.boards[b]);
+        for (c, _, v) in seen {
+            let Some(cb) = view_pose(board, &state.cameras[*c], v) else {
+                continue;
+            };
+            let pose = camera_pose(&state.cameras[*c]).inverse() * cb;
+            let e = error(&state.cameras, b, &pose);
+            if e < best.0 {
+                best = (e, pose);
+            }
+        }
+        if best.1 != state.boards[b] {
+            state.boards[b] = best.1;
+            moved = true;
+        }
+    }
+    moved
 }
 
 /// Refuses a pair of cameras whose solved centres sit at each other's placement.

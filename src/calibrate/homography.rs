@@ -10,7 +10,10 @@ use nalgebra::{
     Isometry3, Matrix3, Point2, SMatrix, SVector, Translation3, UnitQuaternion, Vector3,
 };
 
+use super::board::AprilGrid;
 use super::problem::nearest_rotation;
+use super::BoardView;
+use crate::geom::Camera;
 
 /// Similarity that centres points and scales their mean distance to sqrt(2) (Hartley).
 fn normaliser(points: &[Point2<f64>]) -> Matrix3<f64> {
@@ -142,6 +145,66 @@ pub fn zhang_intrinsics(homographies: &[Matrix3<f64>]) -> Option<Matrix3<f64>> {
     let u0 = -b13 * alpha * alpha / lambda;
     let k = Matrix3::new(alpha, 0.0, u0, 0.0, beta, v0, 0.0, 0.0, 1.0);
     k.iter().all(|x| x.is_finite()).then_some(k)
+}
+
+/// The focal lengths from two or more homographies with the principal point held at
+/// `centre` (OpenCV's start): the two orthogonality constraints of each view, linear in
+/// `1/fx^2` and `1/fy^2`, solved by least squares. The fallback where Zhang's full closed form
+/// is thrown off (views at the frame's corners, where the lens bends the homographies most);
+/// `None` when the views fix no positive focal lengths.
+pub fn focal_at_centre(homographies: &[Matrix3<f64>], centre: Point2<f64>) -> Option<Matrix3<f64>> {
+    let shift = Matrix3::new(1.0, 0.0, -centre.x, 0.0, 1.0, -centre.y, 0.0, 0.0, 1.0);
+    let mut ata = nalgebra::Matrix2::<f64>::zeros();
+    let mut atb = nalgebra::Vector2::<f64>::zeros();
+    for h in homographies {
+        let h = shift * h;
+        let h = h / h.column(0).norm().max(1e-12);
+        let (a, b) = (h.column(0), h.column(1));
+        let rows = [
+            (nalgebra::Vector2::new(a.x * b.x, a.y * b.y), -a.z * b.z),
+            (
+                nalgebra::Vector2::new(a.x * a.x - b.x * b.x, a.y * a.y - b.y * b.y),
+                -(a.z * a.z - b.z * b.z),
+            ),
+        ];
+        for (row, rhs) in rows {
+            ata += row * row.transpose();
+            atb += row * rhs;
+        }
+    }
+    let x = ata.try_inverse()? * atb;
+    if x.x <= 0.0 || x.y <= 0.0 {
+        return None;
+    }
+    let k = Matrix3::new(
+        1.0 / x.x.sqrt(),
+        0.0,
+        centre.x,
+        0.0,
+        1.0 / x.y.sqrt(),
+        centre.y,
+        0.0,
+        0.0,
+        1.0,
+    );
+    k.iter().all(|v| v.is_finite()).then_some(k)
+}
+
+/// The board-to-camera pose of `view` seen by `camera`: the homography of its corners
+/// undistorted by the camera's lens, in normalised coordinates. `None` when the corners fix
+/// no homography.
+pub fn view_pose(board: &AprilGrid, camera: &Camera, view: &BoardView) -> Option<Isometry3<f64>> {
+    let (from, to): (Vec<_>, Vec<_>) = view
+        .corners
+        .iter()
+        .filter_map(|c| {
+            let n = camera.normalize(&c.pixel);
+            board
+                .corner(c.id)
+                .map(|p| (Point2::new(p.x, p.y), Point2::new(n.x, n.y)))
+        })
+        .unzip();
+    homography(&from, &to).and_then(|h| pose_from_homography(&h, &Matrix3::identity()))
 }
 
 /// The board-to-camera pose from a homography of board-plane metres to pixels and the

@@ -7,10 +7,27 @@ use std::collections::BTreeMap;
 use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, Vector2, Vector3};
 
 use super::board::AprilGrid;
-use super::homography::{homography, pose_from_homography, zhang_intrinsics};
+use super::homography::{
+    focal_at_centre, homography, pose_from_homography, view_pose, zhang_intrinsics,
+};
 use super::problem::{Free, Observation, Reprojection, State};
-use super::{check_views, rms, solver, BoardView, CalibrateError, Settings};
+use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, K3};
+use crate::body::fit::lm::Problem;
 use crate::geom::{Camera, Distortion};
+
+/// Corners (six tags) a view needs to enter the closed-form start, when enough views have
+/// them.
+const CLOSED_FORM_CORNERS: usize = 24;
+
+/// Views with [`CLOSED_FORM_CORNERS`] the closed form needs before it takes only those.
+const CLOSED_FORM_VIEWS: usize = 6;
+
+/// The chi-squared value (one degree of freedom, 0.1 % tail) freeing `k3` must beat to be
+/// kept ([`K3::Auto`]).
+const K3_CHI2: f64 = 10.83;
+
+/// Times views left far from their corners are posed again and the solve repeated.
+pub(crate) const MAX_REPOSES: usize = 2;
 
 /// One camera's calibrated intrinsics and how well they explain its views.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,20 +125,61 @@ pub fn calibrate_intrinsics(
             needed_deg: settings.min_tilt_deg,
         });
     }
-    let homographies: Vec<_> = hs.iter().map(|(_, h)| *h).collect();
+    // The closed forms take the views that hold most of the board: a view of two tags at the
+    // frame's corner fixes a homography the lens bends far from the plane's.
+    let whole: Vec<_> = hs
+        .iter()
+        .filter(|(i, _)| views[*i].corners.len() >= CLOSED_FORM_CORNERS)
+        .map(|(_, h)| *h)
+        .collect();
+    let homographies: Vec<_> = if whole.len() >= CLOSED_FORM_VIEWS {
+        whole
+    } else {
+        hs.iter().map(|(_, h)| *h).collect()
+    };
+    let plausible = |k: &Matrix3<f64>| {
+        (0.1 * w..10.0 * w).contains(&k[(0, 0)])
+            && (0.1 * w..10.0 * w).contains(&k[(1, 1)])
+            && (0.0..w).contains(&k[(0, 2)])
+            && (0.0..h).contains(&k[(1, 2)])
+    };
     let k = zhang_intrinsics(&homographies)
-        .filter(|k| {
-            k[(0, 0)] > 0.1 * w
-                && k[(0, 0)] < 10.0 * w
-                && k[(1, 1)] > 0.1 * w
-                && k[(1, 1)] < 10.0 * w
-        })
+        .filter(plausible)
+        .or_else(|| focal_at_centre(&homographies, Point2::new(w / 2.0, h / 2.0)).filter(plausible))
         .ok_or_else(|| CalibrateError::Degenerate {
             camera: name.to_owned(),
             what: "the views' homographies fix no focal length",
         })?;
     let mut start = guess;
     [start.fx, start.fy, start.cx, start.cy] = [k[(0, 0)], k[(1, 1)], k[(0, 2)], k[(1, 2)]];
+    // A view whose start pose puts a corner behind the camera (a homography the lens bent
+    // too far) would stall the solver at an infinite cost; it is left out, and counted.
+    let before = hs.len();
+    let hs: Vec<(usize, Matrix3<f64>)> = hs
+        .into_iter()
+        .filter(|(i, h)| {
+            pose_from_homography(h, &k).is_some_and(|pose| {
+                views[*i].corners.iter().all(|c| {
+                    board
+                        .corner(c.id)
+                        .is_some_and(|p| start.project(&(pose * p)).is_some())
+                })
+            })
+        })
+        .collect();
+    if hs.len() < before {
+        log::debug!(
+            "intrinsics `{name}`: {} of {before} views left out, their start behind the camera",
+            before - hs.len()
+        );
+    }
+    if hs.len() < settings.min_views {
+        return Err(CalibrateError::TooFewViews {
+            camera: name.to_owned(),
+            views: hs.len(),
+            needed: settings.min_views,
+        });
+    }
     let mut boards = Vec::with_capacity(hs.len());
     let mut observations = Vec::new();
     for (b, (i, h)) in hs.iter().enumerate() {
@@ -140,31 +198,54 @@ pub fn calibrate_intrinsics(
             })
         }));
     }
-    let free = Free {
+    let views_used = boards.len();
+    let held = |k3: bool| Free {
         intrinsics: vec![true],
+        k3: vec![k3],
         camera_poses: vec![false],
-        boards: vec![true; boards.len()],
+        boards: vec![true; views_used],
     };
-    let mut problem = Reprojection::new(observations, &free, settings.huber_px);
+    let free_k3 = settings.k3 == K3::Free;
+    let mut problem = Reprojection::new(observations, &held(free_k3), settings.huber_px);
     let state = State {
         cameras: vec![start],
         boards,
     };
-    let state = solver(name, "intrinsics", &mut problem, state, settings)?;
+    let state = settle(name, board, views, &hs, &mut problem, state, settings)?;
+    // `k3` on top, kept only where it explains the corners clearly better: on a mild lens it
+    // fits the noise at the frame's corners, where nothing else constrains the polynomial.
+    let (problem, state) = if settings.k3 == K3::Auto {
+        let mut with_k3 = Reprojection::new(
+            problem.observations().to_vec(),
+            &held(true),
+            settings.huber_px,
+        );
+        let tried = solver(name, "intrinsics", &mut with_k3, state.clone(), settings)?;
+        // A likelihood-ratio test: the drop in the sum of squares, over the noise variance
+        // the free fit leaves, is chi-squared with one degree of freedom if k3 is zero.
+        let n = problem.observations().len();
+        let sum_sq = |rms_px: f64| rms_px * rms_px * n as f64;
+        let (without, with) = (
+            sum_sq(rms(problem.residuals(&state).iter())),
+            sum_sq(rms(with_k3.residuals(&tried).iter())),
+        );
+        let dof = (2 * n).saturating_sub(with_k3.dim()).max(1);
+        let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
+        log::debug!("intrinsics `{name}`: k3 lowers the squares by {statistic:.1} noise variances");
+        if statistic > K3_CHI2 {
+            (with_k3, tried)
+        } else {
+            (problem, state)
+        }
+    } else {
+        (problem, state)
+    };
     let residuals = problem.residuals(&state);
     let rms_px = rms(residuals.iter());
-    let per_view_px = hs
+    let per_view_px: Vec<(usize, f64)> = hs
         .iter()
         .enumerate()
-        .map(|(b, (i, _))| {
-            let r = problem
-                .observations()
-                .iter()
-                .zip(&residuals)
-                .filter(|(o, _)| o.board == b)
-                .map(|(_, r)| r);
-            (views[*i].pose, rms(r))
-        })
+        .map(|(b, (i, _))| (views[*i].pose, problem.rms_of(&residuals, |o| o.board == b)))
         .collect();
     if rms_px > settings.max_rms_px {
         return Err(CalibrateError::HighResidual {
@@ -188,6 +269,39 @@ pub fn calibrate_intrinsics(
         board_poses,
         max_tilt_deg,
     })
+}
+
+/// Solves from the closed-form start: a pass, then the views left far from their corners
+/// posed again through the solved lens and another pass (a board pose can settle in the
+/// wrong one of a foreshortened plane's two minima, from a start the distortion-free closed
+/// form bent), then the final solve.
+fn settle(
+    name: &str,
+    board: &AprilGrid,
+    views: &[&BoardView],
+    hs: &[(usize, Matrix3<f64>)],
+    problem: &mut Reprojection,
+    state: State,
+    settings: &Settings,
+) -> Result<State, CalibrateError> {
+    let mut state = solver_pass(problem, state, settings)?;
+    for _ in 0..MAX_REPOSES {
+        let residuals = problem.residuals(&state);
+        let mut moved = false;
+        for (b, (i, _)) in hs.iter().enumerate() {
+            if problem.rms_of(&residuals, |o| o.board == b) > settings.max_rms_px {
+                if let Some(pose) = view_pose(board, &state.cameras[0], views[*i]) {
+                    state.boards[b] = pose;
+                    moved = true;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+        state = solver_pass(problem, state, settings)?;
+    }
+    solver(name, "intrinsics", problem, state, settings)
 }
 
 /// The board's gap between tags as a ratio of the tag side, measured in the views: every

@@ -3,21 +3,31 @@
 //!
 //! | module | what it does |
 //! |---|---|
+//! | [`body`] | camera poses refined from a moving body's keypoints, no board at hand |
 //! | [`board`] | the AprilGrid: corner ids and board-frame positions, `--board` syntax |
+//! | [`corners_file`] | the detected-corners file `calibrate` reads and writes |
+//! | [`coverage`] | which image regions and tilts a camera's views cover: the status line |
 //! | [`homography`] | closed-form starts: DLT homographies, Zhang's intrinsics, board poses |
 //! | [`problem`] | the one reprojection least-squares problem, with analytic Jacobians |
 //! | [`intrinsics`] | one camera's focal lengths, principal point and distortion |
 //! | [`extrinsics`] | every camera's pose, the world fixed by a chosen board pose |
+//! | [`results`] | a run's JSON lines read back as a moving body's frames |
+//! | [`rig`] | the whole rig: coverage, intrinsics, the joint adjustment, its report |
 //! | [`synthetic`] | a seeded synthetic capture with ground truth, for the tests |
 //!
 //! The camera model is [`crate::geom::Camera`]; the solver is the fit's
 //! [`LevenbergMarquardt`].
 
 pub mod board;
+pub mod body;
+pub mod corners_file;
+pub mod coverage;
 pub mod extrinsics;
 pub mod homography;
 pub mod intrinsics;
 pub mod problem;
+pub mod results;
+pub mod rig;
 pub mod synthetic;
 
 #[cfg(test)]
@@ -32,6 +42,7 @@ use crate::geom::CameraError;
 pub use board::{AprilGrid, BoardError};
 pub use extrinsics::{calibrate_extrinsics, Anchor, Extrinsics};
 pub use intrinsics::{calibrate_intrinsics, Intrinsics};
+pub use rig::{calibrate_rig, RigCalibration, RigInput};
 
 /// One detected board corner.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -103,6 +114,16 @@ pub enum CalibrateError {
         /// The limit.
         limit_px: f64,
     },
+    /// The body's keypoints do not fit a camera after the refinement.
+    #[error("camera `{camera}`: the body's keypoints reproject with {rms_px:.3} px RMS after the refinement, over the limit {limit_px:.3} px: a held camera may have moved too, the start may be too far off, or the rig file's cameras may not be in the recording's order")]
+    BodyResidual {
+        /// The camera.
+        camera: String,
+        /// The error.
+        rms_px: f64,
+        /// The limit.
+        limit_px: f64,
+    },
     /// The views show a different tag spacing than the board description.
     #[error("camera `{camera}`: the views show tags {measured:.3} tag sides apart, the board description says {given:.3}: check --board (tag size and spacing as printed)")]
     BoardMismatch {
@@ -168,6 +189,22 @@ pub enum CalibrateError {
     Solver(#[from] FitError),
 }
 
+/// How the sixth-order radial term `k3` is calibrated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum K3 {
+    /// Held at zero first; then freed, and kept only if a likelihood-ratio test says the
+    /// drop in squared error is more than noise (chi-squared, 0.1 % tail). A mild lens
+    /// leaves it at zero, where a free `k3` fits the noise at the frame's corners; a wide
+    /// one keeps it. The adjustment frees it for the cameras that kept one (a non-zero
+    /// `k3`).
+    #[default]
+    Auto,
+    /// Always calibrated.
+    Free,
+    /// Always zero.
+    Held,
+}
+
 /// Calibration settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
@@ -182,6 +219,11 @@ pub struct Settings {
     /// Largest relative difference between the measured and the described ratio of tag pitch
     /// to tag side.
     pub max_layout_error: f64,
+    /// How `k3` is calibrated.
+    pub k3: K3,
+    /// Whether the bundle adjustment refines every camera's intrinsics with the poses, over
+    /// all views; otherwise it holds them and uses only the instants two cameras share.
+    pub refine_intrinsics: bool,
     /// The solver.
     pub lm: LevenbergMarquardt,
 }
@@ -194,6 +236,8 @@ impl Default for Settings {
             huber_px: 1.0,
             max_rms_px: 0.5,
             max_layout_error: 0.01,
+            k3: K3::Auto,
+            refine_intrinsics: true,
             lm: LevenbergMarquardt::default()
                 .with_ftol(1e-10)
                 .and_then(|l| l.with_max_iterations(200))
@@ -232,6 +276,22 @@ pub fn rms<'a>(residuals: impl Iterator<Item = &'a Option<Vector2<f64>>>) -> f64
         (sum / n as f64).sqrt()
     }
 }
+
+/// Runs the solver for a pass whose result is looked at before the final solve: a spent
+/// budget or numerical trouble leaves the best state found, which the final
+/// [`solver`] judges.
+fn solver_pass<P: Problem>(
+    problem: &mut P,
+    start: P::State,
+    settings: &Settings,
+) -> Result<P::State, CalibrateError> {
+    let lm = settings.lm.with_max_iterations(PASS_ITERATIONS)?;
+    Ok(lm.minimize(problem, start)?.0)
+}
+
+/// Iterations of a pass before its poses are looked at: a pose stuck in the wrong minimum
+/// shows by then, and the solver need not crawl around it.
+const PASS_ITERATIONS: usize = 30;
 
 /// Runs the solver; anything but convergence (or a spent budget at a tiny gradient) is an
 /// error naming the camera and stage.

@@ -45,8 +45,11 @@ pub struct State {
 /// Which parameters move.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Free {
-    /// Cameras whose nine intrinsics move.
+    /// Cameras whose intrinsics move.
     pub intrinsics: Vec<bool>,
+    /// Of those, the cameras whose `k3` moves with the other eight (missing: it moves); the
+    /// others hold it.
+    pub k3: Vec<bool>,
     /// Cameras whose pose moves.
     pub camera_poses: Vec<bool>,
     /// Board poses that move.
@@ -58,9 +61,12 @@ pub struct Free {
 pub struct Reprojection {
     observations: Vec<Observation>,
     huber_px: f64,
-    intrinsics_at: Vec<Option<usize>>,
+    /// Each camera's first intrinsic parameter and how many move (8 with `k3` held, or 9).
+    intrinsics_at: Vec<Option<(usize, usize)>>,
     camera_pose_at: Vec<Option<usize>>,
     board_at: Vec<Option<usize>>,
+    /// Parameters before the first board's: the cameras'.
+    camera_dim: usize,
     dim: usize,
 }
 
@@ -76,7 +82,7 @@ fn offsets(free: &[bool], width: usize, dim: &mut usize) -> Vec<Option<usize>> {
 }
 
 /// `d(R x + t)/d[w, t]` for the left increment.
-fn pose_jacobian(rotated: &Vector3<f64>) -> Matrix3x6<f64> {
+pub(crate) fn pose_jacobian(rotated: &Vector3<f64>) -> Matrix3x6<f64> {
     let mut j = Matrix3x6::zeros();
     j.fixed_view_mut::<3, 3>(0, 0)
         .copy_from(&(-rotated.cross_matrix()));
@@ -111,7 +117,8 @@ pub fn with_pose(c: &Camera, pose: &Isometry3<f64>) -> Camera {
     out
 }
 
-/// The camera with its nine intrinsics (`fx fy cx cy k1 k2 p1 p2 k3`) moved by `d`.
+/// The camera with its intrinsics (`fx fy cx cy k1 k2 p1 p2`, then `k3` unless held) moved
+/// by `d`.
 fn with_intrinsics_step(c: &Camera, d: &[f64]) -> Camera {
     let mut out = *c;
     out.fx += d[0];
@@ -124,13 +131,13 @@ fn with_intrinsics_step(c: &Camera, d: &[f64]) -> Camera {
         k2: k.k2 + d[5],
         p1: k.p1 + d[6],
         p2: k.p2 + d[7],
-        k3: k.k3 + d[8],
+        k3: k.k3 + d.get(8).copied().unwrap_or(0.0),
     };
     out
 }
 
 /// Huber's loss of a pixel distance squared, and its IRLS weight.
-fn huber(e2: f64, delta: f64) -> (f64, f64) {
+pub(crate) fn huber(e2: f64, delta: f64) -> (f64, f64) {
     let e = e2.sqrt();
     if e <= delta {
         (0.5 * e2, 1.0)
@@ -143,8 +150,24 @@ impl Reprojection {
     /// A problem over `observations` with `free` parameters and a Huber threshold in pixels.
     pub fn new(observations: Vec<Observation>, free: &Free, huber_px: f64) -> Self {
         let mut dim = 0;
-        let intrinsics_at = offsets(&free.intrinsics, 9, &mut dim);
+        let intrinsics_at = free
+            .intrinsics
+            .iter()
+            .enumerate()
+            .map(|(c, &f)| {
+                f.then(|| {
+                    let width = if free.k3.get(c).copied().unwrap_or(true) {
+                        9
+                    } else {
+                        8
+                    };
+                    dim += width;
+                    (dim - width, width)
+                })
+            })
+            .collect();
         let camera_pose_at = offsets(&free.camera_poses, 6, &mut dim);
+        let camera_dim = dim;
         let board_at = offsets(&free.boards, 6, &mut dim);
         Self {
             observations,
@@ -152,6 +175,7 @@ impl Reprojection {
             intrinsics_at,
             camera_pose_at,
             board_at,
+            camera_dim,
             dim,
         }
     }
@@ -171,6 +195,22 @@ impl Reprojection {
                     .map(|px| px - o.pixel)
             })
             .collect()
+    }
+
+    /// Root mean square of `residuals` (this problem's, in order) over the observations
+    /// `keep` selects.
+    pub fn rms_of(
+        &self,
+        residuals: &[Option<Vector2<f64>>],
+        keep: impl Fn(&Observation) -> bool,
+    ) -> f64 {
+        super::rms(
+            self.observations
+                .iter()
+                .zip(residuals)
+                .filter(|(o, _)| keep(o))
+                .map(|(_, r)| r),
+        )
     }
 
     /// The residual of observation `i` and its non-zero Jacobian columns `(parameter, column)`.
@@ -194,10 +234,14 @@ impl Reprojection {
                 cols.extend(block.iter().enumerate().map(|(k, c)| (at + k, *c)));
             }
         };
-        if self.intrinsics_at[o.camera].is_some() {
+        if let Some((at, width)) = self.intrinsics_at[o.camera] {
             let ji = cam.intrinsics_jacobian(&pc)?;
-            let block: Vec<_> = ji.column_iter().map(|c| c.into_owned()).collect();
-            push(self.intrinsics_at[o.camera], &block);
+            let block: Vec<_> = ji
+                .column_iter()
+                .take(width)
+                .map(|c| c.into_owned())
+                .collect();
+            push(Some(at), &block);
         }
         let jcam = jc * pose_jacobian(&rotated_world);
         let block: Vec<_> = jcam.column_iter().map(|c| c.into_owned()).collect();
@@ -253,11 +297,19 @@ impl Problem for Reprojection {
             .sum())
     }
 
+    /// The Schur complement on the board poses: no observation ties two boards, so each
+    /// board's 6 x 6 block stands alone ([`schur_solve`]).
+    fn solve(&self, a: &DMatrix<f64>, b: &mut DVector<f64>) -> bool {
+        let nc = self.camera_dim;
+        let blocks: Vec<(usize, usize)> = (nc..self.dim).step_by(6).map(|at| (at, 6)).collect();
+        schur_solve(a, b, nc, &blocks)
+    }
+
     fn step(&self, s: &State, delta: &[f64]) -> State {
         let mut out = s.clone();
         for (c, cam) in out.cameras.iter_mut().enumerate() {
-            if let Some(at) = self.intrinsics_at[c] {
-                *cam = with_intrinsics_step(cam, &delta[at..at + 9]);
+            if let Some((at, width)) = self.intrinsics_at[c] {
+                *cam = with_intrinsics_step(cam, &delta[at..at + width]);
             }
             if let Some(at) = self.camera_pose_at[c] {
                 *cam = with_pose(cam, &retract(&camera_pose(cam), &delta[at..at + 6]));
@@ -270,6 +322,44 @@ impl Problem for Reprojection {
         }
         out
     }
+}
+
+/// Solves `a x = b` in place of `b` when the parameters past the first `nc` fall in
+/// `blocks` (start, size) that no entry of `a` ties to one another: each block is inverted
+/// alone, the first `nc` parameters' reduced system `S = U - sum W_k V_k^-1 W_k^T` is
+/// factored, and the blocks follow by back-substitution. Hundreds of blocks then cost what
+/// the first `nc` parameters cost, not the cube of all. `false` when a block or `S` is not
+/// positive definite.
+pub(crate) fn schur_solve(
+    a: &DMatrix<f64>,
+    b: &mut DVector<f64>,
+    nc: usize,
+    blocks: &[(usize, usize)],
+) -> bool {
+    let mut s = a.view((0, 0), (nc, nc)).into_owned();
+    let mut rc = b.rows(0, nc).into_owned();
+    let mut inverses = Vec::with_capacity(blocks.len());
+    for &(at, size) in blocks {
+        let v = a.view((at, at), (size, size)).into_owned();
+        let Some(vi) = v.cholesky().map(|c| c.inverse()) else {
+            return false;
+        };
+        let w = a.view((0, at), (nc, size));
+        let wv = w * &vi;
+        s -= &wv * w.transpose();
+        rc -= &wv * b.rows(at, size);
+        inverses.push(vi);
+    }
+    let Some(ch) = s.cholesky() else {
+        return false;
+    };
+    ch.solve_mut(&mut rc);
+    for (&(at, size), vi) in blocks.iter().zip(&inverses) {
+        let rb = b.rows(at, size) - a.view((0, at), (nc, size)).tr_mul(&rc);
+        b.rows_mut(at, size).copy_from(&(vi * rb));
+    }
+    b.rows_mut(0, nc).copy_from(&rc);
+    true
 }
 
 /// The rotation nearest (in Frobenius norm) to a 3x3 matrix.

@@ -5,16 +5,24 @@
 //! This is what the solver's tests measure against: the true cameras and board poses are kept
 //! beside the observations.
 
-use nalgebra::{Isometry3, Point2, Point3, Translation3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Point2, Point3, Translation3, UnitQuaternion, Vector2, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 use super::board::AprilGrid;
+use super::coverage::{Coverage, GRID};
+use super::extrinsics::Anchor;
 use super::{BoardView, Corner};
 use crate::geom::Camera;
 
 /// Steepest view of the board face a corner is still detected at (degrees from its normal).
 const MAX_VIEW_ANGLE_DEG: f64 = 75.0;
+
+/// The tilt the capture's coverage asks for each way (degrees).
+const COVERAGE_TILT_DEG: f64 = 15.0;
+
+/// The floor under the demo's subject, whose root stands about 0.9 m above it (metres).
+pub const FLOOR_Z: f64 = -0.9;
 
 /// Fewest corners (two tags) that make a view.
 pub const MIN_CORNERS_PER_VIEW: usize = 8;
@@ -30,6 +38,9 @@ pub struct CaptureSpec {
     pub max_tilt_deg: f64,
     /// Corner noise, standard deviation in pixels.
     pub noise_px: f64,
+    /// Frames the board lies still on the floor for, fixing the world: its corners are
+    /// averaged over them (noise divided by the square root of the count).
+    pub anchor_frames: usize,
     /// The random seed.
     pub seed: u64,
 }
@@ -37,10 +48,11 @@ pub struct CaptureSpec {
 impl Default for CaptureSpec {
     fn default() -> Self {
         Self {
-            poses_per_camera: 40,
-            shared_poses: 40,
+            poses_per_camera: 80,
+            shared_poses: 240,
             max_tilt_deg: 50.0,
             noise_px: 0.2,
+            anchor_frames: 30,
             seed: 17,
         }
     }
@@ -57,6 +69,9 @@ pub struct Capture {
     pub poses: Vec<Isometry3<f64>>,
     /// What the cameras saw.
     pub views: Vec<BoardView>,
+    /// The instant whose true board pose fixes the world: the board lying on the floor in
+    /// the rig's middle, or where no two cameras see that, the first instant two cameras saw.
+    pub anchor: Option<Anchor>,
 }
 
 /// The camera's centre in the world.
@@ -137,9 +152,12 @@ pub fn observe<R: Rng>(
 }
 
 /// The capture: `spec.poses_per_camera` poses before each camera at distances where the board
-/// fills a quarter to three quarters of the image width, aimed at random image points (so
-/// some views are partial), then `spec.shared_poses` poses in the rig's middle facing a random
-/// pair of cameras; every pose is seen by every camera that can.
+/// fills a quarter to three quarters of the image width, held as a user follows the status
+/// line ([`Coverage`]): aimed at the image region with the fewest corners and tilted the way
+/// still missing, then anywhere (so some views are partial); then `spec.shared_poses` poses
+/// in the rig's middle facing a random pair of cameras; last the board lying still on the
+/// floor ([`FLOOR_Z`]) for `spec.anchor_frames` frames. Every pose is seen by every camera
+/// that can.
 ///
 /// # Panics
 /// Never: the noise's standard deviation is clamped to a finite non-negative value.
@@ -153,22 +171,61 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     let noise = Normal::new(0.0, sigma).unwrap_or_else(|_| unreachable!());
     let (w, _) = board.extent();
     let mut poses = Vec::new();
-    for cam in cameras {
+    // The coverage is judged on noiseless corners from an rng of its own, so that following
+    // it leaves the noise drawn below as it would be.
+    let mut quiet = rand::rngs::StdRng::seed_from_u64(spec.seed ^ 0x5eed);
+    let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
+    for (c, cam) in cameras.iter().enumerate() {
         let eye = centre(cam);
+        let mut coverage = Coverage::new((cam.width, cam.height), COVERAGE_TILT_DEG);
+        let (cw, ch) = (f64::from(cam.width), f64::from(cam.height));
         for _ in 0..spec.poses_per_camera {
             let fill = rng.gen_range(0.25..0.75);
             let distance = cam.fx * w / (fill * f64::from(cam.width));
-            let aim = Point2::new(
-                rng.gen_range(0.0..1.0) * f64::from(cam.width),
-                rng.gen_range(0.0..1.0) * f64::from(cam.height),
-            );
+            // Aimed where the status line asks for corners, then anywhere.
+            let (ax, ay) = match coverage.missing_regions().first() {
+                Some(r) => {
+                    let (x, y) = r.centre();
+                    let half = 0.5 / GRID as f64;
+                    (
+                        x + rng.gen_range(-half..half),
+                        y + rng.gen_range(-half..half),
+                    )
+                }
+                None => (rng.gen_range(0.0..1.0), rng.gen_range(0.0..1.0)),
+            };
+            let aim = Point2::new(ax * cw, ay * ch);
             let ray = cam.rotation.transpose() * cam.normalize(&aim).push(1.0).normalize();
             let at = eye + ray * distance;
-            // Tilted from square to the optical axis, so that a zero tilt is fronto-parallel.
+            // Tilted from square to the optical axis, so that a zero tilt is fronto-parallel;
+            // the way the status line asks for first.
             let axis = cam.rotation.transpose() * Vector3::z();
-            let normal = tilt(&mut rng, -axis, spec.max_tilt_deg);
+            let directed = spec.max_tilt_deg > COVERAGE_TILT_DEG + 5.0;
+            let normal = match coverage.missing_tilts().first().filter(|_| directed) {
+                Some(t) => {
+                    let (dx, dy) = t.direction();
+                    let lean = rng
+                        .gen_range(COVERAGE_TILT_DEG + 5.0..spec.max_tilt_deg)
+                        .to_radians();
+                    let side = cam.rotation.transpose() * Vector3::new(dx, dy, 0.0);
+                    -axis * lean.cos() + side * lean.sin()
+                }
+                None => tilt(&mut rng, -axis, spec.max_tilt_deg),
+            };
             let roll = rng.gen_range(-0.5..0.5);
-            poses.push(facing(board, at, normal, roll));
+            let pose = facing(board, at, normal, roll);
+            let corners = observe(board, cam, &pose, &still, &mut quiet);
+            if corners.len() >= MIN_CORNERS_PER_VIEW {
+                coverage.add(
+                    board,
+                    &BoardView {
+                        camera: c,
+                        pose: poses.len(),
+                        corners,
+                    },
+                );
+            }
+            poses.push(pose);
         }
     }
     let centres: Vec<_> = cameras.iter().map(centre).collect();
@@ -192,10 +249,21 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
         let normal = tilt(&mut rng, normal, 15.0);
         poses.push(facing(board, at, normal, rng.gen_range(-0.5..0.5)));
     }
+    // The board lying face up on the floor in the rig's middle, still.
+    let floor = poses.len();
+    poses.push(facing(
+        board,
+        Point3::new(middle.x, middle.y, FLOOR_Z),
+        Vector3::z(),
+        0.0,
+    ));
+    let frames = spec.anchor_frames.max(1) as f64;
+    let averaged = Normal::new(0.0, sigma / frames.sqrt()).unwrap_or_else(|_| unreachable!());
     let mut views = Vec::new();
     for (p, pose) in poses.iter().enumerate() {
         for (c, cam) in cameras.iter().enumerate() {
-            let corners = observe(board, cam, pose, &noise, &mut rng);
+            let noise = if p == floor { &averaged } else { &noise };
+            let corners = observe(board, cam, pose, noise, &mut rng);
             if corners.len() >= MIN_CORNERS_PER_VIEW {
                 views.push(BoardView {
                     camera: c,
@@ -205,10 +273,62 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
             }
         }
     }
+    let seen_by = |p: usize| views.iter().filter(|v| v.pose == p).count();
+    let anchor = std::iter::once(floor)
+        .chain(0..poses.len())
+        .find(|&p| seen_by(p) >= 2)
+        .map(|pose| Anchor {
+            pose,
+            world_from_board: poses[pose],
+        });
     Capture {
         board: *board,
         cameras: cameras.to_vec(),
         poses,
         views,
+        anchor,
+    }
+}
+
+/// How far a solved camera is from the truth, in the terms of the calibration's targets.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CameraErrors {
+    /// Largest relative error of `fx`, `fy` (percent).
+    pub focal_pct: f64,
+    /// Principal point error (pixels).
+    pub principal_px: f64,
+    /// Largest image-space error of the lens over a 17 x 17 grid to the frame's corners
+    /// (pixels): the true lens undone, the solved lens applied, at the true focal length.
+    pub distortion_px: f64,
+    /// Camera centre error (millimetres).
+    pub position_mm: f64,
+    /// Camera rotation error (degrees).
+    pub rotation_deg: f64,
+}
+
+/// `solved` against `truth`.
+pub fn errors(truth: &Camera, solved: &Camera) -> CameraErrors {
+    let focal = (solved.fx / truth.fx - 1.0)
+        .abs()
+        .max((solved.fy / truth.fy - 1.0).abs());
+    let mut worst: f64 = 0.0;
+    for i in 0..=16 {
+        for j in 0..=16 {
+            let u = f64::from(truth.width) * f64::from(i) / 16.0;
+            let v = f64::from(truth.height) * f64::from(j) / 16.0;
+            let xd = Vector2::new((u - truth.cx) / truth.fx, (v - truth.cy) / truth.fy);
+            let e = solved.distortion.apply(truth.distortion.remove(xd)) - xd;
+            worst = worst.max(Vector2::new(e.x * truth.fx, e.y * truth.fy).norm());
+        }
+    }
+    let rotation =
+        nalgebra::Rotation3::from_matrix_unchecked(truth.rotation.transpose() * solved.rotation)
+            .angle();
+    CameraErrors {
+        focal_pct: 100.0 * focal,
+        principal_px: Vector2::new(solved.cx - truth.cx, solved.cy - truth.cy).norm(),
+        distortion_px: worst,
+        position_mm: 1000.0 * (centre(truth) - centre(solved)).norm(),
+        rotation_deg: rotation.to_degrees(),
     }
 }

@@ -3,10 +3,10 @@
 
 use std::sync::OnceLock;
 
-use nalgebra::{DMatrix, DVector, Point2, Vector2};
+use nalgebra::{DMatrix, DVector};
 
-use super::problem::{camera_pose, Free, Observation, Reprojection, State};
-use super::synthetic::{capture, centre, Capture, CaptureSpec};
+use super::problem::{Free, Observation, Reprojection, State};
+use super::synthetic::{capture, errors, Capture, CaptureSpec};
 use super::*;
 use crate::body::fit::lm::Problem;
 use crate::geom::Camera;
@@ -34,43 +34,21 @@ fn views_of(capture: &Capture, camera: usize) -> Vec<&BoardView> {
         .collect()
 }
 
-/// Every camera's intrinsics, calibrated once for all tests.
-fn intrinsics() -> &'static [Intrinsics] {
-    static ALL: OnceLock<Vec<Intrinsics>> = OnceLock::new();
-    ALL.get_or_init(|| {
+/// The whole rig calibrated once for all tests.
+fn rig() -> &'static RigCalibration {
+    static RIG: OnceLock<RigCalibration> = OnceLock::new();
+    RIG.get_or_init(|| {
         let s = scene();
-        s.cameras
-            .iter()
-            .enumerate()
-            .map(|(c, cam)| {
-                calibrate_intrinsics(
-                    &names()[c],
-                    (cam.width, cam.height),
-                    &s.board,
-                    &views_of(s, c),
-                    &Settings::default(),
-                )
-                .unwrap()
-            })
-            .collect()
+        let sizes: Vec<(u32, u32)> = s.cameras.iter().map(|c| (c.width, c.height)).collect();
+        let input = RigInput {
+            board: &s.board,
+            names: &names(),
+            sizes: &sizes,
+            anchor: &anchor(s),
+            placed: Some(&s.cameras),
+        };
+        calibrate_rig(&input, &s.views, &Settings::default(), &mut |_, _, _| {}).unwrap()
     })
-}
-
-/// Largest image-space error of the distortion over a grid across the frame (pixels at the
-/// true focal length): the true lens undone, the solved lens applied.
-fn distortion_error_px(truth: &Camera, solved: &Camera) -> f64 {
-    let mut worst: f64 = 0.0;
-    for i in 0..=16 {
-        for j in 0..=16 {
-            let u = f64::from(truth.width) * f64::from(i) / 16.0;
-            let v = f64::from(truth.height) * f64::from(j) / 16.0;
-            let xd = Vector2::new((u - truth.cx) / truth.fx, (v - truth.cy) / truth.fy);
-            let n = truth.distortion.remove(xd);
-            let e = solved.distortion.apply(n) - xd;
-            worst = worst.max(Vector2::new(e.x * truth.fx, e.y * truth.fy).norm());
-        }
-    }
-    worst
 }
 
 #[test]
@@ -81,7 +59,7 @@ fn reprojection_jacobian_matches_finite_differences() {
     let observations: Vec<Observation> = s
         .views
         .iter()
-        .filter(|v| v.pose < 3 || v.pose == s.poses.len() - 1)
+        .filter(|v| v.pose < 3 || v.pose == s.poses.len() - 2)
         .flat_map(|v| {
             v.corners.iter().take(6).map(move |c| Observation {
                 camera: v.camera,
@@ -96,6 +74,7 @@ fn reprojection_jacobian_matches_finite_differences() {
     let n = cameras.len();
     let free = Free {
         intrinsics: vec![true; n],
+        k3: vec![true, true, false, true],
         camera_poses: vec![true; n],
         boards: vec![true; s.poses.len()],
     };
@@ -145,35 +124,50 @@ fn reprojection_jacobian_matches_finite_differences() {
 }
 
 #[test]
-#[ignore = "target not met: `front` measures focal 0.014 %, principal point 0.41 px, distortion 0.55 px at the frame's corners (target 0.3 px)"]
 fn intrinsics_recover_every_demo_camera() {
     let s = scene();
-    for (c, (truth, got)) in s.cameras.iter().zip(intrinsics()).enumerate() {
-        let cam = &got.camera;
-        let focal = ((cam.fx / truth.fx - 1.0).abs()).max((cam.fy / truth.fy - 1.0).abs());
-        let principal = Point2::new(cam.cx - truth.cx, cam.cy - truth.cy)
-            .coords
-            .norm();
-        let lens = distortion_error_px(truth, cam);
+    let rig = rig();
+    for (c, (truth, got)) in s.cameras.iter().zip(rig.cameras()).enumerate() {
+        let e = errors(truth, got);
+        let alone = &rig.intrinsics[c];
         eprintln!(
-            "{}: focal {:.4} %, principal point {principal:.3} px, distortion {lens:.3} px, RMS {:.3} px, {} views",
+            "{}: focal {:.4} %, principal point {:.3} px, lens {:.3} px; alone RMS {:.3} px over {} views",
             names()[c],
-            100.0 * focal,
-            got.rms_px,
-            got.per_view_px.len()
+            e.focal_pct,
+            e.principal_px,
+            e.distortion_px,
+            alone.rms_px,
+            alone.per_view_px.len()
         );
-        assert!(focal < 0.003, "{}: focal off by {focal}", names()[c]);
         assert!(
-            principal < 1.0,
-            "{}: principal point off by {principal} px",
-            names()[c]
+            e.focal_pct < 0.3,
+            "{}: focal off by {} %",
+            names()[c],
+            e.focal_pct
         );
-        assert!(lens < 0.3, "{}: distortion off by {lens} px", names()[c]);
-        assert!(got.rms_px <= 0.3, "{}: RMS {}", names()[c], got.rms_px);
-        // Negative control: the start (no distortion) misses the lens by far more.
-        let mut undistorted = *cam;
+        assert!(
+            e.principal_px < 1.0,
+            "{}: principal point off by {} px",
+            names()[c],
+            e.principal_px
+        );
+        assert!(
+            e.distortion_px < 0.3,
+            "{}: lens off by {} px",
+            names()[c],
+            e.distortion_px
+        );
+        assert!(alone.rms_px <= 0.3, "{}: RMS {}", names()[c], alone.rms_px);
+        assert!(
+            rig.coverage[c].complete(),
+            "{}: {}",
+            names()[c],
+            rig.coverage[c]
+        );
+        // Negative control: the same measure says no to the start (no distortion).
+        let mut undistorted = *got;
         undistorted.distortion = Default::default();
-        assert!(distortion_error_px(truth, &undistorted) > 1.0);
+        assert!(errors(truth, &undistorted).distortion_px > 1.0);
     }
 }
 
@@ -208,14 +202,14 @@ fn fronto_parallel_and_scarce_views_are_named() {
         ..CaptureSpec::default()
     };
     let flat = capture(&board(), &crate::scene::demo_rig(), &spec);
-    let err = calibrate_intrinsics(
-        "left",
-        (288, 288),
-        &flat.board,
-        &views_of(&flat, 1),
-        &Settings::default(),
-    )
-    .unwrap_err();
+    // The board lying on the floor is seen steeply by the body cameras; without it.
+    let floor = flat.poses.len() - 1;
+    let held: Vec<&BoardView> = views_of(&flat, 1)
+        .into_iter()
+        .filter(|v| v.pose != floor)
+        .collect();
+    let err = calibrate_intrinsics("left", (288, 288), &flat.board, &held, &Settings::default())
+        .unwrap_err();
     assert!(
         matches!(err, CalibrateError::FrontoParallel { .. }),
         "{err}"
@@ -246,50 +240,46 @@ fn fronto_parallel_and_scarce_views_are_named() {
 }
 
 fn anchor(s: &Capture) -> Anchor {
-    // The first instant that more than one camera saw.
-    let pose = (0..s.poses.len())
-        .find(|&p| s.views.iter().filter(|v| v.pose == p).count() >= 2)
-        .unwrap();
-    Anchor {
-        pose,
-        world_from_board: s.poses[pose],
-    }
+    s.anchor.unwrap()
 }
 
+/// Each camera's intrinsics calibrated alone.
 fn calibrated() -> Vec<Camera> {
-    intrinsics().iter().map(|i| i.camera).collect()
+    rig().intrinsics.iter().map(|i| i.camera).collect()
 }
 
 #[test]
-#[ignore = "target not met: `front` measures 2.15 mm and 0.157 degrees (targets 2 mm, 0.1 degrees), RMS 0.28 px"]
 fn extrinsics_recover_the_demo_rig() {
     let s = scene();
-    let got = calibrate_extrinsics(
-        &s.board,
-        &calibrated(),
-        &names(),
-        &s.views,
-        &anchor(s),
-        Some(&s.cameras),
-        &Settings::default(),
-    )
-    .unwrap();
+    let rig = rig();
+    let got = &rig.extrinsics;
     for (c, (truth, cam)) in s.cameras.iter().zip(&got.cameras).enumerate() {
-        let position_mm = 1000.0 * (centre(truth) - centre(cam)).norm();
-        let rotation_deg = (camera_pose(truth).rotation.inverse() * camera_pose(cam).rotation)
-            .angle()
-            .to_degrees();
+        let e = errors(truth, cam);
         eprintln!(
-            "{}: position {position_mm:.3} mm, rotation {rotation_deg:.4} deg, RMS {:.3} px",
+            "{}: position {:.3} mm, rotation {:.4} deg, RMS {:.3} px",
             names()[c],
+            e.position_mm,
+            e.rotation_deg,
             got.per_camera_px[c]
         );
-        assert!(position_mm < 2.0, "{}: {position_mm} mm", names()[c]);
-        assert!(rotation_deg < 0.1, "{}: {rotation_deg} deg", names()[c]);
+        assert!(e.position_mm < 2.0, "{}: {} mm", names()[c], e.position_mm);
+        assert!(
+            e.rotation_deg < 0.1,
+            "{}: {} deg",
+            names()[c],
+            e.rotation_deg
+        );
     }
     assert!(got.rms_px <= 0.3, "RMS {}", got.rms_px);
+    assert_eq!(rig.reprojection.cameras.len(), 4, "every camera reported");
+    let reported = rig.reprojection.rms_px().unwrap();
+    assert!(
+        (reported - got.rms_px).abs() < 0.05,
+        "{reported} vs {}",
+        got.rms_px
+    );
     assert!(got.per_view_px.len() > 20);
-    // Negative control: lenses taken as distortion-free do not explain the views.
+    // Negative control: lenses taken as distortion-free and held do not explain the views.
     let no_lens: Vec<Camera> = calibrated()
         .into_iter()
         .map(|mut c| {
@@ -304,7 +294,10 @@ fn extrinsics_recover_the_demo_rig() {
         &s.views,
         &anchor(s),
         Some(&s.cameras),
-        &Settings::default(),
+        &Settings {
+            refine_intrinsics: false,
+            ..Settings::default()
+        },
     )
     .unwrap_err();
     assert!(
@@ -375,8 +368,9 @@ fn a_camera_sharing_no_instant_is_named() {
     .unwrap_err();
     assert!(matches!(err, CalibrateError::NotLinked { .. }), "{err}");
     assert!(
-        err.to_string()
-            .contains("never sees the board at the same time as `face`"),
+        err.to_string().contains(
+            "camera `face` never sees the board at the same time as `front`, `left`, `right`"
+        ),
         "{err}"
     );
     let unseen: Vec<BoardView> = s.views.iter().filter(|v| v.camera != 2).cloned().collect();
@@ -394,4 +388,104 @@ fn a_camera_sharing_no_instant_is_named() {
         err.to_string().contains("`right` never saw the board"),
         "{err}"
     );
+}
+
+/// The targets over twelve captures (seeds 1 to 12), each camera's figures printed: a
+/// measurement for docs/calibrate.md, ignored in the suite for its minute of solving.
+#[test]
+#[ignore = "a measurement: cargo test --lib calibrate::tests::targets_over_seeds -- --ignored --nocapture"]
+fn targets_over_seeds() {
+    let names = names();
+    let cams = crate::scene::demo_rig();
+    let sizes: Vec<(u32, u32)> = cams.iter().map(|c| (c.width, c.height)).collect();
+    let (mut cameras, mut misses, mut failed) = (0, 0, 0);
+    for seed in 1..=12 {
+        let spec = CaptureSpec {
+            seed,
+            ..CaptureSpec::default()
+        };
+        let s = capture(&board(), &cams, &spec);
+        let input = RigInput {
+            board: &s.board,
+            names: &names,
+            sizes: &sizes,
+            anchor: &anchor(&s),
+            placed: Some(&s.cameras),
+        };
+        let started = std::time::Instant::now();
+        let rig = match calibrate_rig(&input, &s.views, &Settings::default(), &mut |_, _, _| {}) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("seed {seed}: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let took = started.elapsed().as_secs_f64();
+        for (c, truth) in cams.iter().enumerate() {
+            let e = errors(truth, &rig.cameras()[c]);
+            let miss = e.focal_pct >= 0.3
+                || e.principal_px >= 1.0
+                || e.distortion_px >= 0.3
+                || e.position_mm >= 2.0
+                || e.rotation_deg >= 0.1;
+            cameras += 1;
+            misses += usize::from(miss);
+            eprintln!(
+                "seed {seed:2} {:5} focal {:.3} % pp {:.2} px lens {:.3} px pos {:.2} mm rot {:.3} deg{} ({took:.1} s)",
+                names[c],
+                e.focal_pct,
+                e.principal_px,
+                e.distortion_px,
+                e.position_mm,
+                e.rotation_deg,
+                if miss { " MISS" } else { "" }
+            );
+        }
+    }
+    eprintln!("{misses} of {cameras} cameras miss a target; {failed} of 12 captures refused");
+    assert_eq!(failed, 0);
+    assert!(misses * 10 <= cameras, "{misses} of {cameras}");
+}
+
+#[test]
+fn k3_is_kept_for_a_wide_lens_only() {
+    // The demo's mild lens: `k3` would fit only noise, and is held at zero.
+    for (c, i) in rig().intrinsics.iter().enumerate() {
+        assert_eq!(i.camera.distortion.k3, 0.0, "{}", names()[c]);
+    }
+    // A wider lens with a real sixth-order term keeps it, and is recovered.
+    let mut cameras = crate::scene::demo_rig();
+    for c in &mut cameras {
+        c.distortion.k1 = -0.2;
+        c.distortion.k3 = 0.08;
+    }
+    let spec = CaptureSpec {
+        shared_poses: 0,
+        ..CaptureSpec::default()
+    };
+    let wide = capture(&board(), &cameras, &spec);
+    let front = views_of(&wide, 0);
+    let solve = |k3: K3| {
+        let settings = Settings {
+            k3,
+            ..Settings::default()
+        };
+        calibrate_intrinsics("front", (288, 288), &wide.board, &front, &settings).unwrap()
+    };
+    let auto = solve(K3::Auto);
+    assert!(auto.camera.distortion.k3 != 0.0);
+    let kept = errors(&cameras[0], &auto.camera).distortion_px;
+    assert!(kept < 0.3, "{kept} px");
+    // Negative control: held at zero, the same views are explained worse.
+    let held = solve(K3::Held);
+    assert_eq!(held.camera.distortion.k3, 0.0);
+    assert!(
+        held.rms_px > auto.rms_px,
+        "{} vs {}",
+        held.rms_px,
+        auto.rms_px
+    );
+    let bent = errors(&cameras[0], &held.camera).distortion_px;
+    assert!(bent > 1.0, "{bent} px");
 }

@@ -281,10 +281,10 @@ fn write(
 }
 
 /// A camera's name as a file name: no path separators, no leading dot, not empty.
-fn file_name(name: &str) -> anyhow::Result<&str> {
+pub(super) fn file_name(name: &str) -> anyhow::Result<&str> {
     if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\', '\0']) {
         bail!(
-            "camera name `{}` cannot name a file; rename it in the input",
+            "camera name `{}` cannot name a file; rename it in the input file",
             printable(name)
         );
     }

@@ -8,6 +8,7 @@ mod backend;
 mod bench;
 mod body;
 mod calib;
+mod calibrate;
 mod cameras;
 mod decoder_graph;
 mod doctor;
@@ -68,6 +69,10 @@ enum Command {
     Body(body::BodyCommand),
     /// Write a generated RF-DETR keypoint host decoder graph (seeded random weights) to a file.
     DecoderGraph(decoder_graph::DecoderGraphArgs),
+    /// Calibrate the rig from AprilGrid views (detected corners, or a synthetic capture of
+    /// the demo rig): every camera's intrinsics and pose, as OpenCV files, the rig file's
+    /// [[camera]] entries and a report.
+    Calibrate(calibrate::CalibrateArgs),
     /// Calibration files: convert between OpenCV, anipose/Pose2Sim and Kalibr, and write the
     /// rig file's [[camera]] entries.
     #[command(subcommand)]
@@ -112,6 +117,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Body(cmd) => body::run(cmd),
         Command::Cameras(args) => cameras::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Calib(cmd) => calib::run(cmd),
         Command::DecoderGraph(args) => decoder_graph::run(args),
         Command::Completions(args) => shell::completions(args),

@@ -1,0 +1,361 @@
+//! `hailo-edge calibrate`: the rig's intrinsics and extrinsics from AprilGrid views, written
+//! as one OpenCV file per camera, the rig file's `[[camera]]` entries and a JSON report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use nalgebra::Isometry3;
+use serde_json::json;
+
+use hailo_edge::calibrate::corners_file::{CameraEntry, Corners, CornersFile};
+use hailo_edge::calibrate::synthetic::{self, CaptureSpec};
+use hailo_edge::calibrate::{calibrate_rig, Anchor, AprilGrid, RigInput, Settings};
+use hailo_edge::camera::calib::opencv_write::{self, EntryDefaults};
+use hailo_edge::camera::calib::CalibratedCamera;
+use hailo_edge::geom::Camera;
+use hailo_edge::output::{printable, AtomicFile};
+
+/// The demo rig's camera names, in its order.
+const DEMO_NAMES: [&str; 4] = ["front", "left", "right", "face"];
+
+mod body;
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Detected board corners (JSON, one entry per camera and instant; see
+    /// docs/calibrate.md).
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["synthetic", "body"])]
+    corners: Option<PathBuf>,
+    /// Calibrate the demo rig from a seeded synthetic capture (the board's corners projected
+    /// through its cameras with distortion and 0.2 px noise), and score the result against
+    /// the truth.
+    #[arg(long, conflicts_with = "corners")]
+    synthetic: bool,
+    /// Refine the camera poses from a run's keypoints of a person moving (`run --jsonl`),
+    /// starting from the calibrations of --config: the body is the calibration object.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["corners", "synthetic"], requires = "config")]
+    body: Option<PathBuf>,
+    /// The rig file whose cameras and calibrations --body starts from.
+    #[arg(long, value_name = "RIG.toml")]
+    config: Option<PathBuf>,
+    /// With --body: the cameras whose pose is held (names, comma-separated). They fix the
+    /// world; two of them fix the scale.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    hold: Vec<String>,
+    /// The synthetic capture's seed.
+    #[arg(long, default_value_t = 17, requires = "synthetic")]
+    seed: u64,
+    /// The board, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING` (default: the corners file's, or
+    /// 6x6 tags of 88 mm spaced 0.3 for --synthetic).
+    #[arg(long)]
+    board: Option<String>,
+    /// The instant at which the board lay on the floor at the world origin, face up, which
+    /// fixes a Z-up world (default: the corners file's anchor).
+    #[arg(long, value_name = "INSTANT")]
+    anchor: Option<usize>,
+    /// The folder to write NAME.yaml per camera, cameras.toml and report.json into.
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write the views used as a corners file.
+    #[arg(long, value_name = "FILE")]
+    save_corners: Option<PathBuf>,
+    /// The graph the [[camera]] entries feed.
+    #[arg(long, default_value = "body")]
+    graph: String,
+    /// The frame rate the [[camera]] entries ask for.
+    #[arg(long, default_value_t = 30.0)]
+    fps: f64,
+    /// Print every view's reprojection error, not only each camera's.
+    #[arg(long)]
+    views: bool,
+    /// Replace files that exist.
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// The views to calibrate from, and what is known besides.
+struct Source {
+    what: String,
+    corners: Corners,
+    /// The synthetic capture's true cameras.
+    truth: Option<Vec<Camera>>,
+}
+
+fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
+    let board = board.unwrap_or_else(|| {
+        AprilGrid::new(6, 6, 0.088, 0.3).unwrap_or_else(|_| unreachable!("a valid board"))
+    });
+    let cameras = hailo_edge::scene::demo_rig();
+    let spec = CaptureSpec {
+        seed: args.seed,
+        ..CaptureSpec::default()
+    };
+    let capture = synthetic::capture(&board, &cameras, &spec);
+    let anchor = capture.anchor;
+    Source {
+        what: format!("synthetic capture of the demo rig, seed {}", args.seed),
+        corners: Corners {
+            board,
+            cameras: DEMO_NAMES
+                .iter()
+                .zip(&cameras)
+                .map(|(n, c)| CameraEntry {
+                    name: (*n).to_owned(),
+                    width: c.width,
+                    height: c.height,
+                })
+                .collect(),
+            anchor,
+            views: capture.views,
+        },
+        truth: Some(cameras.to_vec()),
+    }
+}
+
+pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
+    if let Some(results) = &args.body {
+        return body::run(&args, results);
+    }
+    let board: Option<AprilGrid> = args
+        .board
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .context("--board")?;
+    let mut source = match &args.corners {
+        Some(path) => Source {
+            what: format!("corners file {}", path.display()),
+            corners: CornersFile::read(path)?,
+            truth: None,
+        },
+        None => synthetic_source(&args, board),
+    };
+    if let (Some(b), Some(path)) = (board, &args.corners) {
+        if b != source.corners.board {
+            bail!(
+                "--board {b}: {} was detected on {}; give the board the corners were detected on",
+                path.display(),
+                source.corners.board
+            );
+        }
+    }
+    if let Some(instant) = args.anchor {
+        source.corners.anchor = Some(Anchor {
+            pose: instant,
+            world_from_board: Isometry3::identity(),
+        });
+    }
+    let corners = &source.corners;
+    let Some(anchor) = corners.anchor else {
+        bail!("no anchor: give --anchor INSTANT, an instant at which the board lay on the floor at the world origin, face up");
+    };
+    if !corners.views.iter().any(|v| v.pose == anchor.pose) {
+        bail!(
+            "--anchor {}: no camera saw the board at that instant",
+            anchor.pose
+        );
+    }
+    let names: Vec<String> = corners.cameras.iter().map(|c| c.name.clone()).collect();
+    let outputs = Outputs::prepare(&args, &names)?;
+    let saved = match &args.save_corners {
+        Some(p) => Some(AtomicFile::prepare("corners file", p, args.overwrite)?),
+        None => None,
+    };
+
+    let sizes: Vec<(u32, u32)> = corners
+        .cameras
+        .iter()
+        .map(|c| (c.width, c.height))
+        .collect();
+    let input = RigInput {
+        board: &corners.board,
+        names: &names,
+        sizes: &sizes,
+        anchor: &anchor,
+        placed: source.truth.as_deref(),
+    };
+    let started = Instant::now();
+    // indicatif hides the bar when stderr is not a terminal.
+    let bar = hailo_edge::rig::status::terminal().add(ProgressBar::new(names.len() as u64 + 1));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("intrinsics of `{}`", names[0]));
+    let rig = calibrate_rig(
+        &input,
+        &corners.views,
+        &Settings::default(),
+        &mut |done, _, what| {
+            bar.set_position(done as u64);
+            bar.set_message(format!("{what} done"));
+        },
+    );
+    bar.finish_and_clear();
+    let rig = rig?;
+    let elapsed = started.elapsed().as_secs_f64();
+
+    println!(
+        "calibrated {} cameras from {} views ({}) in {elapsed:.1} s",
+        names.len(),
+        corners.views.len(),
+        printable(&source.what)
+    );
+    for (n, c) in names.iter().zip(&rig.coverage) {
+        println!("  {}: {c}", printable(n));
+    }
+    print!("{}", rig.reprojection.render(args.views));
+    let truth_errors = source.truth.as_ref().map(|truth| {
+        truth
+            .iter()
+            .zip(rig.cameras())
+            .map(|(t, s)| synthetic::errors(t, s))
+            .collect::<Vec<_>>()
+    });
+    if let Some(errors) = &truth_errors {
+        println!("against the synthetic truth (targets: focal 0.3 %, principal point 1 px, lens 0.3 px, 2 mm, 0.1 degrees)");
+        println!(
+            "{:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "camera", "focal %", "pp px", "lens px", "pos mm", "rot deg"
+        );
+        for (n, e) in names.iter().zip(errors) {
+            println!(
+                "{:<16} {:>9.4} {:>9.3} {:>9.3} {:>9.3} {:>9.4}",
+                printable(n),
+                e.focal_pct,
+                e.principal_px,
+                e.distortion_px,
+                e.position_mm,
+                e.rotation_deg
+            );
+        }
+    }
+
+    let report = json!({
+        "source": source.what,
+        "board": corners.board.to_string(),
+        "anchor": { "instant": anchor.pose },
+        "elapsed_s": elapsed,
+        "rms_px": rig.extrinsics.rms_px,
+        "cameras": names.iter().enumerate().map(|(i, n)| json!({
+            "name": n,
+            "camera": rig.cameras()[i],
+            "views": rig.coverage[i].views(),
+            "coverage": {
+                "complete": rig.coverage[i].complete(),
+                "missing_regions": rig.coverage[i].missing_regions().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "missing_tilts": rig.coverage[i].missing_tilts().iter().map(|t| t.name()).collect::<Vec<_>>(),
+            },
+            "intrinsics_rms_px": rig.intrinsics[i].rms_px,
+            "rms_px": rig.extrinsics.per_camera_px[i],
+            "truth_errors": truth_errors.as_ref().map(|e| e[i]),
+        })).collect::<Vec<_>>(),
+        "reprojection": rig.reprojection,
+    });
+    outputs.commit(&args, &names, rig.cameras(), &report)?;
+    if let Some(file) = saved {
+        let entry = CornersFile::of(
+            &corners.board,
+            &corners.cameras,
+            Some(&anchor),
+            &corners.views,
+        );
+        file.commit(serde_json::to_string(&entry)?.as_bytes())?;
+    }
+    for (n, c) in names.iter().zip(&rig.coverage) {
+        if !c.complete() {
+            eprintln!(
+                "warning: `{}`: the views do not cover the image and tilts the lens needs ({c}); capture those and calibrate again",
+                printable(n)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The files a calibration writes, checked writable before any work: one OpenCV file per
+/// camera, the rig file's `[[camera]]` entries and the report.
+struct Outputs {
+    files: Vec<PathBuf>,
+    pending: Vec<AtomicFile>,
+    entries: AtomicFile,
+    report: AtomicFile,
+}
+
+impl Outputs {
+    fn prepare(args: &CalibrateArgs, names: &[String]) -> anyhow::Result<Self> {
+        for n in names {
+            super::calib::file_name(n)?;
+        }
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("--out {}: cannot create the folder", args.out.display()))?;
+        let files: Vec<PathBuf> = names
+            .iter()
+            .map(|n| args.out.join(format!("{n}.yaml")))
+            .collect();
+        let pending = files
+            .iter()
+            .map(|f| AtomicFile::prepare("OpenCV calibration", f, args.overwrite))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            pending,
+            entries: AtomicFile::prepare(
+                "camera entries",
+                &args.out.join("cameras.toml"),
+                args.overwrite,
+            )?,
+            report: AtomicFile::prepare(
+                "calibration report",
+                &args.out.join("report.json"),
+                args.overwrite,
+            )?,
+            files,
+        })
+    }
+
+    /// Writes the cameras and the report.
+    fn commit(
+        self,
+        args: &CalibrateArgs,
+        names: &[String],
+        cameras: &[Camera],
+        report: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let calibrated: Vec<CalibratedCamera> = names
+            .iter()
+            .zip(cameras)
+            .map(|(n, c)| CalibratedCamera {
+                name: n.clone(),
+                camera: *c,
+            })
+            .collect();
+        for (file, c) in self.pending.into_iter().zip(&calibrated) {
+            file.commit(opencv_write::to_opencv_yaml(&c.name, &c.camera).as_bytes())?;
+        }
+        let absolute = self
+            .files
+            .iter()
+            .map(std::path::absolute)
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("cannot make the calibration files' paths absolute")?;
+        let paths: Vec<&Path> = absolute.iter().map(PathBuf::as_path).collect();
+        let with = EntryDefaults {
+            graph: args.graph.clone(),
+            fps: args.fps,
+        };
+        self.entries
+            .commit(opencv_write::camera_entries(&calibrated, &paths, &with).as_bytes())?;
+        self.report
+            .commit(serde_json::to_string_pretty(report)?.as_bytes())?;
+        println!(
+            "wrote {} OpenCV file(s), cameras.toml and report.json in {}",
+            names.len(),
+            printable(&args.out.display().to_string())
+        );
+        Ok(())
+    }
+}
