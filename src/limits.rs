@@ -71,6 +71,10 @@ pub const MAX_FRAMES_PER_SWITCH: u32 = 1 << 20;
 /// unattended deployments, stopped by a signal rather than a timer.
 pub const MAX_RUN: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Board views a corners file (`calibrate --corners`) may hold: a 60 s capture of four
+/// cameras at 120 fps is 28,800, so a million is every frame of over half an hour.
+pub const MAX_CALIBRATION_VIEWS: usize = 1_000_000;
+
 /// Pixel noise added to ground-truth keypoints: more than a frame's side
 /// moves every keypoint off the frame.
 pub const MAX_NOISE_PX: f64 = MAX_CAMERA_SIDE as f64;

@@ -43,7 +43,7 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
     assert!(debug_patterns(&stdout).is_empty(), "{stdout}");
     assert!(debug_patterns(&report.to_string()).is_empty());
     assert!(report["elapsed_s"].as_f64().unwrap() < 30.0, "{report}");
-    let names = ["front", "left", "right", "face"];
+    let names = hailo_edge::scene::DEMO_CAMERA_NAMES;
     for (i, name) in names.iter().enumerate() {
         let cam = &report["cameras"][i];
         assert_eq!(cam["name"], *name);
@@ -67,7 +67,7 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
     }
     let entries = std::fs::read_to_string(out.join("cameras.toml")).unwrap();
     assert_eq!(entries.matches("[[camera]]").count(), 4, "{entries}");
-    assert!(entries.contains("front.yaml"));
+    assert!(entries.contains("body0.yaml"));
     let reprojection = &report["reprojection"]["cameras"];
     assert_eq!(reprojection.as_array().unwrap().len(), 4);
     assert!(reprojection[0]["views"].as_array().unwrap().len() > 80);
@@ -96,7 +96,7 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
         "--out",
         path(&again),
     ]);
-    assert!(text.contains("front.yaml"), "{text}");
+    assert!(text.contains("body0.yaml"), "{text}");
 }
 
 fn path(p: &Path) -> &str {
@@ -251,7 +251,7 @@ fn a_bumped_camera_is_found_again_from_a_run_of_the_body() {
     // The rig file as it stands after `body1` was bumped: every camera's calibration in a
     // file, `body1`'s moved.
     let mut text = std::fs::read_to_string(&truth).unwrap();
-    for (i, name) in ["body0", "body1", "body2", "face"].iter().enumerate() {
+    for (i, name) in hailo_edge::scene::DEMO_CAMERA_NAMES.iter().enumerate() {
         let camera = if i == 1 {
             bumped(1)
         } else {

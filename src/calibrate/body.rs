@@ -374,12 +374,8 @@ pub fn refine_from_body(
         cameras: cameras.to_vec(),
         points,
     };
-    let calibrate = super::Settings {
-        lm: settings.lm,
-        ..super::Settings::default()
-    };
-    let state = solver_pass(&mut problem, state, &calibrate)?;
-    let state = solver("rig", "body", &mut problem, state, &calibrate)?;
+    let state = solver_pass(&mut problem, state, &settings.lm)?;
+    let state = solver("rig", "body", &mut problem, state, &settings.lm)?;
     let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
         .map(|c| {
@@ -423,9 +419,7 @@ mod tests {
     use crate::scene::{BodyRig, BodyScene};
 
     fn names() -> Vec<String> {
-        ["front", "left", "right", "face"]
-            .map(String::from)
-            .to_vec()
+        crate::scene::DEMO_CAMERA_NAMES.map(String::from).to_vec()
     }
 
     /// 20 s of a subject moving through 25 random poses, at 30 fps (600 frames), 2 px noise,

@@ -28,10 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::board::AprilGrid;
 use super::extrinsics::Anchor;
 use super::{BoardView, Corner};
-use crate::limits::{MAX_CAMERAS, MAX_CAMERA_SIDE};
-
-/// Most views a file may hold.
-pub const MAX_VIEWS: usize = 1_000_000;
+use crate::limits::{MAX_CALIBRATION_VIEWS as MAX_VIEWS, MAX_CAMERAS, MAX_CAMERA_SIDE};
 
 /// A corner's pixels summed over frames, and how many.
 type Sum = (f64, f64, u32);

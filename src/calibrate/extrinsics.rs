@@ -115,15 +115,7 @@ pub fn calibrate_extrinsics(
     let mut board_pose: BTreeMap<usize, Isometry3<f64>> = BTreeMap::new();
     board_pose.insert(anchor.pose, anchor.world_from_board);
     let misfit = |c: usize, cw: &Isometry3<f64>, wb: &Isometry3<f64>, v: &BoardView| {
-        let cam = with_pose(&cameras[c], cw);
-        v.corners
-            .iter()
-            .filter_map(|k| board.corner(k.id).map(|p| (p, k.pixel)))
-            .map(|(p, px)| {
-                cam.project(&(wb * p))
-                    .map_or(BEHIND_PX * BEHIND_PX, |q| (q - px).norm_squared())
-            })
-            .sum::<f64>()
+        misfit(board, &with_pose(&cameras[c], cw), wb, v).0
     };
     loop {
         let mut changed = false;
@@ -235,9 +227,7 @@ pub fn calibrate_extrinsics(
     // The chain's first pose of each instant, bettered where another camera's view explains
     // the instant better; a corner the start still puts behind its camera cannot be
     // linearised and is left out.
-    repose(
-        board, &problem, &mut state, &per_pose, &index, anchor, settings,
-    );
+    repose(board, &mut state, &per_pose, &index, anchor, settings);
     let residuals = problem.residuals(&state);
     if residuals.iter().any(Option::is_none) {
         let kept: Vec<Observation> = problem
@@ -253,19 +243,17 @@ pub fn calibrate_extrinsics(
         );
         problem = Reprojection::new(kept, &free, settings.huber_px);
     }
-    let mut state = solver_pass(&mut problem, state, settings)?;
+    let mut state = solver_pass(&mut problem, state, &settings.lm)?;
     // A board pose chained through one camera's foreshortened view can settle in the wrong
     // minimum; such an instant is posed again from the view of each camera that saw it, the
     // candidate that explains its corners best kept, and the solve repeated.
     for _ in 0..MAX_REPOSES {
-        if !repose(
-            board, &problem, &mut state, &per_pose, &index, anchor, settings,
-        ) {
+        if !repose(board, &mut state, &per_pose, &index, anchor, settings) {
             break;
         }
-        state = solver_pass(&mut problem, state, settings)?;
+        state = solver_pass(&mut problem, state, &settings.lm)?;
     }
-    let state = solver("rig", "extrinsics", &mut problem, state, settings)?;
+    let state = solver("rig", "extrinsics", &mut problem, state, &settings.lm)?;
     let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
         .map(|c| problem.rms_of(&residuals, |o| o.camera == c))
@@ -313,30 +301,24 @@ pub fn calibrate_extrinsics(
 /// whether any moved.
 fn repose(
     board: &AprilGrid,
-    problem: &Reprojection,
     state: &mut State,
     per_pose: &BTreeMap<usize, Seen>,
     index: &BTreeMap<usize, usize>,
     anchor: &Anchor,
     settings: &Settings,
 ) -> bool {
-    let error = |cameras: &[Camera], b: usize, pose: &Isometry3<f64>| {
-        let residuals: Vec<_> = problem
-            .observations()
-            .iter()
-            .filter(|o| o.board == b)
-            .map(|o| {
-                cameras[o.camera]
-                    .project(&(pose * o.point))
-                    .map(|px| px - o.pixel)
-            })
-            .collect();
-        rms(residuals.iter())
+    // The instant's RMS over every view of it, the board at `pose`.
+    let error = |cameras: &[Camera], seen: &Seen, pose: &Isometry3<f64>| {
+        let (sum, n) = seen.iter().fold((0.0, 0), |(s, n), (c, _, v)| {
+            let (e, k) = misfit(board, &cameras[*c], pose, v);
+            (s + e, n + k)
+        });
+        (sum / n.max(1) as f64).sqrt()
     };
     let mut moved = false;
     for (p, seen) in per_pose {
         let Some(&b) = index.get(p) else { continue };
-        let now = error(&state.cameras, b, &state.boards[b]);
+        let now = error(&state.cameras, seen, &state.boards[b]);
         if *p == anchor.pose || now <= settings.max_rms_px {
             continue;
         }
@@ -346,7 +328,7 @@ fn repose(
                 continue;
             };
             let pose = camera_pose(&state.cameras[*c]).inverse() * cb;
-            let e = error(&state.cameras, b, &pose);
+            let e = error(&state.cameras, seen, &pose);
             if e < best.0 {
                 best = (e, pose);
             }
@@ -357,6 +339,20 @@ fn repose(
         }
     }
     moved
+}
+
+/// The squared pixel error of view `v`'s corners seen by `camera` with the board at `wb`
+/// (board to world), a corner behind the camera counting [`BEHIND_PX`]; and the corners.
+fn misfit(board: &AprilGrid, camera: &Camera, wb: &Isometry3<f64>, v: &BoardView) -> (f64, usize) {
+    v.corners
+        .iter()
+        .filter_map(|k| board.corner(k.id).map(|p| (p, k.pixel)))
+        .fold((0.0, 0), |(sum, n), (p, px)| {
+            let e = camera
+                .project(&(wb * p))
+                .map_or(BEHIND_PX * BEHIND_PX, |q| (q - px).norm_squared());
+            (sum + e, n + 1)
+        })
 }
 
 /// Refuses a pair of cameras whose solved centres sit at each other's placement.

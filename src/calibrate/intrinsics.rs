@@ -199,14 +199,14 @@ pub fn calibrate_intrinsics(
         }));
     }
     let views_used = boards.len();
-    let held = |k3: bool| Free {
+    let free_with = |k3: bool| Free {
         intrinsics: vec![true],
         k3: vec![k3],
         camera_poses: vec![false],
         boards: vec![true; views_used],
     };
     let free_k3 = settings.k3 == K3::Free;
-    let mut problem = Reprojection::new(observations, &held(free_k3), settings.huber_px);
+    let mut problem = Reprojection::new(observations, &free_with(free_k3), settings.huber_px);
     let state = State {
         cameras: vec![start],
         boards,
@@ -217,10 +217,16 @@ pub fn calibrate_intrinsics(
     let (problem, state) = if settings.k3 == K3::Auto {
         let mut with_k3 = Reprojection::new(
             problem.observations().to_vec(),
-            &held(true),
+            &free_with(true),
             settings.huber_px,
         );
-        let tried = solver(name, "intrinsics", &mut with_k3, state.clone(), settings)?;
+        let tried = solver(
+            name,
+            "intrinsics",
+            &mut with_k3,
+            state.clone(),
+            &settings.lm,
+        )?;
         // A likelihood-ratio test: the drop in the sum of squares, over the noise variance
         // the free fit leaves, is chi-squared with one degree of freedom if k3 is zero.
         let n = problem.observations().len();
@@ -284,7 +290,7 @@ fn settle(
     state: State,
     settings: &Settings,
 ) -> Result<State, CalibrateError> {
-    let mut state = solver_pass(problem, state, settings)?;
+    let mut state = solver_pass(problem, state, &settings.lm)?;
     for _ in 0..MAX_REPOSES {
         let residuals = problem.residuals(&state);
         let mut moved = false;
@@ -299,9 +305,9 @@ fn settle(
         if !moved {
             break;
         }
-        state = solver_pass(problem, state, settings)?;
+        state = solver_pass(problem, state, &settings.lm)?;
     }
-    solver(name, "intrinsics", problem, state, settings)
+    solver(name, "intrinsics", problem, state, &settings.lm)
 }
 
 /// The board's gap between tags as a ratio of the tag side, measured in the views: every

@@ -283,9 +283,9 @@ pub fn rms<'a>(residuals: impl Iterator<Item = &'a Option<Vector2<f64>>>) -> f64
 fn solver_pass<P: Problem>(
     problem: &mut P,
     start: P::State,
-    settings: &Settings,
+    lm: &LevenbergMarquardt,
 ) -> Result<P::State, CalibrateError> {
-    let lm = settings.lm.with_max_iterations(PASS_ITERATIONS)?;
+    let lm = lm.with_max_iterations(PASS_ITERATIONS)?;
     Ok(lm.minimize(problem, start)?.0)
 }
 
@@ -300,9 +300,9 @@ fn solver<P: Problem>(
     stage: &'static str,
     problem: &mut P,
     start: P::State,
-    settings: &Settings,
+    lm: &LevenbergMarquardt,
 ) -> Result<P::State, CalibrateError> {
-    let (state, report) = settings.lm.minimize(problem, start)?;
+    let (state, report) = lm.minimize(problem, start)?;
     log::debug!(
         "{stage} `{camera}`: cost {:.4} -> {:.4} in {} iterations",
         report.initial_cost,

@@ -9,9 +9,7 @@ use serde::Deserialize;
 
 use super::body::BodyFrames;
 use crate::body::triangulate::Observation;
-
-/// The header's schema this reader takes.
-pub const SCHEMA: &str = "hailo-edge.results/1";
+use crate::rig::stage::sinks::RESULTS_SCHEMA as SCHEMA;
 
 /// Why a results file is refused; each names the file and the line.
 #[derive(Debug, thiserror::Error)]

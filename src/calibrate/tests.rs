@@ -12,9 +12,7 @@ use crate::body::fit::lm::Problem;
 use crate::geom::Camera;
 
 fn names() -> Vec<String> {
-    ["front", "left", "right", "face"]
-        .map(String::from)
-        .to_vec()
+    crate::scene::DEMO_CAMERA_NAMES.map(String::from).to_vec()
 }
 
 fn board() -> AprilGrid {
@@ -340,7 +338,7 @@ fn swapped_cameras_are_named() {
     assert!(matches!(err, CalibrateError::Swapped { .. }), "{err}");
     let text = err.to_string();
     assert!(
-        text.contains("`left`") && text.contains("`right`"),
+        text.contains("`body1`") && text.contains("`body2`"),
         "{text}"
     );
 }
@@ -369,7 +367,7 @@ fn a_camera_sharing_no_instant_is_named() {
     assert!(matches!(err, CalibrateError::NotLinked { .. }), "{err}");
     assert!(
         err.to_string().contains(
-            "camera `face` never sees the board at the same time as `front`, `left`, `right`"
+            "camera `face` never sees the board at the same time as `body0`, `body1`, `body2`"
         ),
         "{err}"
     );
@@ -385,7 +383,7 @@ fn a_camera_sharing_no_instant_is_named() {
     )
     .unwrap_err();
     assert!(
-        err.to_string().contains("`right` never saw the board"),
+        err.to_string().contains("`body2` never saw the board"),
         "{err}"
     );
 }

@@ -21,7 +21,7 @@ mod rig;
 
 pub use body::{BodyRig, BodyRigError, BodyScene, Look};
 pub use markers::MarkerScene;
-pub use rig::{demo_rig, demo_rig_at, turned};
+pub use rig::{demo_rig, demo_rig_at, turned, DEMO_CAMERA_NAMES};
 
 /// Something that can be rendered into a calibrated camera at a time.
 ///

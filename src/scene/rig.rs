@@ -4,6 +4,10 @@ use nalgebra::{Point3, Rotation3, Vector3};
 
 use crate::geom::{Camera, CameraError, Distortion};
 
+/// The demo rig's camera names, in the order of [`demo_rig`]'s cameras: three body
+/// cameras, then the face camera.
+pub const DEMO_CAMERA_NAMES: [&str; 4] = ["body0", "body1", "body2", "face"];
+
 /// Four cameras placed like the demo rig around a subject standing at the origin (Z up, facing
 /// -Y): three body cameras at 288x288, 2.6 m away and 120 degrees apart at chest height, and
 /// one face camera at 432x432, 1.1 m in front of the head; all with mild barrel distortion.

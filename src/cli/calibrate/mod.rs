@@ -19,9 +19,6 @@ use hailo_edge::camera::calib::CalibratedCamera;
 use hailo_edge::geom::Camera;
 use hailo_edge::output::{printable, AtomicFile};
 
-/// The demo rig's camera names, in its order.
-const DEMO_NAMES: [&str; 4] = ["front", "left", "right", "face"];
-
 mod body;
 
 #[derive(Debug, Args)]
@@ -100,7 +97,7 @@ fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
         what: format!("synthetic capture of the demo rig, seed {}", args.seed),
         corners: Corners {
             board,
-            cameras: DEMO_NAMES
+            cameras: hailo_edge::scene::DEMO_CAMERA_NAMES
                 .iter()
                 .zip(&cameras)
                 .map(|(n, c)| CameraEntry {

@@ -8,6 +8,7 @@ use super::{
     GraphConfig, KeypointsFrom, OutputConfig, RigConfig, SwitchingConfig,
 };
 use crate::decode::Engine;
+use crate::scene::DEMO_CAMERA_NAMES;
 
 impl RigConfig {
     /// The built-in demo rig: three synthetic body cameras at 288x288 and one
@@ -51,10 +52,10 @@ impl RigConfig {
             switching: SwitchingConfig::Scheduler,
             graphs: vec![graph("body", 288), graph("face", 432)],
             cameras: vec![
-                camera("body0", 288, "body"),
-                camera("body1", 288, "body"),
-                camera("body2", 288, "body"),
-                camera("face", 432, "face"),
+                camera(DEMO_CAMERA_NAMES[0], 288, "body"),
+                camera(DEMO_CAMERA_NAMES[1], 288, "body"),
+                camera(DEMO_CAMERA_NAMES[2], 288, "body"),
+                camera(DEMO_CAMERA_NAMES[3], 432, "face"),
             ],
             decoder: DecoderConfig {
                 engine: Engine::Tract,
