@@ -4,13 +4,17 @@
 //! | module | what it does |
 //! |---|---|
 //! | [`body`] | camera poses refined from a moving body's keypoints, no board at hand |
+//! | [`capture`] | board views captured from the rig's cameras or a recording, with coverage |
 //! | [`board`] | the AprilGrid: corner ids and board-frame positions, `--board` syntax |
 //! | [`corners_file`] | the detected-corners file `calibrate` reads and writes |
 //! | [`coverage`] | which image regions and tilts a camera's views cover: the status line |
+//! | [`detect`] | the board's corners found in a camera frame (AprilTag detection) |
+//! | [`filming`] | a synthetic capture filmed and written as a recording, for `--frames` |
 //! | [`homography`] | closed-form starts: DLT homographies, Zhang's intrinsics, board poses |
 //! | [`problem`] | the one reprojection least-squares problem, with analytic Jacobians |
 //! | [`intrinsics`] | one camera's focal lengths, principal point and distortion |
 //! | [`extrinsics`] | every camera's pose, the world fixed by a chosen board pose |
+//! | [`render`] | the printed board rendered through a camera: the synthetic frames |
 //! | [`results`] | a run's JSON lines read back as a moving body's frames |
 //! | [`rig`] | the whole rig: coverage, intrinsics, the joint adjustment, its report |
 //! | [`synthetic`] | a seeded synthetic capture with ground truth, for the tests |
@@ -20,18 +24,24 @@
 
 pub mod board;
 pub mod body;
+pub mod capture;
 pub mod corners_file;
 pub mod coverage;
+pub mod detect;
 pub mod extrinsics;
+pub mod filming;
 pub mod homography;
 pub mod intrinsics;
 pub mod problem;
+pub mod render;
 pub mod results;
 pub mod rig;
 pub mod synthetic;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_detect;
 
 use nalgebra::{Point2, Vector2};
 

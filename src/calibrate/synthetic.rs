@@ -1,6 +1,8 @@
 //! A synthetic calibration capture: the board waved in front of each camera, then carried
 //! through the middle of the rig where several cameras see it at once, its corners projected
-//! through the real [`Camera`] with distortion, 0.2 px Gaussian noise and partial views.
+//! through the real [`Camera`] with distortion, 0.2 px Gaussian noise and partial views; or,
+//! with [`CaptureSpec::render`], each view rendered as the camera's frame (blur, sensor
+//! noise, the frame's edges) and its corners found there by the detector.
 //!
 //! This is what the solver's tests measure against: the true cameras and board poses are kept
 //! beside the observations.
@@ -11,7 +13,9 @@ use rand_distr::{Distribution, Normal};
 
 use super::board::AprilGrid;
 use super::coverage::{Coverage, GRID};
+use super::detect::{BoardDetector, Luma};
 use super::extrinsics::Anchor;
+use super::render::{Look, Pattern, Renderer};
 use super::{BoardView, Corner};
 use crate::geom::Camera;
 
@@ -43,6 +47,9 @@ pub struct CaptureSpec {
     pub anchor_frames: usize,
     /// The random seed.
     pub seed: u64,
+    /// Render each view as a frame and detect its corners ([`super::render`],
+    /// [`super::detect`]) instead of projecting them with `noise_px`.
+    pub render: Option<Look>,
 }
 
 impl Default for CaptureSpec {
@@ -54,6 +61,7 @@ impl Default for CaptureSpec {
             noise_px: 0.2,
             anchor_frames: 30,
             seed: 17,
+            render: None,
         }
     }
 }
@@ -174,16 +182,29 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     // The coverage is judged on noiseless corners from an rng of its own, so that following
     // it leaves the noise drawn below as it would be.
     let mut quiet = rand::rngs::StdRng::seed_from_u64(spec.seed ^ 0x5eed);
+    // Rendered, the status line follows what the detector finds, and those views are kept.
+    let mut film = spec.render.map(|look| Film::new(board, cameras, look));
+    let mut shot: std::collections::HashMap<(usize, usize), Vec<Corner>> = Default::default();
+    // A rendered board is found only where its tags are some 15 pixels or more: held nearer.
+    let fills = if film.is_some() { 0.3..0.8 } else { 0.25..0.75 };
     let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
     for (c, cam) in cameras.iter().enumerate() {
         let eye = centre(cam);
         let mut coverage = Coverage::new((cam.width, cam.height), COVERAGE_TILT_DEG);
         let (cw, ch) = (f64::from(cam.width), f64::from(cam.height));
         for _ in 0..spec.poses_per_camera {
-            let fill = rng.gen_range(0.25..0.75);
+            let fill = rng.gen_range(fills.clone());
             let distance = cam.fx * w / (fill * f64::from(cam.width));
             // Aimed where the status line asks for corners, then anywhere.
-            let (ax, ay) = match coverage.missing_regions().first() {
+            // Rendered, a region the detector cannot reach at this pose would hold the aim
+            // for good: any missing region is aimed at instead of the first.
+            let missing = coverage.missing_regions();
+            let pick = if film.is_some() {
+                rng.gen_range(0..missing.len().max(1))
+            } else {
+                0
+            };
+            let (ax, ay) = match missing.get(pick) {
                 Some(r) => {
                     let (x, y) = r.centre();
                     let half = 0.5 / GRID as f64;
@@ -214,7 +235,14 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
             };
             let roll = rng.gen_range(-0.5..0.5);
             let pose = facing(board, at, normal, roll);
-            let corners = observe(board, cam, &pose, &still, &mut quiet);
+            let corners = match &mut film {
+                Some(film) => {
+                    let corners = film.shoot(c, &pose, 1, &mut quiet);
+                    shot.insert((poses.len(), c), corners.clone());
+                    corners
+                }
+                None => observe(board, cam, &pose, &still, &mut quiet),
+            };
             if corners.len() >= MIN_CORNERS_PER_VIEW {
                 coverage.add(
                     board,
@@ -229,8 +257,7 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
         }
     }
     let centres: Vec<_> = cameras.iter().map(centre).collect();
-    let middle =
-        centres.iter().fold(Vector3::zeros(), |a, c| a + c.coords) / centres.len().max(1) as f64;
+    let middle = capture_volume(cameras);
     for _ in 0..spec.shared_poses {
         let at = Point3::new(
             middle.x + rng.gen_range(-0.5..0.5),
@@ -262,8 +289,19 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     let mut views = Vec::new();
     for (p, pose) in poses.iter().enumerate() {
         for (c, cam) in cameras.iter().enumerate() {
-            let noise = if p == floor { &averaged } else { &noise };
-            let corners = observe(board, cam, pose, noise, &mut rng);
+            let corners = match &mut film {
+                Some(film) => match shot.remove(&(p, c)) {
+                    Some(corners) => corners,
+                    None => {
+                        let frames = if p == floor { spec.anchor_frames } else { 1 };
+                        film.shoot(c, pose, frames, &mut rng)
+                    }
+                },
+                None => {
+                    let noise = if p == floor { &averaged } else { &noise };
+                    observe(board, cam, pose, noise, &mut rng)
+                }
+            };
             if corners.len() >= MIN_CORNERS_PER_VIEW {
                 views.push(BoardView {
                     camera: c,
@@ -287,6 +325,93 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
         poses,
         views,
         anchor,
+    }
+}
+
+/// The middle of the capture volume: the point nearest every camera's optical axis (least
+/// squares), where a person walks the board to show it to several cameras at once; the mean
+/// of the cameras' centres where the axes are parallel.
+pub fn capture_volume(cameras: &[Camera]) -> Vector3<f64> {
+    let mut a = nalgebra::Matrix3::zeros();
+    let mut b = Vector3::zeros();
+    for c in cameras {
+        let axis = c.rotation.transpose() * Vector3::z();
+        let off = nalgebra::Matrix3::identity() - axis * axis.transpose();
+        a += off;
+        b += off * centre(c).coords;
+    }
+    a.try_inverse()
+        .filter(|_| a.determinant().abs() > 1e-6)
+        .map(|inv| inv * b)
+        .unwrap_or_else(|| {
+            cameras
+                .iter()
+                .fold(Vector3::zeros(), |s, c| s + centre(c).coords)
+                / cameras.len().max(1) as f64
+        })
+}
+
+/// The cameras' frames of the board, rendered and searched for its corners.
+struct Film {
+    board: AprilGrid,
+    pattern: Option<Pattern>,
+    renderers: Vec<Renderer>,
+    detector: BoardDetector,
+    look: Look,
+}
+
+impl Film {
+    fn new(board: &AprilGrid, cameras: &[Camera], look: Look) -> Self {
+        Self {
+            board: *board,
+            pattern: Pattern::new(board).ok(),
+            renderers: cameras.iter().map(|c| Renderer::new(c, 3)).collect(),
+            detector: BoardDetector::new(board),
+            look,
+        }
+    }
+
+    /// The corners camera `c` finds of the board at `pose`, averaged over `frames` frames of
+    /// it lying still (each with its own sensor noise; a corner missed in any frame is left
+    /// out). No frame is rendered of a board the camera cannot see.
+    fn shoot<R: Rng>(
+        &mut self,
+        c: usize,
+        pose: &Isometry3<f64>,
+        frames: usize,
+        rng: &mut R,
+    ) -> Vec<Corner> {
+        let (Some(pattern), Some(renderer)) = (&self.pattern, self.renderers.get(c)) else {
+            return Vec::new();
+        };
+        let camera = renderer.camera();
+        let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
+        if observe(&self.board, camera, pose, &still, rng).len() < MIN_CORNERS_PER_VIEW {
+            return Vec::new();
+        }
+        let name = format!("camera {c}");
+        let mut sums: std::collections::BTreeMap<u32, (Vector2<f64>, usize)> = Default::default();
+        let frames = frames.max(1);
+        for _ in 0..frames {
+            let pixels = renderer.render(pattern, pose, &self.look, rng);
+            let luma = Luma {
+                width: camera.width,
+                height: camera.height,
+                pixels,
+            };
+            for corner in self.detector.detect(&name, &luma).unwrap_or_default() {
+                let e = sums.entry(corner.id).or_insert((Vector2::zeros(), 0));
+                e.0 += corner.pixel.coords;
+                e.1 += 1;
+            }
+        }
+        sums.into_iter()
+            .filter(|(_, (_, n))| *n == frames)
+            .map(|(id, (sum, n))| Corner {
+                id,
+                pixel: Point2::from(sum / n as f64),
+            })
+            .collect()
     }
 }
 

@@ -473,6 +473,32 @@ pub fn sources(
     Ok(out)
 }
 
+/// Opens the rig's cameras that film the real world (V4L2 devices and recordings), for a
+/// capture of something only they can see: a calibration board.
+///
+/// # Errors
+/// [`RunError::Camera`] naming the camera that cannot be opened, or that is synthetic.
+pub fn filming_sources(
+    rig: &RigConfig,
+    what: &'static str,
+) -> Result<Vec<Box<dyn Source>>, RunError> {
+    rig.cameras
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match &c.source {
+            CameraSource::Synthetic => Err(RunError::Camera {
+                camera: c.name.clone(),
+                source: CameraSetupError::SyntheticCannotFilm {
+                    key: format!("camera[{i}].source"),
+                    what,
+                },
+            }),
+            CameraSource::V4l2(path) => v4l2(i, c, path),
+            CameraSource::Replay(path) => replay(i, c, path),
+        })
+        .collect()
+}
+
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn v4l2(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunError> {
     use crate::camera::v4l2::{V4l2Config, V4l2Source};

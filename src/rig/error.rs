@@ -179,6 +179,9 @@ pub enum CameraSetupError {
     Open { path: PathBuf, source: SourceError },
     #[error("no synthetic source")]
     NoSyntheticSource,
+    /// A synthetic camera asked to film something it does not render.
+    #[error("`{key}` is synthetic: it renders the demo's subject, not a {what}")]
+    SyntheticCannotFilm { key: String, what: &'static str },
     #[error("V4L2 capture needs 64-bit Linux")]
     V4l2Unsupported,
     #[error(transparent)]

@@ -11,7 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::Isometry3;
 use serde_json::json;
 
+use hailo_edge::calibrate::capture::CameraTally;
 use hailo_edge::calibrate::corners_file::{CameraEntry, Corners, CornersFile};
+use hailo_edge::calibrate::render::Look;
 use hailo_edge::calibrate::synthetic::{self, CaptureSpec};
 use hailo_edge::calibrate::{calibrate_rig, Anchor, AprilGrid, RigInput, Settings};
 use hailo_edge::camera::calib::opencv_write::{self, EntryDefaults};
@@ -20,25 +22,41 @@ use hailo_edge::geom::Camera;
 use hailo_edge::output::{printable, AtomicFile};
 
 mod body;
+mod capture;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
     /// Detected board corners (JSON, one entry per camera and instant; see
     /// docs/calibrate.md).
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["synthetic", "body"])]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["synthetic", "body", "frames", "config"])]
     corners: Option<PathBuf>,
+    /// Find the board in a recording's frames (`run --record`, or any MCAP of Foxglove
+    /// images), one frame per camera every --every seconds.
+    #[arg(long, value_name = "RECORDING.mcap", conflicts_with_all = ["corners", "synthetic"])]
+    frames: Option<PathBuf>,
     /// Calibrate the demo rig from a seeded synthetic capture (the board's corners projected
     /// through its cameras with distortion and 0.2 px noise), and score the result against
     /// the truth.
     #[arg(long, conflicts_with = "corners")]
     synthetic: bool,
+    /// With --synthetic: render every view as the camera's frame (blur, sensor noise) and
+    /// find the board's corners in it with the detector, as from real cameras.
+    #[arg(long, requires = "synthetic")]
+    render: bool,
     /// Refine the camera poses from a run's keypoints of a person moving (`run --jsonl`),
     /// starting from the calibrations of --config: the body is the calibration object.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["corners", "synthetic"], requires = "config")]
     body: Option<PathBuf>,
-    /// The rig file whose cameras and calibrations --body starts from.
-    #[arg(long, value_name = "RIG.toml")]
+    /// The rig file whose cameras film the board (live: V4L2 cameras and recordings, for
+    /// --duration or until Ctrl-C), or whose calibrations --body starts from.
+    #[arg(long, value_name = "RIG.toml", conflicts_with_all = ["corners", "synthetic", "frames"])]
     config: Option<PathBuf>,
+    /// Seconds between the instants at which each camera's frame is searched for the board.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.25)]
+    every: f64,
+    /// Seconds of capture (default: all of a recording; 60 s of live cameras).
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
     /// With --body: the cameras whose pose is held (names, comma-separated). They fix the
     /// world; two of them fix the scale.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
@@ -46,8 +64,10 @@ pub struct CalibrateArgs {
     /// The synthetic capture's seed.
     #[arg(long, default_value_t = 17, requires = "synthetic")]
     seed: u64,
-    /// The board, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING` (default: the corners file's, or
-    /// 6x6 tags of 88 mm spaced 0.3 for --synthetic).
+    /// The board, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING` (default: the corners file's;
+    /// for --synthetic, 6x6 tags of 88 mm spaced 0.3, or with --render 5x5 tags of 160 mm,
+    /// which a 288-pixel body camera still resolves across the rig; needed for --frames and
+    /// --config).
     #[arg(long)]
     board: Option<String>,
     /// The instant at which the board lay on the floor at the world origin, face up, which
@@ -80,21 +100,97 @@ struct Source {
     corners: Corners,
     /// The synthetic capture's true cameras.
     truth: Option<Vec<Camera>>,
+    /// What each camera's frames came to, for a capture from frames.
+    tallies: Option<Vec<CameraTally>>,
+}
+
+/// Where the views will come from: known, with the cameras' names, before any work.
+enum Input {
+    Corners(PathBuf, Corners),
+    Synthetic,
+    Capture(capture::Capture),
+}
+
+impl Input {
+    fn open(args: &CalibrateArgs) -> anyhow::Result<Self> {
+        Ok(match &args.corners {
+            Some(path) => Input::Corners(path.clone(), CornersFile::read(path)?),
+            None if args.synthetic => Input::Synthetic,
+            None => Input::Capture(capture::open(args)?),
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        match self {
+            Input::Corners(_, c) => c.cameras.iter().map(|c| c.name.clone()).collect(),
+            Input::Synthetic => hailo_edge::scene::DEMO_CAMERA_NAMES
+                .map(String::from)
+                .to_vec(),
+            Input::Capture(c) => c.names.clone(),
+        }
+    }
+
+    /// The views: read, made up or captured.
+    fn views(self, args: &CalibrateArgs, board: Option<AprilGrid>) -> anyhow::Result<Source> {
+        match self {
+            Input::Corners(path, corners) => {
+                if let Some(b) = board.filter(|b| *b != corners.board) {
+                    bail!(
+                        "--board {b}: {} was detected on {}; give the board the corners were detected on",
+                        path.display(),
+                        corners.board
+                    );
+                }
+                Ok(Source {
+                    what: format!("corners file {}", path.display()),
+                    corners,
+                    truth: None,
+                    tallies: None,
+                })
+            }
+            Input::Synthetic => Ok(synthetic_source(args, board)),
+            Input::Capture(capture) => {
+                let Some(board) = board else {
+                    bail!("--board is needed: the AprilGrid the cameras filmed, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING`");
+                };
+                let what = capture.what.clone();
+                let (corners, tallies) = capture.run(args, board)?;
+                Ok(Source {
+                    what,
+                    corners,
+                    truth: None,
+                    tallies: Some(tallies),
+                })
+            }
+        }
+    }
 }
 
 fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
+    let (rows, side) = if args.render { (5, 0.16) } else { (6, 0.088) };
     let board = board.unwrap_or_else(|| {
-        AprilGrid::new(6, 6, 0.088, 0.3).unwrap_or_else(|_| unreachable!("a valid board"))
+        AprilGrid::new(rows, rows, side, 0.3).unwrap_or_else(|_| unreachable!("a valid board"))
     });
     let cameras = hailo_edge::scene::demo_rig();
     let spec = CaptureSpec {
         seed: args.seed,
+        render: args.render.then(Look::default),
+        // Held nearer for the detector, each view covers less of the image.
+        poses_per_camera: if args.render { 120 } else { 80 },
         ..CaptureSpec::default()
     };
     let capture = synthetic::capture(&board, &cameras, &spec);
     let anchor = capture.anchor;
+    let made = if args.render {
+        "rendered and detected"
+    } else {
+        "corners projected"
+    };
     Source {
-        what: format!("synthetic capture of the demo rig, seed {}", args.seed),
+        what: format!(
+            "synthetic capture of the demo rig ({made}), seed {}",
+            args.seed
+        ),
         corners: Corners {
             board,
             cameras: hailo_edge::scene::DEMO_CAMERA_NAMES
@@ -110,6 +206,7 @@ fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
             views: capture.views,
         },
         truth: Some(cameras.to_vec()),
+        tallies: None,
     }
 }
 
@@ -123,23 +220,14 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         .map(str::parse)
         .transpose()
         .context("--board")?;
-    let mut source = match &args.corners {
-        Some(path) => Source {
-            what: format!("corners file {}", path.display()),
-            corners: CornersFile::read(path)?,
-            truth: None,
-        },
-        None => synthetic_source(&args, board),
+    let input = Input::open(&args)?;
+    let names = input.names();
+    let outputs = Outputs::prepare(&args, &names)?;
+    let saved = match &args.save_corners {
+        Some(p) => Some(AtomicFile::prepare("corners file", p, args.overwrite)?),
+        None => None,
     };
-    if let (Some(b), Some(path)) = (board, &args.corners) {
-        if b != source.corners.board {
-            bail!(
-                "--board {b}: {} was detected on {}; give the board the corners were detected on",
-                path.display(),
-                source.corners.board
-            );
-        }
-    }
+    let mut source = input.views(&args, board)?;
     if let Some(instant) = args.anchor {
         source.corners.anchor = Some(Anchor {
             pose: instant,
@@ -156,12 +244,6 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             anchor.pose
         );
     }
-    let names: Vec<String> = corners.cameras.iter().map(|c| c.name.clone()).collect();
-    let outputs = Outputs::prepare(&args, &names)?;
-    let saved = match &args.save_corners {
-        Some(p) => Some(AtomicFile::prepare("corners file", p, args.overwrite)?),
-        None => None,
-    };
 
     let sizes: Vec<(u32, u32)> = corners
         .cameras
@@ -252,6 +334,15 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             "truth_errors": truth_errors.as_ref().map(|e| e[i]),
         })).collect::<Vec<_>>(),
         "reprojection": rig.reprojection,
+        "capture": source.tallies.as_ref().map(|t| names.iter().zip(t).map(|(n, t)| json!({
+            "name": n,
+            "frames": t.frames,
+            "searched": t.examined,
+            "views": t.views,
+            "bad_frames": t.bad_frames,
+            "unreadable": t.unreadable,
+            "last_error": t.last_error,
+        })).collect::<Vec<_>>()),
     });
     outputs.commit(&args, &names, rig.cameras(), &report)?;
     if let Some(file) = saved {

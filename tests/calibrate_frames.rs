@@ -1,0 +1,223 @@
+//! `hailo-edge calibrate --frames`: a recording of the demo rig's cameras filming the board
+//! (rendered through their lenses, blurred, with sensor noise) calibrated from the frames
+//! alone, as a real rig's recording is: the detector finds the corners, the instants tie the
+//! cameras, and the rig comes back as the truth that filmed it. The refusals name what is
+//! wrong: no board, the wrong board, a synthetic camera asked to film one.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use common::cli::{debug_patterns, hailo_edge, read_json, succeed};
+use hailo_edge::calibrate::filming::{film, Filming};
+use hailo_edge::calibrate::render::Look;
+use hailo_edge::calibrate::synthetic::{capture, errors, Capture, CaptureSpec};
+use hailo_edge::calibrate::AprilGrid;
+use hailo_edge::geom::Camera;
+use nalgebra::Rotation3;
+
+const BOARD: &str = "aprilgrid:5x5:0.16:0.3";
+
+/// Board poses before each camera alone; the shared poses start after them.
+const PER_CAMERA: usize = 120;
+
+/// The filmed capture, made once for all tests: its truth and the recording.
+struct Filmed {
+    capture: Capture,
+    recording: PathBuf,
+    frames: u64,
+    _dir: tempfile::TempDir,
+}
+
+fn filmed() -> &'static Filmed {
+    static FILMED: OnceLock<Filmed> = OnceLock::new();
+    FILMED.get_or_init(|| {
+        let board: AprilGrid = BOARD.parse().unwrap();
+        let spec = CaptureSpec {
+            poses_per_camera: PER_CAMERA,
+            shared_poses: 160,
+            seed: 5,
+            // The poses follow the status line as the detector finds the board.
+            render: Some(Look::default()),
+            ..CaptureSpec::default()
+        };
+        let capture = capture(&board, &hailo_edge::scene::demo_rig(), &spec);
+        let dir = tempfile::tempdir().unwrap();
+        let recording = dir.path().join("board.mcap");
+        let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
+        let made = film(&capture, &names, &Filming::default(), &recording).unwrap();
+        Filmed {
+            capture,
+            recording,
+            frames: made.frames,
+            _dir: dir,
+        }
+    })
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn camera_of(report: &serde_json::Value, i: usize) -> Camera {
+    serde_json::from_value(report["cameras"][i]["camera"].clone()).unwrap()
+}
+
+/// Camera `j`'s pose relative to camera `i`: millimetres and degrees from the truth's.
+fn relative_error(truth: &[Camera], solved: &[Camera], i: usize, j: usize) -> (f64, f64) {
+    let rel = |c: &[Camera]| {
+        let r = c[j].rotation * c[i].rotation.transpose();
+        (r, c[j].translation - r * c[i].translation)
+    };
+    let ((rt, tt), (rs, ts)) = (rel(truth), rel(solved));
+    let angle = Rotation3::from_matrix_unchecked(rt.transpose() * rs).angle();
+    (1000.0 * (tt - ts).norm(), angle.to_degrees())
+}
+
+#[test]
+fn a_recording_of_the_board_calibrates_the_rig() {
+    let f = filmed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cal");
+    // The first instant of the shared poses: the board in the rig's middle.
+    let anchor = (4 * PER_CAMERA + 1).to_string();
+    let run = succeed(
+        hailo_edge()
+            .args([
+                "calibrate",
+                "--frames",
+                path(&f.recording),
+                "--board",
+                BOARD,
+            ])
+            .args(["--anchor", &anchor, "--out", path(&out)]),
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    eprintln!("{stdout}");
+    assert!(debug_patterns(&stdout).is_empty(), "{stdout}");
+    assert!(stdout.contains("calibrated 4 cameras"), "{stdout}");
+    assert!(stdout.contains("with the board"), "{stdout}");
+    let report = read_json(&out.join("report.json"));
+    // Every frame of the recording was read, and counted.
+    let capture = report["capture"].as_array().unwrap();
+    let read: u64 = capture.iter().map(|c| c["frames"].as_u64().unwrap()).sum();
+    assert_eq!(read, f.frames, "{report}");
+    let truth = &f.capture.cameras;
+    let solved: Vec<Camera> = (0..4).map(|i| camera_of(&report, i)).collect();
+    for (i, cam) in report["cameras"].as_array().unwrap().iter().enumerate() {
+        assert!(
+            capture[i]["views"].as_u64().unwrap() >= 30,
+            "{}",
+            capture[i]
+        );
+        assert_eq!(capture[i]["unreadable"], 0);
+        let e = errors(&truth[i], &solved[i]);
+        assert!(e.focal_pct < 0.3, "{} {e:?}", cam["name"]);
+        assert!(e.principal_px < 1.0, "{} {e:?}", cam["name"]);
+        assert!(e.distortion_px < 0.3, "{} {e:?}", cam["name"]);
+        assert!(cam["rms_px"].as_f64().unwrap() <= 0.3, "{cam}");
+    }
+    // The world is the board at the anchor, so the rig is compared camera to camera. The
+    // body cameras stand 120 degrees apart and resolve the board's tags only to some 15
+    // pixels: few instants tie them, and their poses are found to about a centimetre
+    // (docs/calibrate.md#from-frames); an instant paired wrongly would put them metres off.
+    for j in 1..4 {
+        let (mm, deg) = relative_error(truth, &solved, 0, j);
+        eprintln!("body0 to camera {j}: {mm:.2} mm, {deg:.3} degrees");
+        assert!(
+            mm < 25.0 && deg < 0.5,
+            "body0 to camera {j}: {mm:.2} mm, {deg:.3} degrees"
+        );
+    }
+}
+
+#[test]
+fn frames_need_the_board_they_show() {
+    let f = filmed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cal");
+    let no_board = hailo_edge()
+        .args([
+            "calibrate",
+            "--frames",
+            path(&f.recording),
+            "--out",
+            path(&out),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&no_board.stderr);
+    assert!(!no_board.status.success());
+    assert!(text.contains("--board is needed"), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    // Kalibr's 6 x 6 board of 88 mm tags: the ids 0..24 are found, laid out wrongly.
+    let wrong = hailo_edge()
+        .args(["calibrate", "--frames", path(&f.recording)])
+        .args(["--board", "aprilgrid:6x6:0.088:0.3", "--anchor"])
+        .arg((4 * PER_CAMERA + 1).to_string())
+        .args(["--out", path(&out)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&wrong.stderr);
+    eprintln!("{text}");
+    assert!(!wrong.status.success(), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn a_synthetic_camera_cannot_film_the_board() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = hailo_edge()
+        .args([
+            "calibrate",
+            "--config",
+            "examples/rig.toml",
+            "--board",
+            BOARD,
+        ])
+        .args(["--out", path(&dir.path().join("cal"))])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("is synthetic: it renders the demo's subject, not a calibration board"),
+        "{text}"
+    );
+}
+
+/// The timing: four cameras, a minute of recording at 30 frames per second.
+#[test]
+#[ignore = "a measurement: cargo test --test calibrate_frames a_minute -- --ignored --nocapture"]
+fn a_minute_of_four_cameras_at_30_fps() {
+    let board: AprilGrid = BOARD.parse().unwrap();
+    let spec = CaptureSpec {
+        poses_per_camera: 40,
+        shared_poses: 80,
+        render: Some(Look::default()),
+        ..CaptureSpec::default()
+    };
+    let capture = capture(&board, &hailo_edge::scene::demo_rig(), &spec);
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("minute.mcap");
+    let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
+    let filming = Filming {
+        fps: 30.0,
+        ..Filming::default()
+    };
+    let made = film(&capture, &names, &filming, &recording).unwrap();
+    let started = std::time::Instant::now();
+    succeed(
+        hailo_edge()
+            .args(["calibrate", "--frames", path(&recording), "--board", BOARD])
+            .args(["--anchor", "161", "--out", path(&dir.path().join("cal"))]),
+    );
+    eprintln!(
+        "{} frames over {:.1} s ({} MB) calibrated in {:.1} s",
+        made.frames,
+        made.duration.as_secs_f64(),
+        std::fs::metadata(&recording).unwrap().len() / 1_000_000,
+        started.elapsed().as_secs_f64()
+    );
+}
