@@ -138,18 +138,29 @@ fn frames_need_the_board_they_show() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cal");
     let no_board = hailo_edge()
-        .args([
-            "calibrate",
-            "--frames",
-            path(&f.recording),
-            "--out",
-            path(&out),
-        ])
+        .args(["calibrate", "--frames", path(&f.recording), "--anchor", "2"])
+        .args(["--out", path(&out)])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&no_board.stderr);
     assert!(!no_board.status.success());
     assert!(text.contains("--board is needed"), "{text}");
+    let no_anchor = hailo_edge()
+        .args([
+            "calibrate",
+            "--frames",
+            path(&f.recording),
+            "--board",
+            BOARD,
+        ])
+        .args(["--out", path(&out)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&no_anchor.stderr);
+    assert!(!no_anchor.status.success());
+    assert!(text.contains("--anchor INSTANT is needed"), "{text}");
+    // Refused before any frame is read.
+    assert!(!String::from_utf8_lossy(&no_anchor.stdout).contains("frames read"));
     assert!(!text.contains("panicked"), "{text}");
     // Kalibr's 6 x 6 board of 88 mm tags: the ids 0..24 are found, laid out wrongly.
     let wrong = hailo_edge()
@@ -220,4 +231,52 @@ fn a_minute_of_four_cameras_at_30_fps() {
         std::fs::metadata(&recording).unwrap().len() / 1_000_000,
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn the_rigs_cameras_are_captured_live_for_the_duration() {
+    // The rig file's cameras replay the filmed recording in real time, as V4L2 cameras
+    // would deliver: four seconds show `body0` its own poses only.
+    let f = filmed();
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::canonicalize("fixtures").unwrap();
+    let rig = std::fs::read_to_string("examples/rig.toml")
+        .unwrap()
+        .replace("../fixtures", path(&fixtures))
+        .replace(
+            "source = \"synthetic\"",
+            &format!("source = \"replay:{}\"", path(&f.recording)),
+        )
+        .replace("keypoints = \"ground_truth\"", "keypoints = \"decoder\"");
+    let config = dir.path().join("rig.toml");
+    std::fs::write(&config, rig).unwrap();
+    let started = std::time::Instant::now();
+    let out = hailo_edge()
+        .args(["calibrate", "--config", path(&config), "--board", BOARD])
+        .args(["--duration", "4", "--anchor", "2"])
+        .args(["--out", path(&dir.path().join("cal"))])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(started.elapsed().as_secs_f64() < 30.0);
+    // Each camera's capture is counted: about 33 frames in 4 s at 8 fps, 17 searched.
+    for name in hailo_edge::scene::DEMO_CAMERA_NAMES {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let read: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!((28..=36).contains(&read), "{line}");
+    }
+    // Too little was shown to calibrate: refused, naming the camera and what to capture.
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("camera `body"), "{stderr}");
+    assert!(
+        stderr.contains("capture") || stderr.contains("hold the board"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

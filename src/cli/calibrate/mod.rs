@@ -221,6 +221,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .context("--board")?;
     let input = Input::open(&args)?;
+    if matches!(input, Input::Capture(_)) && args.anchor.is_none() {
+        bail!("--anchor INSTANT is needed: the instant at which the board will lie on the floor at the world origin, face up (instant k is k x --every seconds after the first frame)");
+    }
     let names = input.names();
     let outputs = Outputs::prepare(&args, &names)?;
     let saved = match &args.save_corners {
