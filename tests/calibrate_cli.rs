@@ -293,6 +293,55 @@ fn a_bumped_camera_is_found_again_from_a_run_of_the_body() {
     );
     assert!(e.position_mm < 40.0, "{e:?}\n{stdout}");
     assert!(e.rotation_deg < 1.0, "{e:?}\n{stdout}");
+    // One camera held, the scale from the subject's stature: the body model's limbs at it.
+    let rig = hailo_edge::rig::RigConfig::load(&truth).unwrap();
+    let stature = hailo_edge::rig::build::body(&rig)
+        .unwrap()
+        .0
+        .stature_m
+        .unwrap();
+    let by_stature = |metres: f64, out: &Path| {
+        succeed(
+            hailo_edge()
+                .args([
+                    "calibrate",
+                    "--body",
+                    path(&results),
+                    "--config",
+                    path(&start),
+                ])
+                .args(["--hold", "body0", "--stature", &metres.to_string()])
+                .args(["--out", path(out), "--overwrite"]),
+        );
+        let report = read_json(&out.join("report.json"));
+        assert_eq!(report["limbs"], 8, "{report}");
+        (1..4)
+            .map(|i| errors(&hailo_edge::scene::demo_rig()[i], &camera_of(&report, i)).position_mm)
+            .fold(0.0, f64::max)
+    };
+    let stated = by_stature(stature, &dir.path().join("stature"));
+    // Negative control: a stature 10 % too tall scales the rig by about as much.
+    let tall = by_stature(1.1 * stature, &dir.path().join("tall"));
+    eprintln!("stature {stature:.3} m: worst camera {stated:.1} mm; 10 % taller: {tall:.1} mm");
+    assert!(stated < 50.0, "{stated} mm");
+    assert!(tall > stated + 100.0, "{tall} vs {stated} mm");
+    let text = fails(&[
+        "calibrate",
+        "--body",
+        path(&results),
+        "--config",
+        path(&start),
+        "--hold",
+        "body0",
+        "--stature",
+        "170",
+        "--out",
+        path(&dir.path().join("cm")),
+    ]);
+    assert!(
+        text.contains("--stature 170: expected the subject's height in metres"),
+        "{text}"
+    );
     // A camera to hold that the rig does not have, and nothing held, are refused.
     let text = fails(&[
         "calibrate",

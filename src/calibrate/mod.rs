@@ -17,6 +17,7 @@
 //! | [`render`] | the printed board rendered through a camera: the synthetic frames |
 //! | [`results`] | a run's JSON lines read back as a moving body's frames |
 //! | [`rig`] | the whole rig: coverage, intrinsics, the joint adjustment, its report |
+//! | [`stature`] | limb lengths at a stated stature, the body refinement's scale |
 //! | [`synthetic`] | a seeded synthetic capture with ground truth, for the tests |
 //!
 //! The camera model is [`crate::geom::Camera`]; the solver is the fit's
@@ -36,6 +37,7 @@ pub mod problem;
 pub mod render;
 pub mod results;
 pub mod rig;
+pub mod stature;
 pub mod synthetic;
 
 #[cfg(test)]

@@ -38,6 +38,14 @@ pub enum ResultsError {
 #[derive(Deserialize)]
 struct Header {
     schema: String,
+    #[serde(default)]
+    skeleton: Option<Skeleton>,
+}
+
+#[derive(Deserialize)]
+struct Skeleton {
+    #[serde(default)]
+    keypoints: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +74,29 @@ pub fn read_frames(path: &Path, cameras: usize) -> Result<BodyFrames, ResultsErr
         source,
     })?;
     parse_frames(&text, &name, cameras)
+}
+
+/// The keypoints' names, in their order, as the results header at `path` gives them (empty
+/// when it names none).
+///
+/// # Errors
+/// [`ResultsError`] naming the file: unreadable, or a first line that is not the header.
+pub fn read_keypoint_names(path: &Path) -> Result<Vec<String>, ResultsError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+        path: name.clone(),
+        source,
+    })?;
+    let header: Header = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| ResultsError::Line {
+            path: name,
+            line: 1,
+            why: format!("not a results header (`{{\"schema\": \"{SCHEMA}\", ...}}`)"),
+        })?;
+    Ok(header.skeleton.map(|s| s.keypoints).unwrap_or_default())
 }
 
 /// [`read_frames`] on the file's text (`origin` names it in errors).

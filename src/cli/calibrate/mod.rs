@@ -61,6 +61,10 @@ pub struct CalibrateArgs {
     /// world; two of them fix the scale.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     hold: Vec<String>,
+    /// With --body: the subject's stature in metres. The body model's limbs at that stature
+    /// give the scale when a single camera is held.
+    #[arg(long, value_name = "METRES", requires = "body")]
+    stature: Option<f64>,
     /// The synthetic capture's seed.
     #[arg(long, default_value_t = 17, requires = "synthetic")]
     seed: u64,
