@@ -183,6 +183,9 @@ impl Coverage {
     }
 }
 
+/// Missing regions a status line names before it says how many more.
+const SHOWN_REGIONS: usize = 3;
+
 impl fmt::Display for Coverage {
     /// The status line's part for one camera: views, regions covered and what is missing.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -199,8 +202,16 @@ impl fmt::Display for Coverage {
             return f.write_str(", covered");
         }
         if !regions.is_empty() {
-            let names: Vec<String> = regions.iter().map(Region::to_string).collect();
+            // A status line stays on one row: the first few regions, and how many more.
+            let names: Vec<String> = regions
+                .iter()
+                .take(SHOWN_REGIONS)
+                .map(Region::to_string)
+                .collect();
             write!(f, "; corners needed at the {}", names.join(", "))?;
+            if regions.len() > SHOWN_REGIONS {
+                write!(f, " and {} more", regions.len() - SHOWN_REGIONS)?;
+            }
         }
         if !tilts.is_empty() {
             let names: Vec<&str> = tilts.iter().map(|t| t.name()).collect();
@@ -272,6 +283,9 @@ mod tests {
         assert!(!c.complete());
         let line = c.to_string();
         assert!(line.contains("corners needed at the top left"), "{line}");
+        // Three regions named, the rest counted: the line stays on one row.
+        let more = format!(" and {} more;", missing.len() - 3);
+        assert!(missing.len() > 3 && line.contains(&more), "{line}");
         assert!(
             line.contains("tilt the board left, right, up, down by 15 degrees"),
             "{line}"

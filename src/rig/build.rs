@@ -454,6 +454,7 @@ pub fn sources(
         })?
         .into_iter();
     let mut out: Vec<Box<dyn Source>> = Vec::new();
+    let mut recordings = Recordings::default();
     for (i, c) in rig.cameras.iter().enumerate() {
         let source: Box<dyn Source> = match &c.source {
             CameraSource::Synthetic => match synth.next() {
@@ -466,7 +467,7 @@ pub fn sources(
                 }
             },
             CameraSource::V4l2(path) => v4l2(i, c, path)?,
-            CameraSource::Replay(path) => replay(i, c, path)?,
+            CameraSource::Replay(path) => replay(i, c, path, &mut recordings)?,
         };
         out.push(source);
     }
@@ -482,6 +483,7 @@ pub fn filming_sources(
     rig: &RigConfig,
     what: &'static str,
 ) -> Result<Vec<Box<dyn Source>>, RunError> {
+    let mut recordings = Recordings::default();
     rig.cameras
         .iter()
         .enumerate()
@@ -494,7 +496,7 @@ pub fn filming_sources(
                 },
             }),
             CameraSource::V4l2(path) => v4l2(i, c, path),
-            CameraSource::Replay(path) => replay(i, c, path),
+            CameraSource::Replay(path) => replay(i, c, path, &mut recordings),
         })
         .collect()
 }
@@ -541,12 +543,28 @@ fn v4l2(_i: usize, c: &CameraConfig, _path: &Path) -> Result<Box<dyn Source>, Ru
     })
 }
 
-fn replay(i: usize, c: &CameraConfig, path: &Path) -> Result<Box<dyn Source>, RunError> {
+/// The recordings the rig's cameras replay, each read once: a recording is held in memory,
+/// and the cameras of one recording share it.
+type Recordings = std::collections::HashMap<PathBuf, Arc<Recording>>;
+
+fn replay(
+    i: usize,
+    c: &CameraConfig,
+    path: &Path,
+    recordings: &mut Recordings,
+) -> Result<Box<dyn Source>, RunError> {
     need_file(format!("camera[{i}].source"), path)?;
-    let recording = Recording::open(path).map_err(|e| RunError::Camera {
-        camera: c.name.clone(),
-        source: e.into(),
-    })?;
+    let recording = match recordings.get(path) {
+        Some(r) => Arc::clone(r),
+        None => {
+            let r = Recording::open(path).map_err(|e| RunError::Camera {
+                camera: c.name.clone(),
+                source: e.into(),
+            })?;
+            recordings.insert(path.to_owned(), Arc::clone(&r));
+            r
+        }
+    };
     let source = recording
         .sources(Pacing::Original)
         .into_iter()
@@ -629,7 +647,7 @@ mod tests {
             controls: Default::default(),
             world_origin: false,
         };
-        replay(0, &camera, &path)
+        replay(0, &camera, &path, &mut Recordings::default())
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Capture {
             .collect();
         // One line per camera under the terminal's other bars; hidden when stderr is not a
         // terminal.
-        let style = ProgressStyle::with_template("{prefix:>12} {msg}")
+        let style = ProgressStyle::with_template("{prefix:>12} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let lines: Vec<ProgressBar> = self
             .names
