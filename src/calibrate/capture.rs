@@ -31,7 +31,8 @@ pub struct CaptureSettings {
     /// Capture time after which the capture ends; `None` runs until every source ends or
     /// the stop is requested.
     pub duration: Option<Duration>,
-    /// The least tilt each way the coverage asks for (degrees).
+    /// The least tilt each way the coverage asks for (degrees): the calibration's own by
+    /// default, so that the status line asks for what the solve checks.
     pub min_tilt_deg: f64,
 }
 
@@ -40,7 +41,7 @@ impl Default for CaptureSettings {
         Self {
             every: Duration::from_millis(250),
             duration: None,
-            min_tilt_deg: 15.0,
+            min_tilt_deg: super::Settings::default().min_tilt_deg,
         }
     }
 }
@@ -255,7 +256,7 @@ fn camera_loop(
         }
         last_instant = Some(instant);
         tally.examined += 1;
-        let corners = match Luma::of_frame(name, &frame).and_then(|l| detector.detect(name, &l)) {
+        let corners = match Luma::of_frame(name, &frame).and_then(|l| detector.detect(name, l)) {
             Ok(c) => c,
             Err(e) => {
                 tally.unreadable += 1;

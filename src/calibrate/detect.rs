@@ -124,7 +124,7 @@ impl Luma {
     }
 }
 
-/// The luma plane of a JPEG.
+/// The luma plane of a JPEG (a UVC camera's frame without Huffman tables included).
 fn jpeg_luma(camera: &str, data: &[u8]) -> Result<Luma, DetectError> {
     use zune_jpeg::zune_core::colorspace::ColorSpace;
     use zune_jpeg::zune_core::options::DecoderOptions;
@@ -133,6 +133,8 @@ fn jpeg_luma(camera: &str, data: &[u8]) -> Result<Luma, DetectError> {
         why,
     };
     let options = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::Luma);
+    let mut scratch = Vec::new();
+    let data = crate::preprocess::jpeg::tagged_mjpeg(data, &mut scratch);
     let mut decoder = zune_jpeg::JpegDecoder::new_with_options(data, options);
     let pixels = decoder.decode().map_err(|e| fail(e.to_string()))?;
     let (w, h) = decoder
@@ -181,26 +183,31 @@ impl BoardDetector {
     /// # Errors
     /// [`DetectError::Detector`] for an image the tag detector cannot take (a side of zero
     /// or over 65535 pixels).
-    pub fn detect(&mut self, camera: &str, image: &Luma) -> Result<Vec<Corner>, DetectError> {
+    pub fn detect(&mut self, camera: &str, image: Luma) -> Result<Vec<Corner>, DetectError> {
+        let Luma {
+            width,
+            height,
+            pixels,
+        } = image;
         let refuse = |why: String| DetectError::Detector {
             camera: camera.to_string(),
-            width: image.width,
-            height: image.height,
+            width,
+            height,
             why,
         };
         let size = ImageSize {
-            width: image.width as usize,
-            height: image.height as usize,
+            width: width as usize,
+            height: height as usize,
         };
-        let decoder = match self.decoders.entry((image.width, image.height)) {
+        let decoder = match self.decoders.entry((width, height)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(
                 AprilTagDecoder::new(config().map_err(refuse)?, size)
                     .map_err(|e| refuse(e.to_string()))?,
             ),
         };
-        let gray =
-            Image::<u8, 1>::new(size, image.pixels.clone()).map_err(|e| refuse(e.to_string()))?;
+        // The frame's pixels move into the detector's image: no copy per frame.
+        let gray = Image::<u8, 1>::new(size, pixels).map_err(|e| refuse(e.to_string()))?;
         let found = decoder.decode(&gray).map_err(|e| refuse(e.to_string()))?;
         let mut count: HashMap<u16, usize> = HashMap::new();
         for d in &found {
@@ -229,7 +236,7 @@ impl BoardDetector {
                 .fold(f64::INFINITY, f64::min);
             let radius = (side / 8.0).clamp(1.5, 6.0);
             for (k, p) in quad.into_iter().enumerate() {
-                if let Some(pixel) = saddle(image, p, radius) {
+                if let Some(pixel) = saddle(&gray, p, radius) {
                     corners.push(Corner {
                         id: 4 * u32::from(d.id) + k as u32,
                         pixel,
@@ -252,8 +259,8 @@ const EDGE_MARGIN: f64 = 1.0;
 /// saddle where a tag's corner meets the square at the gaps' crossing is not. `None` for a
 /// corner whose window leaves the frame, or that moves further than its window (not a
 /// saddle: a corner square missing, or a tag that is not flat on the board).
-fn saddle(image: &Luma, start: Point2<f64>, radius: f64) -> Option<Point2<f64>> {
-    let (w, h) = (f64::from(image.width), f64::from(image.height));
+fn saddle(image: &Image<u8, 1>, start: Point2<f64>, radius: f64) -> Option<Point2<f64>> {
+    let (w, h) = (image.width() as f64, image.height() as f64);
     let inside = |p: &Point2<f64>| {
         p.x - radius - EDGE_MARGIN >= 0.0
             && p.y - radius - EDGE_MARGIN >= 0.0
@@ -302,14 +309,15 @@ fn saddle(image: &Luma, start: Point2<f64>, radius: f64) -> Option<Point2<f64>> 
 }
 
 /// The image at a fractional pixel (pixel centres at integers), edges clamped.
-fn bilinear(image: &Luma, x: f64, y: f64) -> f64 {
-    let (w, h) = (image.width as usize, image.height as usize);
+fn bilinear(image: &Image<u8, 1>, x: f64, y: f64) -> f64 {
+    let (w, h) = (image.width(), image.height());
+    let pixels = image.as_slice();
     let x = x.clamp(0.0, (w - 1) as f64);
     let y = y.clamp(0.0, (h - 1) as f64);
     let (x0, y0) = (x.floor() as usize, y.floor() as usize);
     let (x1, y1) = ((x0 + 1).min(w - 1), (y0 + 1).min(h - 1));
     let (fx, fy) = (x - x0 as f64, y - y0 as f64);
-    let p = |x: usize, y: usize| f64::from(image.pixels[y * w + x]);
+    let p = |x: usize, y: usize| f64::from(pixels[y * w + x]);
     let top = p(x0, y0) * (1.0 - fx) + p(x1, y0) * fx;
     let bottom = p(x0, y1) * (1.0 - fx) + p(x1, y1) * fx;
     top * (1.0 - fy) + bottom * fy

@@ -99,7 +99,9 @@ pub fn film(
     let end_ns = last as u64 * hold_ns + filming.last_hold.as_nanos() as u64;
     // Start a second in, as a monotonic clock would.
     let start_ns = 1_000_000_000u64;
-    let mut shown: Vec<Option<(usize, Vec<u8>)>> = vec![None; cameras.len()];
+    // Each camera's frame of the pose it shows, rendered once and written again, restamped,
+    // for as long as the pose is held.
+    let mut shown: Vec<Option<(usize, Frame)>> = (0..cameras.len()).map(|_| None).collect();
     let (mut frames, mut rendered) = (0u64, 0u64);
     let mut t = 0u64;
     let mut sequence = 0u64;
@@ -122,22 +124,25 @@ pub fn film(
                         cam.width as usize * cam.height as usize
                     ],
                 };
-                shown[c] = Some((pose, pixels));
+                let frame = Frame {
+                    camera: CameraId(c as u32),
+                    format: PixelFormat::Grey,
+                    width: cam.width,
+                    height: cam.height,
+                    capture_ns: 0,
+                    sequence: 0,
+                    timestamp_source: TimestampSource::Synthetic,
+                    data: PooledBuffer::detached(pixels),
+                    truth: None,
+                };
+                shown[c] = Some((pose, frame));
             }
-            let Some((_, pixels)) = &shown[c] else {
+            let Some((_, frame)) = &mut shown[c] else {
                 continue;
             };
-            recorder.write(&Frame {
-                camera: CameraId(c as u32),
-                format: PixelFormat::Grey,
-                width: cam.width,
-                height: cam.height,
-                capture_ns: start_ns + t,
-                sequence,
-                timestamp_source: TimestampSource::Synthetic,
-                data: PooledBuffer::detached(pixels.clone()),
-                truth: None,
-            })?;
+            frame.capture_ns = start_ns + t;
+            frame.sequence = sequence;
+            recorder.write(frame)?;
             frames += 1;
         }
         sequence += 1;

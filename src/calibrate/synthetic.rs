@@ -399,7 +399,7 @@ impl Film {
                 height: camera.height,
                 pixels,
             };
-            for corner in self.detector.detect(&name, &luma).unwrap_or_default() {
+            for corner in self.detector.detect(&name, luma).unwrap_or_default() {
                 let e = sums.entry(corner.id).or_insert((Vector2::zeros(), 0));
                 e.0 += corner.pixel.coords;
                 e.1 += 1;

@@ -49,7 +49,7 @@ fn rendered_corners_are_found_where_they_project() {
         height: 432,
         pixels,
     };
-    let corners = BoardDetector::new(&board).detect("cam", &luma).unwrap();
+    let corners = BoardDetector::new(&board).detect("cam", luma).unwrap();
     let mut sq = 0.0;
     let mut worst: f64 = 0.0;
     for c in &corners {
@@ -82,7 +82,7 @@ fn a_mirrored_or_empty_frame_gives_no_corners() {
         height: 288,
         pixels: pixels.clone(),
     };
-    assert!(detector.detect("cam", &upright).unwrap().len() >= 100);
+    assert!(detector.detect("cam", upright.clone()).unwrap().len() >= 100);
     // Seen in a mirror the codes are not tag36h11's: nothing is taken for the board.
     let mirrored: Vec<u8> = pixels
         .chunks_exact(288)
@@ -93,16 +93,16 @@ fn a_mirrored_or_empty_frame_gives_no_corners() {
         height: 288,
         pixels: mirrored,
     };
-    assert!(detector.detect("cam", &mirrored).unwrap().is_empty());
+    assert!(detector.detect("cam", mirrored).unwrap().is_empty());
     let blank = Luma {
         width: 288,
         height: 288,
         pixels: vec![128; 288 * 288],
     };
-    assert!(detector.detect("cam", &blank).unwrap().is_empty());
+    assert!(detector.detect("cam", blank).unwrap().is_empty());
     // A smaller board takes only its own tags (ids 0..9) from the same frame.
     let small: AprilGrid = "aprilgrid:3x3:0.088:0.3".parse().unwrap();
-    let found = BoardDetector::new(&small).detect("cam", &upright).unwrap();
+    let found = BoardDetector::new(&small).detect("cam", upright).unwrap();
     assert!(
         !found.is_empty() && found.iter().all(|c| c.id < 36),
         "{found:?}"
@@ -142,6 +142,20 @@ fn luma_is_read_from_every_camera_format() {
         short.to_string(),
         "body1: a yuyv frame of 4x2 needs 16 bytes, got 15"
     );
+    // A UVC camera's MJPEG frame carries no Huffman tables: it decodes all the same.
+    use crate::preprocess::jpeg::tests::{encode, smooth_rgb, strip_dht};
+    let jpeg = encode(
+        &smooth_rgb(16, 8),
+        16,
+        8,
+        jpeg_encoder::SamplingFactor::R_4_2_2,
+    );
+    let bare = strip_dht(&jpeg);
+    assert!(crate::preprocess::jpeg::lacks_huffman_tables(&bare));
+    let mut mjpeg = frame(PixelFormat::Mjpeg, bare);
+    (mjpeg.width, mjpeg.height) = (16, 8);
+    let luma = Luma::of_frame("cam", &mjpeg).unwrap();
+    assert_eq!((luma.width, luma.height, luma.pixels.len()), (16, 8, 128));
     let jpeg =
         Luma::of_frame("body1", &frame(PixelFormat::Mjpeg, vec![0xff, 0xd8, 0])).unwrap_err();
     assert!(

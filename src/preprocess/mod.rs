@@ -13,7 +13,7 @@
 //! When the HEF takes NV12 or YUY2 the frame stays in YUV (half the link
 //! bytes of RGB).
 
-mod jpeg;
+pub(crate) mod jpeg;
 mod plan;
 mod quantize;
 mod resample;

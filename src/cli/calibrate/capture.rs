@@ -157,16 +157,12 @@ impl Capture {
                 eprintln!("warning: {}: {}", printable(name), printable(e));
             }
         }
-        let anchor = args.anchor.map(|pose| hailo_edge::calibrate::Anchor {
-            pose,
-            world_from_board: nalgebra::Isometry3::identity(),
-        });
-        if let Some(a) = &anchor {
-            let folded = capture::average_still(&mut captured.views, a.pose, STILL_PX);
+        // The anchor itself is set from --anchor by the command, as for a corners file.
+        if let Some(instant) = args.anchor {
+            let folded = capture::average_still(&mut captured.views, instant, STILL_PX);
             println!(
-                "anchor: instant {} ({:.2} s), the still board averaged over {} frame(s)",
-                a.pose,
-                a.pose as f64 * every.as_secs_f64(),
+                "anchor: instant {instant} ({:.2} s), the still board averaged over {} frame(s)",
+                instant as f64 * every.as_secs_f64(),
                 folded + 1
             );
         }
@@ -182,7 +178,7 @@ impl Capture {
                     height,
                 })
                 .collect(),
-            anchor,
+            anchor: None,
             views: captured.views,
         };
         Ok((corners, captured.tallies))

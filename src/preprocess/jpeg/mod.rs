@@ -76,12 +76,8 @@ impl MjpegDecoder {
         }
     }
 
-    /// The whole frame at full size through `zune-jpeg`.
-    ///
-    /// zune-jpeg substitutes the standard Huffman tables for missing ones
-    /// only in frames tagged as MJPEG (an `AVI1` APP0 segment); frames
-    /// without tables and without the tag (common from UVC cameras) get the
-    /// tag added in a scratch copy.
+    /// The whole frame at full size through `zune-jpeg`, tagged as MJPEG where it lacks
+    /// Huffman tables ([`tagged_mjpeg`]).
     #[cfg_attr(all(feature = "libjpeg-turbo", not(test)), allow(dead_code))]
     pub fn decode_full(
         &mut self,
@@ -90,16 +86,7 @@ impl MjpegDecoder {
         (width, height): (u32, u32),
         plan: &Layout,
     ) -> Result<Decoded, PreprocessError> {
-        let data = if lacks_huffman_tables(data) {
-            const AVI1: [u8; 9] = [0xff, 0xe0, 0, 7, b'A', b'V', b'I', b'1', 0];
-            self.patched.clear();
-            self.patched.extend_from_slice(&data[..2]);
-            self.patched.extend_from_slice(&AVI1);
-            self.patched.extend_from_slice(&data[2..]);
-            &self.patched[..]
-        } else {
-            data
-        };
+        let data = tagged_mjpeg(data, &mut self.patched);
         zune::decode_rgb(camera, data, width, height, &mut self.rgb)?;
         Ok(Decoded {
             size: (width, height),
@@ -112,6 +99,21 @@ impl MjpegDecoder {
     pub fn pixels(&self) -> &[u8] {
         &self.rgb
     }
+}
+
+/// `data` as zune-jpeg decodes it: zune-jpeg substitutes the standard Huffman tables for
+/// missing ones only in frames tagged as MJPEG (an `AVI1` APP0 segment), so a frame without
+/// tables and without the tag (common from UVC cameras) gets the tag added in `scratch`.
+pub fn tagged_mjpeg<'a>(data: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    if !lacks_huffman_tables(data) {
+        return data;
+    }
+    const AVI1: [u8; 9] = [0xff, 0xe0, 0, 7, b'A', b'V', b'I', b'1', 0];
+    scratch.clear();
+    scratch.extend_from_slice(&data[..2]);
+    scratch.extend_from_slice(&AVI1);
+    scratch.extend_from_slice(&data[2..]);
+    scratch
 }
 
 /// Whether the header segments (SOI up to the first SOS) of a baseline JPEG
