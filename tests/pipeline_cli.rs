@@ -202,6 +202,31 @@ fn keypoint_slots_that_the_decoder_lacks_are_refused() {
     );
     rig.decoder.keypoint_slots = Some("all".parse().unwrap());
     hailo_edge::rig::decoders::pairings(&rig, &choices).unwrap();
+
+    // A graph with the top slot alone returns that slot alone; its metadata still says
+    // it has 100, so `all` is refused for it.
+    let dir = tempfile::tempdir().unwrap();
+    for (g, side) in rig.graphs.iter_mut().zip([288, 432]) {
+        let graph = hailo_edge::decode::graph::HostGraph {
+            side,
+            width: hailo_edge::decode::graph::Width::Reduced,
+            keypoint_slots: "1".parse().unwrap(),
+            ..hailo_edge::decode::graph::HostGraph::real(side)
+        };
+        let path = dir.path().join(graph.file_name());
+        std::fs::write(&path, graph.encode().unwrap()).unwrap();
+        g.decoder_onnx = Some(path);
+    }
+    let choices = hailo_edge::rig::decoders::choose(&rig).unwrap();
+    let err = hailo_edge::rig::decoders::pairings(&rig, &choices)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("keypoint_slots") && err.contains("100"),
+        "{err}"
+    );
+    rig.decoder.keypoint_slots = Some("1".parse().unwrap());
+    hailo_edge::rig::decoders::pairings(&rig, &choices).unwrap();
 }
 
 /// The demo rig with the reduced-width decoder fixtures (design split, every slot with

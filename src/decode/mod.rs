@@ -227,7 +227,8 @@ pub trait Decoder: Send {
 pub struct DecoderSignature {
     /// Input maps, names and shapes, in the graph's order.
     pub inputs: Vec<MapSpec>,
-    /// Query slots (dim 1 of `dets`).
+    /// Query slots of the model: the generated graphs' `hailo_edge.query_slots` metadata,
+    /// else dim 1 of `dets`.
     pub queries: Option<usize>,
     /// Query slots with keypoints (dim 1 of `keypoints`).
     pub keypoint_slots: Option<usize>,
@@ -294,9 +295,23 @@ impl DecoderSignature {
                 .and_then(|d| d.get(1).copied())
                 .filter(|&n| n > 0)
         };
+        let stated = proto
+            .metadata_props
+            .iter()
+            .find(|p| p.key == crate::decode::graph::QUERY_SLOTS_KEY)
+            .map(|p| {
+                p.value.parse::<usize>().map_err(|_| {
+                    load(format!(
+                        "metadata {} is \"{}\", expected a whole number",
+                        crate::decode::graph::QUERY_SLOTS_KEY,
+                        p.value
+                    ))
+                })
+            })
+            .transpose()?;
         Ok(Self {
             inputs,
-            queries: dim1("dets"),
+            queries: stated.or_else(|| dim1("dets")),
             keypoint_slots: dim1("keypoints"),
         })
     }

@@ -17,6 +17,7 @@ use crate::decode::ops::attention::fuse_attention;
 use crate::decode::ops::deform_project::fuse_value_projection;
 use crate::decode::ops::deform_sample::fuse_deformable_sampling;
 use crate::decode::ops::fast_ops::speed_up;
+use crate::decode::ops::gather::fast_gather;
 use crate::decode::ops::grid_sample::onnx_fast;
 use crate::decode::ops::input_reshape::fold_input_reshapes;
 use crate::decode::ops::layer_norm::fuse_layer_norm;
@@ -152,7 +153,7 @@ pub fn prepare(
     let fused = fuse_hot_ops(&mut model)?;
     declutter(&mut model)?;
     model.optimize()?;
-    let swapped = speed_up(&mut model)? + fast_trig(&mut model)?;
+    let swapped = speed_up(&mut model)? + fast_trig(&mut model)? + fast_gather(&mut model)?;
     let feeds = fold_input_reshapes(&mut model)?;
     log::debug!("{fused}; {swapped} nodes on fast kernels");
     Ok((model, feeds))

@@ -11,25 +11,28 @@ use crate::metrics::ops::builder::Attr;
 /// perturbs them so the sampling depends on the query.
 const DEFORM_STD: f32 = 0.02;
 
-/// Multi-head attention over `tokens` tokens in `batch` independent groups.
+/// Multi-head attention of `queries` query tokens over `tokens` key and value tokens, in
+/// `batch` independent groups.
 ///
-/// `q_in`, `k_in`, `v_in` are (batch, tokens, width); the result has the same shape.
+/// `q_in` is (batch, queries, width), `k_in` and `v_in` (batch, tokens, width); the result
+/// is (batch, queries, width).
 pub(super) struct SelfAttention<'a> {
     pub name: &'a str,
     pub width: usize,
     pub heads: usize,
     pub batch: usize,
+    pub queries: usize,
     pub tokens: usize,
 }
 
 impl SelfAttention<'_> {
     pub(super) fn build(&self, net: &mut Net, q_in: &str, k_in: &str, v_in: &str) -> String {
         let (d, h, b, t) = (self.width, self.heads, self.batch, self.tokens);
-        let dh = d / h;
+        let (dh, tq) = (d / h, self.queries);
         let q = net.linear(&format!("{}.q", self.name), q_in, d, d);
         let k = net.linear(&format!("{}.k", self.name), k_in, d, d);
         let v = net.linear(&format!("{}.v", self.name), v_in, d, d);
-        let q = net.reshape(&q, &[b, t, h, dh]);
+        let q = net.reshape(&q, &[b, tq, h, dh]);
         let q = net.transpose(&q, &[0, 2, 1, 3]);
         let k = net.reshape(&k, &[b, t, h, dh]);
         let k = net.transpose(&k, &[0, 2, 3, 1]);
@@ -41,7 +44,7 @@ impl SelfAttention<'_> {
         let weights = net.softmax(&scores);
         let out = net.op("MatMul", &[&weights, &v], &[]);
         let out = net.transpose(&out, &[0, 2, 1, 3]);
-        let out = net.reshape(&out, &[b, t, d]);
+        let out = net.reshape(&out, &[b, tq, d]);
         net.linear(&format!("{}.out_proj", self.name), &out, d, d)
     }
 }

@@ -11,7 +11,8 @@ use crate::metrics::ops::builder::Attr;
 /// The graph's output names: the ones the engines read.
 pub use crate::decode::engine::OUTPUT_NAMES as OUTPUTS;
 
-/// Writes `dets` (1, Q, 4), `labels` (1, Q, 91) and `keypoints` (1, K, 17, 8).
+/// Writes `dets` (1, Q, 4), `labels` (1, Q, 91) and `keypoints` (1, K, 17, 8) from a
+/// target of Q slots (every slot, or the K kept ones).
 ///
 /// Keypoint fields: x, y reparameterised against the parent's reference box
 /// (`x = raw_x * ref_w + ref_cx`), then the six raw fields (findable, visible, three
@@ -21,13 +22,13 @@ pub(super) fn heads(
     net: &mut Net,
     sizes: &Sizes,
     slots: &Slots,
-    target: &str,
+    (target, q): (&str, usize),
     reference: &str,
     slot_reference: &str,
     tokens: &str,
 ) {
-    let (d, q) = (sizes.width, sizes.queries);
-    let k = slots.count(q);
+    let d = sizes.width;
+    let k = slots.count(sizes.queries);
     let hs = net.layer_norm("transformer.decoder.norm", target, d, EPS);
     let delta = net.mlp("bbox_embed", &hs, &[d, d, d, 4], REGRESSION_STD);
     let boxes = net.reparam(&delta, reference);

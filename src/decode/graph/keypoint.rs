@@ -43,6 +43,15 @@ impl Slots {
         }
     }
 
+    /// Slots the last layer and the heads run on, and the graph returns: the kept slots
+    /// when they are the first ones, every slot otherwise.
+    pub(super) fn returned(&self, queries: usize) -> usize {
+        match self {
+            Self::First(n) => *n,
+            Self::All | Self::Reversed(_) => queries,
+        }
+    }
+
     /// The slot index each branch row reads.
     fn rows(&self, queries: usize) -> Vec<usize> {
         match self {
@@ -137,8 +146,9 @@ pub(super) fn initial_tokens(net: &mut Net, seed: u64, sizes: &Sizes, slots: &Sl
     )
 }
 
-/// Layer `l`'s keypoint stage: returns the new detection target (1, Q, width) and the new
-/// keypoint tokens (1, K, 17, width).
+/// Layer `l`'s keypoint stage on a detection target of `rows` slots (every slot, or the
+/// kept ones alone): returns the new target (1, rows, width) and the new keypoint tokens
+/// (1, K, 17, width).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     net: &mut Net,
@@ -147,6 +157,7 @@ pub(super) fn stage(
     slots: &Slots,
     layer_scale: f32,
     target: &str,
+    rows: usize,
     tokens: &str,
     inputs: &SlotInputs,
     memory: &str,
@@ -155,7 +166,11 @@ pub(super) fn stage(
     let (d, q) = (sizes.width, sizes.queries);
     let k = slots.count(q);
     let name = format!("transformer.decoder.layers.{l}");
-    let kept = slots.take(net, target, q);
+    let kept = if rows == q {
+        slots.take(net, target, q)
+    } else {
+        target.to_owned()
+    };
     let head = net.unsqueeze(&kept, 2);
     let inst = net.concat(&[&head, tokens], 2);
     let inst = net.reshape(&inst, &[k, KEYPOINTS + 1, d]);
@@ -165,6 +180,7 @@ pub(super) fn stage(
         width: d,
         heads: sizes.sa_heads,
         batch: k,
+        queries: KEYPOINTS + 1,
         tokens: KEYPOINTS + 1,
     };
     let update = attention.build(net, &with_pos, &with_pos, &inst);
@@ -182,7 +198,7 @@ pub(super) fn stage(
         &format!("{name}.kp_inst_norm"),
         sizes,
         slots,
-        target,
+        (target, rows),
         &scaled,
     );
 
@@ -217,24 +233,25 @@ pub(super) fn stage(
     (target, tokens)
 }
 
-/// `kp_inst_norm(target + update)` on the kept slots, `kp_inst_norm(target)` on the rest.
+/// `kp_inst_norm(target + update)` on the kept slots, `kp_inst_norm(target)` on the rest,
+/// for a target of `rows` slots.
 fn write_back(
     net: &mut Net,
     name: &str,
     sizes: &Sizes,
     slots: &Slots,
-    target: &str,
+    (target, rows): (&str, usize),
     update: &str,
 ) -> String {
-    let (d, q) = (sizes.width, sizes.queries);
-    let k = slots.count(q);
-    if k >= q {
+    let d = sizes.width;
+    let k = slots.count(sizes.queries);
+    if k >= rows {
         let sum = net.add(target, update);
         return net.layer_norm(name, &sum, d, EPS);
     }
     let head = net.slice(target, 0, k as i64, 1);
     let head = net.add(&head, update);
-    let rest = net.slice(target, k as i64, q as i64, 1);
+    let rest = net.slice(target, k as i64, rows as i64, 1);
     let joined = net.concat(&[&head, &rest], 1);
     net.layer_norm(name, &joined, d, EPS)
 }

@@ -71,9 +71,12 @@ const REGRESSION_STD: f32 = 0.02;
 pub const LAYER_SCALE: f32 = 1e-6;
 /// Version of the generator, part of the file name: a cached graph of another version is
 /// never taken for this one.
-const GENERATOR_VERSION: u32 = 1;
+const GENERATOR_VERSION: u32 = 2;
 /// The seed of [`HostGraph::real`].
 pub const DEFAULT_SEED: u64 = 7;
+/// ONNX metadata key of a generated graph's query slot count: a graph with top-K keypoint
+/// slots returns K of its slots, so its `dets` output does not show how many it has.
+pub const QUERY_SLOTS_KEY: &str = "hailo_edge.query_slots";
 
 /// A graph description that cannot be generated.
 #[derive(Debug, thiserror::Error)]
@@ -249,9 +252,10 @@ impl HostGraph {
             .collect()
     }
 
-    /// Output names and shapes.
+    /// Output names and shapes. The graph returns the keypoint slots alone: its last layer
+    /// and heads run on those (the runtime reads no other slot).
     pub fn outputs(&self) -> [(&'static str, Vec<usize>); 3] {
-        let q = self.queries();
+        let q = self.keypoint_count();
         [
             (OUTPUTS[0], vec![1, q, 4]),
             (OUTPUTS[1], vec![1, q, CLASSES]),
@@ -263,7 +267,7 @@ impl HostGraph {
     }
 
     /// The file name of this graph: width, split, side, keypoint slots, seed and generator
-    /// version, e.g. `decoder_real_design_288_kp1_s7_g1.onnx`.
+    /// version, e.g. `decoder_real_design_288_kp1_s7_g2.onnx`.
     pub fn file_name(&self) -> String {
         format!(
             "decoder_{}_{}_{}_kp{}_s{}_g{GENERATOR_VERSION}.onnx",
@@ -322,9 +326,11 @@ impl HostGraph {
     fn build(&self, knobs: Knobs) -> (tract_onnx::pb::ModelProto, u64) {
         let sizes = self.width.sizes();
         let g = self.grid();
+        // The generator version stays out of the graph's own name, so a graph whose
+        // content a new version leaves alone keeps its bytes.
         let name = format!(
-            "rfdetr_kp_host_{}",
-            self.file_name().trim_end_matches(".onnx")
+            "rfdetr_kp_host_{}_{}_{}_kp{}_s{}",
+            self.width, self.split, self.side, self.keypoint_slots, self.seed
         );
         let mut net = Net::new(&name, self.seed);
         let (memory, keypoint_memory) = self.memories(&mut net, &sizes);
@@ -346,8 +352,14 @@ impl HostGraph {
             memory: &memory,
             grid: g,
         };
+        let returned = slots.returned(sizes.queries);
         for l in 0..sizes.layers {
-            target = layer::detection(&mut net, l, &sizes, &target, &layer_inputs);
+            let rows = if l + 1 == sizes.layers {
+                returned
+            } else {
+                sizes.queries
+            };
+            target = layer::detection(&mut net, l, &sizes, &target, &layer_inputs, rows);
             (target, tokens) = keypoint::stage(
                 &mut net,
                 l,
@@ -355,22 +367,36 @@ impl HostGraph {
                 &slots,
                 knobs.layer_scale,
                 &target,
+                rows,
                 &tokens,
                 &inputs,
                 &keypoint_memory,
                 g,
             );
         }
+        let reference = if returned < sizes.queries {
+            net.slice(&selected.reference, 0, returned as i64, 1)
+        } else {
+            selected.reference.clone()
+        };
         heads::heads(
             &mut net,
             &sizes,
             &slots,
-            &target,
-            &selected.reference,
+            (&target, returned),
+            &reference,
             &inputs.reference,
             &tokens,
         );
-        net.finish()
+        let (mut model, parameters) = net.finish();
+        // The slot count the outputs no longer show once they keep the keypoint slots alone.
+        model
+            .metadata_props
+            .push(tract_onnx::pb::StringStringEntryProto {
+                key: QUERY_SLOTS_KEY.to_owned(),
+                value: sizes.queries.to_string(),
+            });
+        (model, parameters)
     }
 
     /// The detection memory and the keypoint memory as tokens (1, g*g, width).

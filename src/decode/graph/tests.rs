@@ -107,10 +107,10 @@ fn bad_sides_are_refused_with_the_side() {
 fn file_names_say_width_split_side_slots_and_seed() {
     assert_eq!(
         HostGraph::real(432).file_name(),
-        "decoder_real_design_432_kp1_s7_g1.onnx"
+        "decoder_real_design_432_kp1_s7_g2.onnx"
     );
     let g = reduced(288, Split::Taps, KeypointSlots::All);
-    assert_eq!(g.file_name(), "decoder_reduced_taps_288_kpall_s7_g1.onnx");
+    assert_eq!(g.file_name(), "decoder_reduced_taps_288_kpall_s7_g2.onnx");
 }
 
 /// Output shapes by name.
@@ -190,20 +190,14 @@ fn kept_keypoint_slots_equal_the_full_graph() {
         let (diff, full, part) = slot_diff(288, k, Knobs::default());
         eprintln!("reduced 288, keypoint slots {k}: kept slots max |diff| {diff:.2e}");
         assert!(diff <= 1e-5, "slots {k}: {diff}");
+        // The graph returns the kept slots alone; upstream's returns every slot.
+        assert_eq!(part["dets"].shape(), &[1, k, 4]);
+        assert_eq!(part["labels"].shape(), &[1, k, CLASSES]);
         assert_eq!(
             part["keypoints"].shape(),
             &[1, k, KEYPOINTS, KEYPOINT_FIELDS]
         );
-        // The other slots lose the keypoint class term of logit 0, and only that.
-        let lost = (k..100)
-            .map(|q| (full["labels"][[0, q, 0]] - part["labels"][[0, q, 0]]).abs())
-            .fold(0.0, f32::max);
-        let other = (k..100)
-            .flat_map(|q| (1..CLASSES).map(move |c| (q, c)))
-            .map(|(q, c)| (full["labels"][[0, q, c]] - part["labels"][[0, q, c]]).abs())
-            .fold(0.0, f32::max);
-        eprintln!("  other slots: logit 0 differs by up to {lost:.3}, other logits {other:.2e}");
-        assert!(lost > 1e-2 && other <= 1e-5, "{lost} {other}");
+        assert_eq!(full["dets"].shape(), &[1, 100, 4]);
     }
 }
 

@@ -14,6 +14,7 @@
 //! | [`layer_norm`] | [`FastLayerNorm`](layer_norm::FastLayerNorm) | `ReduceSum -> Mul(1/n) -> Sub -> RmsNorm` |
 //! | [`fast_ops`] | [`FastBroadcast`](fast_ops::FastBroadcast), [`FastSoftmax`](fast_ops::FastSoftmax) | broadcasting binary ops, short-row softmax |
 //! | [`trig`] | [`FastTrig`](trig::FastTrig) | `Sin`, `Cos` (the query sine embedding) |
+//! | [`gather`] | [`FastGatherElements`](gather::FastGatherElements) | `GatherElements` on f32 (the two-stage selection's rows) |
 //! | `input_reshape` | (none) | the `IntoShape` after each input, folded into the fed shape |
 //!
 //! The kernels read and write flat f32 slices of tract's own `Tensor`s: tract owns the
@@ -26,6 +27,7 @@ mod deform_neon;
 pub mod deform_project;
 pub mod deform_sample;
 pub mod fast_ops;
+pub mod gather;
 mod graph_patch;
 pub mod grid_sample;
 pub(crate) mod input_reshape;
