@@ -25,6 +25,20 @@ impl TokenMajor {
     /// Writes the transpose of `src` `(D, S)` into `dst` `(S, D)`.
     pub fn transpose(&self, src: &[f32], dst: &mut [f32]) {
         let (d, s) = (self.channels, self.tokens);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if d.is_multiple_of(8)
+                && s.is_multiple_of(8)
+                && src.len() >= d * s
+                && dst.len() >= d * s
+                && std::arch::is_x86_feature_detected!("avx")
+            {
+                // SAFETY: the CPU supports AVX, both slices hold d x s elements and both
+                // sides are whole blocks of 8, all checked just above.
+                unsafe { transpose_avx(src, dst, d, s) };
+                return;
+            }
+        }
         for k0 in (0..d).step_by(TILE) {
             for t0 in (0..s).step_by(TILE) {
                 for k in k0..(k0 + TILE).min(d) {
@@ -32,6 +46,57 @@ impl TokenMajor {
                     for t in t0..(t0 + TILE).min(s) {
                         dst[t * d + k] = row[t];
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The transpose in 8 x 8 blocks held in AVX registers: eight rows of `src` loaded,
+/// transposed by unpacks, shuffles and lane permutes, stored as eight rows of `dst`.
+///
+/// # Safety
+/// The CPU must support AVX; `src` and `dst` hold at least `d * s` elements; `d` and
+/// `s` are multiples of 8.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose_avx(src: &[f32], dst: &mut [f32], d: usize, s: usize) {
+    use std::arch::x86_64::*;
+    for k0 in (0..d).step_by(8) {
+        for t0 in (0..s).step_by(8) {
+            // SAFETY: rows k0..k0+8 of `src` from column t0, rows t0..t0+8 of `dst`
+            // from column k0: all inside d x s (the caller's contract).
+            unsafe {
+                let r: [__m256; 8] =
+                    std::array::from_fn(|i| _mm256_loadu_ps(src.as_ptr().add((k0 + i) * s + t0)));
+                let a0 = _mm256_unpacklo_ps(r[0], r[1]);
+                let a1 = _mm256_unpackhi_ps(r[0], r[1]);
+                let a2 = _mm256_unpacklo_ps(r[2], r[3]);
+                let a3 = _mm256_unpackhi_ps(r[2], r[3]);
+                let a4 = _mm256_unpacklo_ps(r[4], r[5]);
+                let a5 = _mm256_unpackhi_ps(r[4], r[5]);
+                let a6 = _mm256_unpacklo_ps(r[6], r[7]);
+                let a7 = _mm256_unpackhi_ps(r[6], r[7]);
+                let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
+                let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
+                let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
+                let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
+                let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
+                let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
+                let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
+                let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
+                let out = [
+                    _mm256_permute2f128_ps::<0x20>(b0, b4),
+                    _mm256_permute2f128_ps::<0x20>(b1, b5),
+                    _mm256_permute2f128_ps::<0x20>(b2, b6),
+                    _mm256_permute2f128_ps::<0x20>(b3, b7),
+                    _mm256_permute2f128_ps::<0x31>(b0, b4),
+                    _mm256_permute2f128_ps::<0x31>(b1, b5),
+                    _mm256_permute2f128_ps::<0x31>(b2, b6),
+                    _mm256_permute2f128_ps::<0x31>(b3, b7),
+                ];
+                for (j, v) in out.into_iter().enumerate() {
+                    _mm256_storeu_ps(dst.as_mut_ptr().add((t0 + j) * d + k0), v);
                 }
             }
         }

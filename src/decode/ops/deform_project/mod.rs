@@ -75,15 +75,13 @@ impl FastDeformProject {
             }
         }
         #[cfg(target_arch = "aarch64")]
-        // SAFETY: NEON is the aarch64 baseline.
-        return self.sample_with(inputs, weight, bias, out, |a, w, r| unsafe {
-            super::deform_neon::axpy(a, w, r)
-        });
+        return self.sample_with(inputs, weight, bias, out, taps::neon);
         #[cfg(not(target_arch = "aarch64"))]
         self.sample_generic(inputs, weight, bias, out)
     }
 
-    /// [`Self::sample`] compiled for AVX2 (8-wide loops over D, one-instruction `floor`).
+    /// [`Self::sample`] compiled for AVX2 (one-instruction `floor`), the taps summed in
+    /// AVX-512 registers where the CPU has them.
     ///
     /// # Safety
     /// The CPU must support AVX2.
@@ -96,7 +94,11 @@ impl FastDeformProject {
         bias: &[f32],
         out: &mut [f32],
     ) -> TractResult<()> {
-        self.sample_generic(inputs, weight, bias, out)
+        self.sample_with(inputs, weight, bias, out, |row, t, memory| {
+            if taps::avx512(row, t, memory).is_none() {
+                taps::portable(row, t, memory);
+            }
+        })
     }
 
     /// The portable loops: the scalar reference of every SIMD build.
@@ -109,16 +111,13 @@ impl FastDeformProject {
         bias: &[f32],
         out: &mut [f32],
     ) -> TractResult<()> {
-        self.sample_with(inputs, weight, bias, out, |acc, wt, row| {
-            for (a, &v) in acc.iter_mut().zip(row) {
-                *a += wt * v;
-            }
-        })
+        self.sample_with(inputs, weight, bias, out, taps::portable)
     }
 
-    /// The sampling loops with `axpy` (`acc += wt * row`) as their inner loop, the one
-    /// place a SIMD build differs; then, per head, one matrix product of the head's
-    /// weighted rows `(Lq, D)` with its `W_h (D, dh)`, written as `(dh, Lq)`.
+    /// The sampling loops with `sum_taps` (one query's weighted rows summed,
+    /// [`taps::portable`]) as their inner loop, the one place a SIMD build differs; then,
+    /// per head, one matrix product of the head's weighted rows `(Lq, D)` with its
+    /// `W_h (D, dh)`, written as `(dh, Lq)`.
     #[inline(always)]
     fn sample_with(
         &self,
@@ -126,7 +125,7 @@ impl FastDeformProject {
         weight: &[f32],
         bias: &[f32],
         out: &mut [f32],
-        axpy: impl Fn(&mut [f32], f32, &[f32]),
+        sum_taps: impl Fn(&mut [f32], &[taps::Tap], &[f32]),
     ) -> TractResult<()> {
         let [heads, d, dh] = self.dims();
         let [mh, mw] = self.map;
@@ -147,14 +146,15 @@ impl FastDeformProject {
         };
         let mut rows = vec![0f32; lq * d];
         let mut wsum = vec![0f32; lq];
+        let mut found: Vec<taps::Tap> = Vec::with_capacity(4 * points);
         for h in 0..heads {
             let w_h = &weight[h * d * dh..(h + 1) * d * dh];
             let b_h = &bias[h * dh..(h + 1) * dh];
             let dst = &mut out[h * dh * lq..(h + 1) * dh * lq];
-            rows.fill(0.0);
             wsum.fill(0.0);
             for (j, row) in rows.chunks_exact_mut(d).enumerate() {
                 let k0 = (h * lq + j) * points;
+                found.clear();
                 for k in k0..k0 + points {
                     let (idx, wts) =
                         self.sample
@@ -165,9 +165,10 @@ impl FastDeformProject {
                             continue;
                         }
                         wsum[j] += wt;
-                        axpy(row, wt, &memory[i as usize * d..(i as usize + 1) * d]);
+                        found.push((i, wt));
                     }
                 }
+                sum_taps(row, &found, memory);
             }
             // The bias, scaled by each row's in-map tap weight, then the product onto it.
             for (c, col) in dst.chunks_exact_mut(lq).enumerate() {
@@ -252,6 +253,7 @@ super::tract_op!(FastDeformProject);
 
 mod layout;
 mod rewrite;
+mod taps;
 pub use layout::TokenMajor;
 pub use rewrite::fuse_value_projection;
 

@@ -347,18 +347,29 @@ fn fixture_decoder_projects_sampled_rows_only(name: &str) {
 
 #[test]
 fn the_token_major_copy_is_the_transpose() {
-    // Sides that are not multiples of the tile.
+    // Sides that are not multiples of the tile (the tiled loops), and sides in whole
+    // blocks of 8 (the AVX blocks on x86-64), one of them the 432 memory's.
+    for (d, s) in [(37, 53), (24, 40), (256, 1296)] {
+        let src = random(d * s, 31, -1.0, 1.0);
+        let op = TokenMajor {
+            channels: d,
+            tokens: s,
+        };
+        let mut dst = vec![0f32; d * s];
+        op.transpose(&src, &mut dst);
+        assert!(
+            (0..d).all(|k| (0..s).all(|t| dst[t * d + k] == src[k * s + t])),
+            "{d} x {s}"
+        );
+        // Negative control: the memory read as already token-major is another tensor.
+        assert!(max_abs_diff(&dst, &src) > 0.1);
+    }
     let (d, s) = (37, 53);
     let src = random(d * s, 31, -1.0, 1.0);
     let op = TokenMajor {
         channels: d,
         tokens: s,
     };
-    let mut dst = vec![0f32; d * s];
-    op.transpose(&src, &mut dst);
-    assert!((0..d).all(|k| (0..s).all(|t| dst[t * d + k] == src[k * s + t])));
-    // Negative control: the memory read as already token-major is another tensor.
-    assert!(max_abs_diff(&dst, &src) > 0.1);
     // A memory of the wrong size is refused, naming the op.
     let wrong = Tensor::from_shape(&[1, d, s - 1], &src[..d * (s - 1)]).unwrap();
     let err = super::super::Kernel::run(&op, tvec![wrong.into_tvalue()]).unwrap_err();
@@ -368,13 +379,14 @@ fn the_token_major_copy_is_the_transpose() {
 /// The SIMD build of this target (AVX2 on x86-64, NEON on aarch64) against
 /// the portable loops, bit for bit (both multiply then add, lane for lane),
 /// at memory and head widths around the vector widths and past the 32-wide
-/// accumulator block; the negative control moves one attention weight by
+/// and 128-wide accumulator blocks; the negative control moves one attention weight by
 /// 1e-3.
 #[test]
 fn simd_build_equals_the_portable_loops_bit_for_bit() {
     let (heads, lq, p) = (2, 19, 3);
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for (d, dh) in [(5, 3), (9, 5), (16, 8), (7, 13), (12, 33)] {
+    // 200: two passes of the 128-channel register block, the second masked.
+    for (d, dh) in [(5, 3), (9, 5), (16, 8), (7, 13), (12, 33), (200, 16)] {
         let seed = (d * 100 + dh) as u64;
         let memory = random(S * d, seed, -1.0, 1.0);
         let weight = random(heads * d * dh, seed + 1, -0.3, 0.3);
