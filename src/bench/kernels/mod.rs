@@ -74,14 +74,26 @@ impl Kernel {
     /// The code path the kernel takes on this CPU: `avx2` or `scalar` on x86_64 (by run-time
     /// detection, as the kernels choose), `neon` on aarch64 (the baseline there), and
     /// `tract-linalg` for tract's own kernels, which pick their own, and the `gemm`
-    /// crate's widest path for the linear layers.
+    /// crate's widest path for the linear layers. Attention multiplies its larger items
+    /// on `gemm`, and the sampling projects its rows there and sums its taps with
+    /// AVX-512 where the CPU has it.
     pub fn path(self) -> &'static str {
         match self {
             Kernel::MatMul | Kernel::Other => "tract-linalg",
             Kernel::Linear => gemm_path(),
-            Kernel::Preprocess | Kernel::Attention | Kernel::DeformSample | Kernel::Softmax => {
-                simd_path()
-            }
+            Kernel::Preprocess | Kernel::Softmax => simd_path(),
+            Kernel::Attention => match (simd_path(), gemm_path()) {
+                ("avx2", "gemm avx512") => "avx2 + gemm avx512",
+                ("avx2", _) => "avx2 + gemm avx2",
+                ("neon", _) => "neon + gemm neon",
+                _ => "scalar + gemm scalar",
+            },
+            Kernel::DeformSample => match (simd_path(), gemm_path()) {
+                ("avx2", "gemm avx512") => "avx512 taps + gemm avx512",
+                ("avx2", _) => "avx2 + gemm avx2",
+                ("neon", _) => "neon + gemm neon",
+                _ => "scalar + gemm scalar",
+            },
         }
     }
 }

@@ -2,14 +2,18 @@
 //!
 //! Every linear layer of the decoder is an ONNX `MatMul` with a constant weight, most with
 //! a bias `Add` after it and the FFNs' first layer with a `Relu`; together they are most of
-//! the decoder's time. On the project's machine `gemm` runs them at about two thirds of a
-//! core's FMA peak, tract's `OptMatMul` about a fifth slower, with the bias and ReLU as
-//! separate passes (docs/performance.md#decoder).
+//! the decoder's time; tract's `OptMatMul` runs them slower than `gemm`, with the bias and
+//! ReLU as separate passes (docs/performance.md#decoder).
 //! [`fuse_linear`] puts [`FastLinear`] in their place: `gemm`'s packed kernels (AVX-512,
 //! AVX2 or NEON, chosen at run time) on one thread, with the bias written into the output
 //! before the product accumulates onto it and the ReLU applied in the same pass over the
-//! output. The weight is packed once, when the graph loads, as `K` rows of `N`.
+//! output. The weight is kept as `K` rows of `N`; on a CPU with AVX-512 a product of many
+//! contiguous rows takes it packed once, when the graph loads, into column panels for
+//! `panels`' kernel instead, which saves `gemm`'s packing pass over the cold weight on
+//! every run.
 
+#[cfg(target_arch = "x86_64")]
+mod panels;
 mod rewrite;
 #[cfg(test)]
 mod tests;
@@ -75,7 +79,8 @@ impl MatrixLayout {
 /// ([`MatrixLayout`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FastLinear {
-    /// `W`, `(K, N)`, row-major.
+    /// `W`, `(K, N)`, row-major; or, after [`FastLinear::packed`], its column panels
+    /// `(P, K, 32)` (the last panel padded with zeros).
     pub weight: Arc<Tensor>,
     /// `b`, `(N)`.
     pub bias: Option<Arc<Tensor>>,
@@ -90,8 +95,46 @@ pub struct FastLinear {
 impl FastLinear {
     /// `K`, `N` and `M`.
     fn dims(&self) -> (usize, usize, usize) {
-        let (k, n) = (self.weight.shape()[0], self.weight.shape()[1]);
-        (k, n, self.input.len() / k.max(1))
+        let ws = self.weight.shape();
+        if self.is_packed() {
+            // Panels pad N: take it from the output, M rows of N.
+            let k = ws[1];
+            let m = self.input.len() / k.max(1);
+            (k, self.output.len() / m.max(1), m)
+        } else {
+            (ws[0], ws[1], self.input.len() / ws[0].max(1))
+        }
+    }
+
+    /// Whether the weight is in column panels.
+    fn is_packed(&self) -> bool {
+        self.weight.rank() == 3
+    }
+
+    /// This product with its weight in column panels when the CPU has AVX-512 and the
+    /// product reads and writes at least 32 contiguous rows; otherwise unchanged.
+    ///
+    /// # Errors
+    /// When the weight is not dense f32.
+    pub fn packed(self) -> TractResult<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (k, n, m) = self.dims();
+            if !self.is_packed()
+                && m >= panels::MIN_ROWS
+                && self.input.col_stride == 1
+                && self.output.col_stride == 1
+                && panels::available()
+            {
+                let data = panels::pack(f32s(&self.weight)?, k, n);
+                let shape = [n.div_ceil(panels::WIDTH), k, panels::WIDTH];
+                return Ok(Self {
+                    weight: Arc::new(Tensor::from_shape(&shape, &data)?),
+                    ..self
+                });
+            }
+        }
+        Ok(self)
     }
 
     /// Multiply-adds per run: `M·K·N`.
@@ -105,10 +148,15 @@ impl FastLinear {
     pub fn check(&self) -> TractResult<()> {
         let ws = self.weight.shape();
         ensure!(
-            ws.len() == 2 && ws[0] > 0 && ws[1] > 0,
-            "FastLinear: weight {ws:?} is not a non-empty matrix"
+            (ws.len() == 2 || ws.len() == 3 && ws[2] == 32) && ws.iter().all(|&d| d > 0),
+            "FastLinear: weight {ws:?} is neither a non-empty matrix nor its column panels"
         );
         let (k, n, m) = self.dims();
+        ensure!(
+            !self.is_packed() || ws[0] == n.div_ceil(32),
+            "FastLinear: {} panels for {n} columns",
+            ws[0]
+        );
         ensure!(
             m * k == self.input.len(),
             "FastLinear: input {:?} is not rows of {k}",
@@ -155,6 +203,25 @@ impl FastLinear {
             }
             None => false,
         };
+        if self.is_packed() {
+            #[cfg(target_arch = "x86_64")]
+            return panels::product(
+                x,
+                w,
+                out,
+                panels::Shape {
+                    m,
+                    k,
+                    n,
+                    x_stride: self.input.row_stride,
+                    out_stride: ors,
+                },
+                read_dst,
+                self.relu,
+            );
+            #[cfg(not(target_arch = "x86_64"))]
+            bail!("FastLinear: column panels need x86-64");
+        }
         matmul(
             Operand::new(out, ors, ocs),
             Operand::new(x, self.input.row_stride, self.input.col_stride),

@@ -42,6 +42,7 @@ fn find_one(model: &TypedModel) -> TractResult<Option<TypedModelPatch>> {
             last = max;
         }
         op.check()?;
+        let op = op.packed()?;
         let mut patch = TypedModelPatch::new(format!("linear at {}", node.name));
         let input = patch.tap_model(model, x)?;
         let out = patch.wire_node(format!("{}.linear", node.name), op, &[input])?[0];

@@ -92,6 +92,70 @@ fn products_match_the_definition_on_odd_sizes_and_both_layouts() {
 }
 
 #[test]
+fn column_panels_give_the_products_of_the_matrix() {
+    // Products of 32 rows or more read and written along contiguous rows take the panels
+    // where the CPU has AVX-512: whole and cut-short panels, every block of rows.
+    let cases: [(&[usize], &[usize]); 4] = [
+        (&[1, 100, 256], &[1, 100, 2048]),
+        (&[1, 45, 64], &[1, 45, 40]), // 45 rows: 3 blocks of 12, then 8, then 1
+        (&[1, 576, 256], &[1, 576, 91]),
+        (&[1, 39, 7], &[1, 39, 33]),
+    ];
+    for (xs, os) in cases {
+        for (bias, relu) in [(false, false), (true, false), (true, true), (false, true)] {
+            let plain = op(xs, 2, os, 2, bias, relu);
+            let packed = plain.clone().packed().unwrap();
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(
+                packed.weight.rank() == 3,
+                std::arch::is_x86_feature_detected!("avx512f"),
+                "{xs:?} -> {os:?}"
+            );
+            packed.check().unwrap();
+            assert_eq!(packed.macs(), plain.macs());
+            let x = random(xs.iter().product(), 3, -1.0, 1.0);
+            let mut out = vec![f32::NAN; os.iter().product()];
+            packed.apply(&x, &mut out).unwrap();
+            let (k, n) = (xs[2], os[2]);
+            let b = plain
+                .bias
+                .as_ref()
+                .map(|b| super::super::f32s(b).unwrap().to_vec());
+            let want = reference(
+                &x,
+                (k, 1),
+                super::super::f32s(&plain.weight).unwrap(),
+                b.as_deref(),
+                relu,
+                (x.len() / k, k, n),
+                (n, 1),
+            );
+            let d = max_abs_diff(&out, &want);
+            assert!(
+                d < 1e-4 * (k as f32).sqrt(),
+                "{xs:?} -> {os:?} bias {bias} relu {relu}: {d}"
+            );
+            // Negative control: the panels of another matrix give other products.
+            let mut other = plain.clone();
+            let w: Vec<f32> = super::super::f32s(&plain.weight)
+                .unwrap()
+                .iter()
+                .map(|v| v + 0.05)
+                .collect();
+            other.weight = Arc::new(Tensor::from_shape(&[k, n], &w).unwrap());
+            let mut moved = vec![0f32; out.len()];
+            other.packed().unwrap().apply(&x, &mut moved).unwrap();
+            assert!(max_abs_diff(&moved, &want) > 0.05, "{xs:?} -> {os:?}");
+        }
+    }
+    // Few rows, or rows read across their elements, stay with gemm.
+    let few = op(&[1, 17, 256], 2, &[1, 17, 1024], 2, true, false);
+    assert_eq!(few.packed().unwrap().weight.rank(), 2);
+    let across = op(&[1, 64, 40], 1, &[1, 40, 19], 2, true, false);
+    assert_eq!(across.packed().unwrap().weight.rank(), 2);
+}
+
+#[test]
 fn a_wrong_layout_is_caught_by_the_comparison() {
     // Negative control: reading a k-last input as k-first gives other numbers.
     let good = op(&[1, 9, 9], 2, &[1, 9, 5], 2, true, false);
