@@ -65,7 +65,7 @@ impl Kernel {
             Kernel::Attention => "attention",
             Kernel::DeformSample => "deformable sampling",
             Kernel::Softmax => "softmax + exp",
-            Kernel::Linear => "linear layers (gemm)",
+            Kernel::Linear => "linear layers",
             Kernel::MatMul => "matrix products (tract)",
             Kernel::Other => "other decoder ops (tract)",
         }
@@ -74,13 +74,18 @@ impl Kernel {
     /// The code path the kernel takes on this CPU: `avx2` or `scalar` on x86_64 (by run-time
     /// detection, as the kernels choose), `neon` on aarch64 (the baseline there), and
     /// `tract-linalg` for tract's own kernels, which pick their own, and the `gemm`
-    /// crate's widest path for the linear layers. Attention multiplies its larger items
+    /// crate's widest path for the linear layers (with the column panels of
+    /// `decode::ops::linear` where AVX-512 runs them). Attention multiplies its larger items
     /// on `gemm`, and the sampling projects its rows there and sums its taps with
     /// AVX-512 where the CPU has it.
     pub fn path(self) -> &'static str {
         match self {
             Kernel::MatMul | Kernel::Other => "tract-linalg",
-            Kernel::Linear => gemm_path(),
+            Kernel::Linear => match gemm_path() {
+                // Products of 32 contiguous rows or more run on the column panels there.
+                "gemm avx512" => "panels avx512 + gemm avx512",
+                other => other,
+            },
             Kernel::Preprocess | Kernel::Softmax => simd_path(),
             Kernel::Attention => match (simd_path(), gemm_path()) {
                 ("avx2", "gemm avx512") => "avx2 + gemm avx512",
