@@ -16,9 +16,10 @@
 //! rows: attention rows are independent, so nothing is computed twice.
 //!
 //! The per-item loops: `small` where the CPU has AVX2 and FMA and the heads are at
-//! most 16 wide (the decoder's are 8), with every phase register-blocked over several
-//! query rows; `kernel` for everything else, row at a time, portable, AVX2 or NEON
-//! (`neon`, on aarch64).
+//! most 16 wide, with every phase register-blocked over several query rows; otherwise
+//! `kernel`: items of 4 query rows or more (the real model's 32-wide heads) multiply
+//! on `gemm` with the softmax between the products, smaller ones run row at a time,
+//! portable, AVX2 or NEON (`neon`, on aarch64).
 
 use tract_onnx::tract_hir::internal::*;
 
