@@ -374,17 +374,19 @@ impl HostGraph {
                 g,
             );
         }
+        // A graph that returns the kept slots alone returns the first ones, whose boxes the
+        // keypoint stage already took.
         let reference = if returned < sizes.queries {
-            net.slice(&selected.reference, 0, returned as i64, 1)
+            &inputs.reference
         } else {
-            selected.reference.clone()
+            &selected.reference
         };
         heads::heads(
             &mut net,
             &sizes,
             &slots,
             (&target, returned),
-            &reference,
+            reference,
             &inputs.reference,
             &tokens,
         );

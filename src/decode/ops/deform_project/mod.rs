@@ -94,11 +94,14 @@ impl FastDeformProject {
         bias: &[f32],
         out: &mut [f32],
     ) -> TractResult<()> {
-        self.sample_with(inputs, weight, bias, out, |row, t, memory| {
-            if taps::avx512(row, t, memory).is_none() {
-                taps::portable(row, t, memory);
-            }
-        })
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            self.sample_with(inputs, weight, bias, out, |row, t, memory| unsafe {
+                taps::avx512(row, t, memory)
+            })
+        } else {
+            self.sample_with(inputs, weight, bias, out, taps::portable)
+        }
     }
 
     /// The portable loops: the scalar reference of every SIMD build.

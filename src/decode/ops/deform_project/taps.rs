@@ -12,51 +12,63 @@
 /// weight), zero-weight taps left out.
 pub(super) type Tap = (u32, f32);
 
-/// `row = Σ w · memory[i · d ..][.. d]` over `taps`, `d = row.len()`, as the portable
-/// loops compute it.
+/// `row = Σ w · memory[i · d ..][.. d]` over `taps`, `d = row.len()`, one `axpy`
+/// (`acc += w · src`, a multiply then an add) per tap.
 ///
 /// # Panics
 /// When a tap's row lies outside `memory` (the caller's taps come from a map of
 /// `memory.len() / d` tokens, so none does).
 #[inline(always)]
-pub(super) fn portable(row: &mut [f32], taps: &[Tap], memory: &[f32]) {
+pub(super) fn sum_with(
+    row: &mut [f32],
+    taps: &[Tap],
+    memory: &[f32],
+    axpy: impl Fn(&mut [f32], f32, &[f32]),
+) {
     let d = row.len();
     row.fill(0.0);
     for &(i, wt) in taps {
-        let src = &memory[i as usize * d..(i as usize + 1) * d];
-        for (a, &v) in row.iter_mut().zip(src) {
+        axpy(row, wt, &memory[i as usize * d..(i as usize + 1) * d]);
+    }
+}
+
+/// [`sum_with`] on plain loops: the reference every SIMD build equals bit for bit.
+#[inline(always)]
+pub(super) fn portable(row: &mut [f32], taps: &[Tap], memory: &[f32]) {
+    sum_with(row, taps, memory, |acc, wt, src| {
+        for (a, &v) in acc.iter_mut().zip(src) {
             *a += wt * v;
         }
-    }
+    });
 }
 
-/// [`portable`] with NEON rows (aarch64's baseline).
+/// [`sum_with`] with NEON rows (aarch64's baseline).
 #[cfg(target_arch = "aarch64")]
 pub(super) fn neon(row: &mut [f32], taps: &[Tap], memory: &[f32]) {
-    let d = row.len();
-    row.fill(0.0);
-    for &(i, wt) in taps {
-        let src = &memory[i as usize * d..(i as usize + 1) * d];
-        // SAFETY: NEON is the aarch64 baseline.
-        unsafe { super::super::deform_neon::axpy(row, wt, src) };
-    }
+    // SAFETY: NEON is the aarch64 baseline.
+    sum_with(row, taps, memory, |acc, wt, src| unsafe {
+        super::super::deform_neon::axpy(acc, wt, src)
+    });
 }
 
-/// [`portable`] on AVX-512 when the CPU has it (the row held in registers), else
-/// `None`.
+/// [`portable`] with the row held in AVX-512 registers; a tap whose row lies outside
+/// `memory` sends the call to [`portable`] (which reports it).
+///
+/// # Safety
+/// The CPU must support AVX-512F (the caller checks once, not per query).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn avx512(row: &mut [f32], taps: &[Tap], memory: &[f32]) -> Option<()> {
+pub(super) unsafe fn avx512(row: &mut [f32], taps: &[Tap], memory: &[f32]) {
     let d = row.len();
-    let inside = taps
+    if taps
         .iter()
-        .all(|&(i, _)| (i as usize + 1) * d <= memory.len());
-    if !inside || !std::arch::is_x86_feature_detected!("avx512f") {
-        return None;
+        .all(|&(i, _)| (i as usize + 1) * d <= memory.len())
+    {
+        // SAFETY: the CPU supports AVX-512F (the caller's contract) and every tap's row
+        // lies inside `memory`, checked just above.
+        unsafe { avx512_rows(row, taps, memory) };
+    } else {
+        portable(row, taps, memory);
     }
-    // SAFETY: the CPU supports AVX-512F, checked just above, and every tap's row lies
-    // inside `memory`.
-    unsafe { avx512_rows(row, taps, memory) };
-    Some(())
 }
 
 /// Channels per pass: eight registers of 16 lanes.

@@ -215,9 +215,9 @@ impl FastLinear {
                     n,
                     x_stride: self.input.row_stride,
                     out_stride: ors,
+                    accumulate: read_dst,
+                    relu: self.relu,
                 },
-                read_dst,
-                self.relu,
             );
             #[cfg(not(target_arch = "x86_64"))]
             bail!("FastLinear: column panels need x86-64");

@@ -45,8 +45,9 @@ pub(super) fn pack(w: &[f32], k: usize, n: usize) -> Vec<f32> {
     out
 }
 
-/// The shapes of one product: `x` M rows of K at `x_stride` apart, the output M rows of N
-/// at `out_stride` apart.
+/// One product: `x` M rows of K at `x_stride` apart, the output M rows of N at
+/// `out_stride` apart, added onto the output when `accumulate`, then `max(·, 0)` when
+/// `relu`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Shape {
     pub m: usize,
@@ -54,26 +55,22 @@ pub(super) struct Shape {
     pub n: usize,
     pub x_stride: usize,
     pub out_stride: usize,
+    pub accumulate: bool,
+    pub relu: bool,
 }
 
 /// `out = [out +] x · W`, then `max(·, 0)` when `relu`, with `W` as [`pack`] lays it out.
 ///
 /// # Errors
 /// When the CPU lacks AVX-512F or an operand is shorter than its shape.
-pub(super) fn product(
-    x: &[f32],
-    panels: &[f32],
-    out: &mut [f32],
-    s: Shape,
-    accumulate: bool,
-    relu: bool,
-) -> TractResult<()> {
+pub(super) fn product(x: &[f32], panels: &[f32], out: &mut [f32], s: Shape) -> TractResult<()> {
     let Shape {
         m,
         k,
         n,
         x_stride,
         out_stride,
+        ..
     } = s;
     ensure!(available(), "linear panels: the CPU lacks AVX-512F");
     ensure!(
@@ -92,7 +89,7 @@ pub(super) fn product(
     );
     // SAFETY: the CPU supports AVX-512F and every operand holds its shape, both checked
     // just above.
-    unsafe { product_avx512(x, panels, out, s, accumulate, relu) };
+    unsafe { product_avx512(x, panels, out, s) };
     Ok(())
 }
 
@@ -110,14 +107,7 @@ fn lanes(cols: usize) -> __mmask16 {
 /// The CPU must support AVX-512F; the operands hold the shapes `s` states ([`product`]
 /// checks both).
 #[target_feature(enable = "avx512f")]
-unsafe fn product_avx512(
-    x: &[f32],
-    panels: &[f32],
-    out: &mut [f32],
-    s: Shape,
-    accumulate: bool,
-    relu: bool,
-) {
+unsafe fn product_avx512(x: &[f32], panels: &[f32], out: &mut [f32], s: Shape) {
     let (k, x_stride, out_stride) = (s.k, s.x_stride, s.out_stride);
     for (p, panel) in panels.chunks_exact(k * WIDTH).enumerate() {
         let c0 = p * WIDTH;
@@ -140,8 +130,8 @@ unsafe fn product_avx512(
                     out: op,
                     out_stride,
                     masks,
-                    accumulate,
-                    relu,
+                    accumulate: s.accumulate,
+                    relu: s.relu,
                 };
                 i += match left {
                     ROWS.. => block.rows::<ROWS>(),

@@ -29,6 +29,20 @@ fn reference(
     out
 }
 
+/// What `op`, its weight row-major, computes on `x`, by the definition.
+fn definition(op: &FastLinear, x: &[f32]) -> Vec<f32> {
+    let (k, n) = (op.weight.shape()[0], op.weight.shape()[1]);
+    reference(
+        x,
+        (op.input.row_stride, op.input.col_stride),
+        super::super::f32s(&op.weight).unwrap(),
+        op.bias.as_ref().map(|b| super::super::f32s(b).unwrap()),
+        op.relu,
+        (x.len() / k, k, n),
+        (op.output.row_stride, op.output.col_stride),
+    )
+}
+
 fn op(
     x_shape: &[usize],
     k_axis: usize,
@@ -64,21 +78,8 @@ fn products_match_the_definition_on_odd_sizes_and_both_layouts() {
             let x = random(xs.iter().product(), 3, -1.0, 1.0);
             let mut out = vec![f32::NAN; os.iter().product()];
             op.apply(&x, &mut out).unwrap();
-            let (k, n) = (xs[ka], os[na]);
-            let m = x.len() / k;
-            let b = op
-                .bias
-                .as_ref()
-                .map(|b| super::super::f32s(b).unwrap().to_vec());
-            let want = reference(
-                &x,
-                (op.input.row_stride, op.input.col_stride),
-                super::super::f32s(&op.weight).unwrap(),
-                b.as_deref(),
-                relu,
-                (m, k, n),
-                (op.output.row_stride, op.output.col_stride),
-            );
+            let k = xs[ka];
+            let want = definition(&op, &x);
             let d = max_abs_diff(&out, &want);
             assert!(
                 d < 1e-4 * (k as f32).sqrt(),
@@ -117,19 +118,7 @@ fn column_panels_give_the_products_of_the_matrix() {
             let mut out = vec![f32::NAN; os.iter().product()];
             packed.apply(&x, &mut out).unwrap();
             let (k, n) = (xs[2], os[2]);
-            let b = plain
-                .bias
-                .as_ref()
-                .map(|b| super::super::f32s(b).unwrap().to_vec());
-            let want = reference(
-                &x,
-                (k, 1),
-                super::super::f32s(&plain.weight).unwrap(),
-                b.as_deref(),
-                relu,
-                (x.len() / k, k, n),
-                (n, 1),
-            );
+            let want = definition(&plain, &x);
             let d = max_abs_diff(&out, &want);
             assert!(
                 d < 1e-4 * (k as f32).sqrt(),
