@@ -6,7 +6,11 @@
 //! ```sh
 //! cargo bench --bench bench_decode -- [--runs N] [--stock] [model.onnx ...]
 //! HAILO_EDGE_BENCH_DECODERS=a.onnx:b.onnx cargo bench --bench bench_decode
+//! cargo bench --bench bench_decode -- --linear
 //! ```
+//!
+//! `--linear` instead times the decoder's largest linear layers on the column panels
+//! against `gemm`, side by side (see [`bench_linear`]).
 //!
 //! Prints one JSON line per (model, engine) with the median and p90 wall time and the
 //! median thread CPU time of one view's `run` (1 thread, sequential, after warm-up).
@@ -142,6 +146,66 @@ fn bench_dequantise(grid: usize, runs: usize) {
     );
 }
 
+/// The decoder's largest linear layers (the FFN's two products, an attention projection,
+/// the selection's class head), each as a `FastLinear` with bias and ReLU on its weight
+/// packed into column panels and on `gemm`, called in turn, every call on another copy of
+/// the weight from a set of 48 MB so that the weight comes cold as in a decoder run.
+/// Prints the median thread CPU time of each and their ratio.
+fn bench_linear(calls: usize) {
+    use std::sync::Arc;
+
+    use hailo_edge::decode::ops::linear::{FastLinear, MatrixLayout};
+    use tract_onnx::prelude::Tensor;
+
+    println!("linear layers, weights cold (48 MB of copies), median thread CPU time of {calls} calls each, in turn");
+    for (m, k, n) in [(100, 256, 2048), (100, 2048, 256), (100, 256, 768), (576, 256, 91)] {
+        let copies = (48_000_000 / (k * n * 4)).max(2);
+        let gemm: Vec<FastLinear> = (0..copies)
+            .map(|c| {
+                let mut w = vec![0f32; k * n];
+                fill_values(w.iter_mut());
+                w.iter_mut().for_each(|v| *v += c as f32 * 1e-3);
+                let mut b = vec![0f32; n];
+                fill_values(b.iter_mut());
+                FastLinear {
+                    weight: Arc::new(Tensor::from_shape(&[k, n], &w).expect("k x n")),
+                    bias: Some(Arc::new(Tensor::from_shape(&[n], &b).expect("n"))),
+                    relu: true,
+                    input: MatrixLayout::along(&[1, m, k], 2).expect("rows of k"),
+                    output: MatrixLayout::along(&[1, m, n], 2).expect("rows of n"),
+                }
+            })
+            .collect();
+        let panels: Vec<FastLinear> = gemm
+            .iter()
+            .map(|op| op.clone().packed().expect("f32 weight"))
+            .collect();
+        let took = panels[0].weight.rank() == 3;
+        let mut x = vec![0f32; m * k];
+        fill_values(x.iter_mut());
+        let (mut out_p, mut out_g) = (vec![0f32; m * n], vec![0f32; m * n]);
+        let (mut tp, mut tg) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        for c in 0..calls {
+            let t = common::thread_cpu_time();
+            panels[c % copies].apply(&x, &mut out_p).expect("panel product");
+            tp.push((common::thread_cpu_time() - t).as_secs_f64() * 1e3);
+            let t = common::thread_cpu_time();
+            gemm[(c + copies / 2) % copies]
+                .apply(&x, &mut out_g)
+                .expect("gemm product");
+            tg.push((common::thread_cpu_time() - t).as_secs_f64() * 1e3);
+        }
+        tp.sort_by(f64::total_cmp);
+        tg.sort_by(f64::total_cmp);
+        let (p, g) = (percentile(&tp, 0.5), percentile(&tg, 0.5));
+        let path = if took { "panels" } else { "gemm (no AVX-512: panels not taken)" };
+        println!(
+            "{m}x{k} . {k}x{n} + b, relu: {path} {p:.3} ms, gemm {g:.3} ms, ratio {:.2} ({copies} weight copies)",
+            p / g
+        );
+    }
+}
+
 fn main() {
     // As `hailo-edge run` does for a rig with `decoder.retain_memory` (the default):
     // freed tensors stay in the process between runs.
@@ -162,6 +226,10 @@ fn main() {
                     .unwrap_or(stock_runs)
             }
             "--stock" => stock = true,
+            "--linear" => {
+                bench_linear(400);
+                return;
+            }
             _ if a.starts_with("--") => {}
             _ => models.push(PathBuf::from(a)),
         }
