@@ -158,7 +158,12 @@ fn bench_linear(calls: usize) {
     use tract_onnx::prelude::Tensor;
 
     println!("linear layers, weights cold (48 MB of copies), median thread CPU time of {calls} calls each, in turn");
-    for (m, k, n) in [(100, 256, 2048), (100, 2048, 256), (100, 256, 768), (576, 256, 91)] {
+    for (m, k, n) in [
+        (100, 256, 2048),
+        (100, 2048, 256),
+        (100, 256, 768),
+        (576, 256, 91),
+    ] {
         let copies = (48_000_000 / (k * n * 4)).max(2);
         let gemm: Vec<FastLinear> = (0..copies)
             .map(|c| {
@@ -187,7 +192,9 @@ fn bench_linear(calls: usize) {
         let (mut tp, mut tg) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
         for c in 0..calls {
             let t = common::thread_cpu_time();
-            panels[c % copies].apply(&x, &mut out_p).expect("panel product");
+            panels[c % copies]
+                .apply(&x, &mut out_p)
+                .expect("panel product");
             tp.push((common::thread_cpu_time() - t).as_secs_f64() * 1e3);
             let t = common::thread_cpu_time();
             gemm[(c + copies / 2) % copies]
@@ -198,7 +205,11 @@ fn bench_linear(calls: usize) {
         tp.sort_by(f64::total_cmp);
         tg.sort_by(f64::total_cmp);
         let (p, g) = (percentile(&tp, 0.5), percentile(&tg, 0.5));
-        let path = if took { "panels" } else { "gemm (no AVX-512: panels not taken)" };
+        let path = if took {
+            "panels"
+        } else {
+            "gemm (no AVX-512: panels not taken)"
+        };
         println!(
             "{m}x{k} . {k}x{n} + b, relu: {path} {p:.3} ms, gemm {g:.3} ms, ratio {:.2} ({copies} weight copies)",
             p / g

@@ -27,32 +27,43 @@ struct Filmed {
     capture: Capture,
     recording: PathBuf,
     frames: u64,
-    _dir: tempfile::TempDir,
+    duration: std::time::Duration,
+    /// Holds the recording; calibrations may write beside it.
+    dir: tempfile::TempDir,
+}
+
+/// The demo rig's cameras filming a rendered capture of `spec` (the poses following the
+/// status line as the detector finds the board) into a recording in a new directory.
+fn film_demo_rig(spec: CaptureSpec, filming: &Filming) -> Filmed {
+    let board: AprilGrid = BOARD.parse().unwrap();
+    let spec = CaptureSpec {
+        render: Some(Look::default()),
+        ..spec
+    };
+    let capture = capture(&board, &hailo_edge::scene::demo_rig(), &spec);
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("board.mcap");
+    let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
+    let made = film(&capture, &names, filming, &recording).unwrap();
+    Filmed {
+        capture,
+        recording,
+        frames: made.frames,
+        duration: made.duration,
+        dir,
+    }
 }
 
 fn filmed() -> &'static Filmed {
     static FILMED: OnceLock<Filmed> = OnceLock::new();
     FILMED.get_or_init(|| {
-        let board: AprilGrid = BOARD.parse().unwrap();
         let spec = CaptureSpec {
             poses_per_camera: PER_CAMERA,
             shared_poses: 160,
             seed: 5,
-            // The poses follow the status line as the detector finds the board.
-            render: Some(Look::default()),
             ..CaptureSpec::default()
         };
-        let capture = capture(&board, &hailo_edge::scene::demo_rig(), &spec);
-        let dir = tempfile::tempdir().unwrap();
-        let recording = dir.path().join("board.mcap");
-        let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
-        let made = film(&capture, &names, &Filming::default(), &recording).unwrap();
-        Filmed {
-            capture,
-            recording,
-            frames: made.frames,
-            _dir: dir,
-        }
+        film_demo_rig(spec, &Filming::default())
     })
 }
 
@@ -202,33 +213,33 @@ fn a_synthetic_camera_cannot_film_the_board() {
 #[test]
 #[ignore = "a measurement: cargo test --test calibrate_frames a_minute -- --ignored --nocapture"]
 fn a_minute_of_four_cameras_at_30_fps() {
-    let board: AprilGrid = BOARD.parse().unwrap();
     let spec = CaptureSpec {
         poses_per_camera: 40,
         shared_poses: 80,
-        render: Some(Look::default()),
         ..CaptureSpec::default()
     };
-    let capture = capture(&board, &hailo_edge::scene::demo_rig(), &spec);
-    let dir = tempfile::tempdir().unwrap();
-    let recording = dir.path().join("minute.mcap");
-    let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
     let filming = Filming {
         fps: 30.0,
         ..Filming::default()
     };
-    let made = film(&capture, &names, &filming, &recording).unwrap();
+    let f = film_demo_rig(spec, &filming);
     let started = std::time::Instant::now();
     succeed(
         hailo_edge()
-            .args(["calibrate", "--frames", path(&recording), "--board", BOARD])
-            .args(["--anchor", "161", "--out", path(&dir.path().join("cal"))]),
+            .args([
+                "calibrate",
+                "--frames",
+                path(&f.recording),
+                "--board",
+                BOARD,
+            ])
+            .args(["--anchor", "161", "--out", path(&f.dir.path().join("cal"))]),
     );
     eprintln!(
         "{} frames over {:.1} s ({} MB) calibrated in {:.1} s",
-        made.frames,
-        made.duration.as_secs_f64(),
-        std::fs::metadata(&recording).unwrap().len() / 1_000_000,
+        f.frames,
+        f.duration.as_secs_f64(),
+        std::fs::metadata(&f.recording).unwrap().len() / 1_000_000,
         started.elapsed().as_secs_f64()
     );
 }
