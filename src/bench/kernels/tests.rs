@@ -49,7 +49,7 @@ fn a_row_renders_its_kernel_path_and_figures() {
         "{text}"
     );
     #[cfg(target_arch = "aarch64")]
-    assert_eq!(Kernel::Attention.path(), "neon");
+    assert_eq!(Kernel::Attention.path(), "neon + gemm neon");
     assert_eq!(Kernel::MatMul.path(), "tract-linalg");
 }
 
