@@ -5,6 +5,11 @@
 //! joined by the band between two tangent cones. It is not a limit type; nothing outside this
 //! test module can build it.
 //!
+//! The shoulder's reference has a hole: its backward and forward cones are not consecutive, so
+//! no band joins them, and the arm swung 12 to 18 degrees forward of hanging, which the table's
+//! flexion range allows, lies outside it. The shoulder is therefore also measured against the
+//! reference with its ring closed (a band from the last cone back to the first).
+//!
 //! The measure: from the chain's first axis (inside both regions), along 720 great circles
 //! evenly spread in azimuth, the angle at which each region is first left; the error is the
 //! difference of the two angles, in degrees, reported per bone as its maximum and mean.
@@ -93,6 +98,14 @@ impl Reference {
             .collect();
         let bands = cones.windows(2).map(|w| Band::new(&w[0], &w[1])).collect();
         Self { cones, bands }
+    }
+
+    /// The same region with its ring closed: a band also joins the last cone to the first.
+    fn closed(mut self) -> Self {
+        if let [first, .., last] = self.cones[..] {
+            self.bands.push(Band::new(&last, &first));
+        }
+        self
     }
 
     fn contains(&self, d: &UnitVector3<f64>) -> bool {
@@ -306,4 +319,62 @@ fn the_boundary_measure_can_say_no() {
     let (max, mean) = boundary_error(&reference, &chain(&flipped), centre);
     assert!(same < 10.0, "{same}");
     assert!(max > 60.0 && mean > 15.0, "max {max}, mean {mean}");
+}
+
+/// The left shoulder's table entry (it does not depend on the bone's own direction).
+fn left_shoulder_shape() -> Shape {
+    rom::shape("upperarm01.L", -Vector3::z(), Some(Vector3::x()))
+        .expect("known bone")
+        .expect("a limited bone")
+}
+
+/// The left shoulder's old region and its default chain.
+fn left_shoulder() -> (Reference, Chain) {
+    let shape = left_shoulder_shape();
+    let limit = rom::declare("upperarm01.L", -Vector3::z(), &shape.links()).expect("declared");
+    (Reference::of("upperarm01.L", &shape), limit.chain().clone())
+}
+
+#[test]
+fn the_old_shoulder_region_has_a_hole_the_table_allows() {
+    let (reference, chain) = left_shoulder();
+    let swung = |deg: f64| {
+        UnitVector3::new_normalize(rom::rotate_toward(-Vector3::z(), -Vector3::y(), deg))
+    };
+    // Flexion from 0 to 180 degrees is in the table. The chain holds the whole arc; the old
+    // region leaves it between its backward and forward cones, and closing its ring fills it.
+    let closed = Reference::of("upperarm01.L", &left_shoulder_shape()).closed();
+    for deg in [12.0, 15.0, 18.0] {
+        assert!(
+            !reference.contains(&swung(deg)),
+            "{deg} inside the old region"
+        );
+        assert!(chain.contains(&swung(deg)), "{deg} outside the chain");
+        assert!(
+            closed.contains(&swung(deg)),
+            "{deg} outside the closed ring"
+        );
+    }
+    // Hanging down and further along the arc, all three agree.
+    for deg in [0.0, 90.0, 170.0] {
+        assert!(
+            reference.contains(&swung(deg)) && chain.contains(&swung(deg)),
+            "{deg}"
+        );
+    }
+}
+
+#[test]
+fn the_shoulder_chain_follows_the_closed_ring() {
+    let (reference, chain) = left_shoulder();
+    let centre = chain.cones()[0].axis();
+    let (open_max, open_mean) = boundary_error(&reference, &chain, centre);
+    let (max, mean) = boundary_error(&reference.closed(), &chain, centre);
+    println!(
+        "shoulder: open ring max {open_max:.1} mean {open_mean:.1}, \
+         closed ring max {max:.1} mean {mean:.1}"
+    );
+    assert!(max <= 25.0 && mean <= 9.0, "max {max:.1}, mean {mean:.1}");
+    // The hole holds the open ring's largest errors.
+    assert!(open_max > max + 30.0, "open {open_max:.1}, closed {max:.1}");
 }
