@@ -302,6 +302,12 @@ pub(super) fn one(
         }
     }
     #[cfg(target_arch = "aarch64")]
+    if super::small::accepts(ops, dims, scratch, out.len()) {
+        // SAFETY: NEON is the aarch64 baseline, and `accepts` holds.
+        unsafe { super::small::one(ops, dims, scratch, out) };
+        return Ok(());
+    }
+    #[cfg(target_arch = "aarch64")]
     type Native = super::neon::Neon;
     #[cfg(not(target_arch = "aarch64"))]
     type Native = Portable;

@@ -27,7 +27,7 @@ mod kernel;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod rewrite;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod small;
 
 pub use rewrite::fuse_attention;

@@ -79,8 +79,13 @@ impl Case {
     }
 }
 
-fn avx2() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+/// Whether this CPU runs the path: AVX2 and FMA on x86-64; NEON, the baseline, on
+/// aarch64.
+fn native() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(target_arch = "aarch64")]
+    return true;
 }
 
 fn small(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
@@ -88,7 +93,7 @@ fn small(ops: &Operands, dims: Dims, scratch: &mut Scratch, out: &mut [f32]) {
         accepts(ops, dims, scratch, out.len()),
         "path refused the item"
     );
-    // SAFETY: the tests run this only where `avx2()` holds; `accepts` was checked
+    // SAFETY: the tests run this only where `native()` holds; `accepts` was checked
     // just above; the scratch is freshly zeroed.
     unsafe { one(ops, dims, scratch, out) }
 }
@@ -137,7 +142,7 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn matches_the_portable_loops() {
-    if !avx2() {
+    if !native() {
         return;
     }
     for (i, c) in cases().iter().enumerate() {
