@@ -18,79 +18,24 @@ pub(in super::super) unsafe fn one(
     scratch: &mut Scratch,
     out: &mut [f32],
 ) {
-    let Dims { m0, m1, n, k, d } = dims;
-    let rows = m1 - m0;
-    let (np, dp) = (pad(n), pad(d));
-    let nb = np / LANES;
-    gather_kt(ops, n, k, np, &mut scratch.kt);
-    let (v, vstride) = v_rows(ops, n, d, &mut scratch.vv);
-    let q = ops.q[m0 * ops.qw[0]..].as_ptr();
-    let kt = scratch.kt.as_ptr();
-    let s = scratch.s.as_mut_ptr();
-    let inv = scratch.inv.as_mut_ptr();
-    let scale = _mm256_set1_ps(ops.scale);
+    one_item!(ops, dims, scratch, out)
+}
 
-    let tail = n - (nb - 1) * LANES;
-    let tail_mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-        _mm256_set1_epi32(tail as i32),
+/// `x` in every lane.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn splat(x: f32) -> __m256 {
+    _mm256_set1_ps(x)
+}
+
+/// All bits set in the first `keys` lanes (`1..=LANES`), clear in the others.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn tail_mask(keys: usize) -> __m256 {
+    _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+        _mm256_set1_epi32(keys as i32),
         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-    ));
-    let qw = ops.qw;
-    if nb <= SCORE_REGS {
-        // Whole rows of scores fit the accumulators: the softmax runs on them in
-        // registers, several rows interleaved.
-        let r = block_rows(rows, score_rows(nb));
-        for r0 in blocks(rows, r) {
-            // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound, of
-            // S (P) within rows × np, of 1 / sum within rows; Kᵀ is k × np.
-            unsafe {
-                let (qb, pb, ib) = (q.add(r0 * qw[0]), s.add(r0 * np), inv.add(r0));
-                dispatch!(scores_softmax(qb, qw, k, kt, np, scale, tail_mask, pb, ib) for (r, nb);
-                    (1, 1), (2, 1), (3, 1), (4, 1),
-                    (1, 2), (2, 2), (3, 2), (4, 2),
-                    (1, 3), (2, 3), (3, 3));
-            }
-        }
-    } else {
-        // Scores a block of rows by SCORE_REGS key registers at a time, then the
-        // softmax row by row.
-        let r = if rows >= 3 { 3 } else { 1 };
-        for r0 in blocks(rows, r) {
-            for g in (0..nb).step_by(SCORE_REGS) {
-                // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound;
-                // registers g.. of Kᵀ and of S's rows within k × np and rows × np.
-                unsafe {
-                    let (qb, ktg, sb) = (
-                        q.add(r0 * qw[0]),
-                        kt.add(g * LANES),
-                        s.add(r0 * np + g * LANES),
-                    );
-                    dispatch!(scores(qb, qw, k, ktg, np, scale, sb) for (r, (nb - g).min(SCORE_REGS));
-                        (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3));
-                }
-            }
-        }
-        for r in 0..rows {
-            // SAFETY: row r of S lies within rows × np, its 1 / sum within rows.
-            unsafe { *inv.add(r) = softmax_row(s.add(r * np), nb, tail_mask) };
-        }
-    }
-
-    // P V, scaled by 1 / sum, into the output rows.
-    let (p, inv) = (s.cast_const(), inv.cast_const());
-    let o = out.as_mut_ptr();
-    let r = block_rows(rows, if dp > LANES { 4 } else { 8 });
-    for r0 in blocks(rows, r) {
-        // SAFETY: rows r0..r0 + r <= rows of P and of 1 / sum; V's n rows of dp (in
-        // place: within `accepts`' bound, as d == dp; or the gathered copy); output
-        // rows r0.. within `accepts`' bound.
-        unsafe {
-            let (pb, ib, ob) = (p.add(r0 * np), inv.add(r0), o.add(r0 * ops.ow[0]));
-            dispatch!(av(pb, np, n, v, vstride, ib, ob, ops.ow, d) for (r, dp / LANES);
-                (1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1), (8, 1),
-                (1, 2), (2, 2), (3, 2), (4, 2));
-        }
-    }
+    ))
 }
 
 /// Kᵀ into `kt` (`k` rows of `np`): 8×8 register transposes over blocks of keys

@@ -11,7 +11,8 @@ use std::arch::aarch64::*;
 use super::super::super::softmax_neon::exp4;
 use super::super::kernel::{pad, Operands, Scratch, LANES};
 use super::super::Dims;
-use super::{block_rows, blocks, copy_kt, score_rows, v_rows, MAX_HEAD, SCORE_REGS};
+use super::copy_kt as gather_kt;
+use super::{block_rows, blocks, score_rows, v_rows, MAX_HEAD, SCORE_REGS};
 
 /// Half of a [`LANES`]-wide register: one NEON register of f32.
 const HALF: usize = LANES / 2;
@@ -61,28 +62,22 @@ fn fma(acc: V8, a: V8, b: V8) -> V8 {
     ])
 }
 
-#[inline]
-#[target_feature(enable = "neon")]
-fn mul(a: V8, b: V8) -> V8 {
-    V8([vmulq_f32(a.0[0], b.0[0]), vmulq_f32(a.0[1], b.0[1])])
+/// Two-operand functions of [`V8`], each one intrinsic on both halves.
+macro_rules! lanewise {
+    ($($name:ident = $op:ident;)+) => {$(
+        #[inline]
+        #[target_feature(enable = "neon")]
+        fn $name(a: V8, b: V8) -> V8 {
+            V8([$op(a.0[0], b.0[0]), $op(a.0[1], b.0[1])])
+        }
+    )+};
 }
 
-#[inline]
-#[target_feature(enable = "neon")]
-fn add(a: V8, b: V8) -> V8 {
-    V8([vaddq_f32(a.0[0], b.0[0]), vaddq_f32(a.0[1], b.0[1])])
-}
-
-#[inline]
-#[target_feature(enable = "neon")]
-fn sub(a: V8, b: V8) -> V8 {
-    V8([vsubq_f32(a.0[0], b.0[0]), vsubq_f32(a.0[1], b.0[1])])
-}
-
-#[inline]
-#[target_feature(enable = "neon")]
-fn max(a: V8, b: V8) -> V8 {
-    V8([vmaxq_f32(a.0[0], b.0[0]), vmaxq_f32(a.0[1], b.0[1])])
+lanewise! {
+    mul = vmulq_f32;
+    add = vaddq_f32;
+    sub = vsubq_f32;
+    max = vmaxq_f32;
 }
 
 /// The largest lane.
@@ -106,7 +101,7 @@ fn exp8(x: V8) -> V8 {
     V8([exp4(x.0[0]), exp4(x.0[1])])
 }
 
-/// The first `keys` lanes (`1..=LANES`) of a register.
+/// The first `keys` lanes (`1..=LANES`) of a register, the ones that hold keys.
 #[inline]
 #[target_feature(enable = "neon")]
 fn tail_mask(keys: usize) -> Tail {
@@ -139,69 +134,7 @@ pub(in super::super) unsafe fn one(
     scratch: &mut Scratch,
     out: &mut [f32],
 ) {
-    let Dims { m0, m1, n, k, d } = dims;
-    let rows = m1 - m0;
-    let (np, dp) = (pad(n), pad(d));
-    let nb = np / LANES;
-    copy_kt(ops, n, k, np, &mut scratch.kt);
-    let (v, vstride) = v_rows(ops, n, d, &mut scratch.vv);
-    let q = ops.q[m0 * ops.qw[0]..].as_ptr();
-    let kt = scratch.kt.as_ptr();
-    let s = scratch.s.as_mut_ptr();
-    let inv = scratch.inv.as_mut_ptr();
-    let scale = splat(ops.scale);
-    let tail = tail_mask(n - (nb - 1) * LANES);
-    let qw = ops.qw;
-    if nb <= SCORE_REGS {
-        let r = block_rows(rows, score_rows(nb));
-        for r0 in blocks(rows, r) {
-            // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound, of
-            // S (P) within rows × np, of 1 / sum within rows; Kᵀ is k × np.
-            unsafe {
-                let (qb, pb, ib) = (q.add(r0 * qw[0]), s.add(r0 * np), inv.add(r0));
-                dispatch!(scores_softmax(qb, qw, k, kt, np, scale, tail, pb, ib) for (r, nb);
-                    (1, 1), (2, 1), (3, 1), (4, 1),
-                    (1, 2), (2, 2), (3, 2), (4, 2),
-                    (1, 3), (2, 3), (3, 3));
-            }
-        }
-    } else {
-        let r = if rows >= 3 { 3 } else { 1 };
-        for r0 in blocks(rows, r) {
-            for g in (0..nb).step_by(SCORE_REGS) {
-                // SAFETY: rows r0..r0 + r <= rows of Q lie within `accepts`' bound;
-                // registers g.. of Kᵀ and of S's rows within k × np and rows × np.
-                unsafe {
-                    let (qb, ktg, sb) = (
-                        q.add(r0 * qw[0]),
-                        kt.add(g * LANES),
-                        s.add(r0 * np + g * LANES),
-                    );
-                    dispatch!(scores(qb, qw, k, ktg, np, scale, sb) for (r, (nb - g).min(SCORE_REGS));
-                        (1, 1), (1, 2), (1, 3), (3, 1), (3, 2), (3, 3));
-                }
-            }
-        }
-        for r in 0..rows {
-            // SAFETY: row r of S lies within rows × np, its 1 / sum within rows.
-            unsafe { *inv.add(r) = softmax_row(s.add(r * np), nb, tail) };
-        }
-    }
-
-    let (p, inv) = (s.cast_const(), inv.cast_const());
-    let o = out.as_mut_ptr();
-    let r = block_rows(rows, if dp > LANES { 4 } else { 8 });
-    for r0 in blocks(rows, r) {
-        // SAFETY: rows r0..r0 + r <= rows of P and of 1 / sum; V's n rows of dp (in
-        // place: within `accepts`' bound, as d == dp; or the gathered copy); output
-        // rows r0.. within `accepts`' bound.
-        unsafe {
-            let (pb, ib, ob) = (p.add(r0 * np), inv.add(r0), o.add(r0 * ops.ow[0]));
-            dispatch!(av(pb, np, n, v, vstride, ib, ob, ops.ow, d) for (r, dp / LANES);
-                (1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1), (8, 1),
-                (1, 2), (2, 2), (3, 2), (4, 2));
-        }
-    }
+    one_item!(ops, dims, scratch, out)
 }
 
 /// `Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows, the `R × NB` accumulators in
