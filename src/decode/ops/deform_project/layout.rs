@@ -39,6 +39,19 @@ impl TokenMajor {
                 return;
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if d.is_multiple_of(4)
+                && s.is_multiple_of(4)
+                && src.len() >= d * s
+                && dst.len() >= d * s
+            {
+                // SAFETY: NEON is the aarch64 baseline; both slices hold d x s elements and
+                // both sides are whole blocks of 4, all checked just above.
+                unsafe { transpose_neon(src, dst, d, s) };
+                return;
+            }
+        }
         for k0 in (0..d).step_by(TILE) {
             for t0 in (0..s).step_by(TILE) {
                 for k in k0..(k0 + TILE).min(d) {
@@ -46,6 +59,44 @@ impl TokenMajor {
                     for t in t0..(t0 + TILE).min(s) {
                         dst[t * d + k] = row[t];
                     }
+                }
+            }
+        }
+    }
+}
+
+/// The transpose in 4 x 4 blocks held in NEON registers: four rows of `src` loaded,
+/// transposed by 32-bit then 64-bit lane transposes (`trn1`/`trn2`), stored as four
+/// rows of `dst`.
+///
+/// # Safety
+/// `src` and `dst` hold at least `d * s` elements; `d` and `s` are multiples of 4.
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn transpose_neon(src: &[f32], dst: &mut [f32], d: usize, s: usize) {
+    use std::arch::aarch64::*;
+    let (f64s, f32s) = (
+        |x: float32x4_t| vreinterpretq_f64_f32(x),
+        |x: float64x2_t| vreinterpretq_f32_f64(x),
+    );
+    for k0 in (0..d).step_by(4) {
+        for t0 in (0..s).step_by(4) {
+            // SAFETY: rows k0..k0+4 of `src` from column t0, rows t0..t0+4 of `dst` from
+            // column k0: all inside d x s (the caller's contract).
+            unsafe {
+                let r: [float32x4_t; 4] =
+                    std::array::from_fn(|i| vld1q_f32(src.as_ptr().add((k0 + i) * s + t0)));
+                // [a0 b0 a2 b2], [a1 b1 a3 b3], [c0 d0 c2 d2], [c1 d1 c3 d3]
+                let (a, b) = (vtrn1q_f32(r[0], r[1]), vtrn2q_f32(r[0], r[1]));
+                let (c, e) = (vtrn1q_f32(r[2], r[3]), vtrn2q_f32(r[2], r[3]));
+                let out = [
+                    f32s(vtrn1q_f64(f64s(a), f64s(c))),
+                    f32s(vtrn1q_f64(f64s(b), f64s(e))),
+                    f32s(vtrn2q_f64(f64s(a), f64s(c))),
+                    f32s(vtrn2q_f64(f64s(b), f64s(e))),
+                ];
+                for (j, col) in out.iter().enumerate() {
+                    vst1q_f32(dst.as_mut_ptr().add((t0 + j) * d + k0), *col);
                 }
             }
         }

@@ -348,7 +348,8 @@ fn fixture_decoder_projects_sampled_rows_only(name: &str) {
 #[test]
 fn the_token_major_copy_is_the_transpose() {
     // Sides that are not multiples of the tile (the tiled loops), and sides in whole
-    // blocks of 8 (the AVX blocks on x86-64), one of them the 432 memory's.
+    // blocks of 8 (the AVX blocks on x86-64, NEON's blocks of 4 on aarch64), one of
+    // them the 432 memory's.
     for (d, s) in [(37, 53), (24, 40), (256, 1296)] {
         let src = random(d * s, 31, -1.0, 1.0);
         let op = TokenMajor {
