@@ -28,8 +28,33 @@ struct Filmed {
     recording: PathBuf,
     frames: u64,
     duration: std::time::Duration,
+    /// Board poses each camera sees alone; the shared poses follow them.
+    per_camera: usize,
     /// Holds the recording; calibrations may write beside it.
     dir: tempfile::TempDir,
+}
+
+impl Filmed {
+    /// The first instant of the shared poses (the board in the rig's middle): after
+    /// each of the four cameras' own poses, counted from 1.
+    fn anchor(&self) -> String {
+        (4 * self.per_camera + 1).to_string()
+    }
+
+    /// `calibrate` on the recording with the board it shows, anchored at [`Self::anchor`],
+    /// writing to `out`.
+    fn calibrate(&self, out: &std::path::Path) -> assert_cmd::Command {
+        let mut cmd = hailo_edge();
+        cmd.args([
+            "calibrate",
+            "--frames",
+            path(&self.recording),
+            "--board",
+            BOARD,
+        ])
+        .args(["--anchor", &self.anchor(), "--out", path(out)]);
+        cmd
+    }
 }
 
 /// The demo rig's cameras filming a rendered capture of `spec` (the poses following the
@@ -46,6 +71,7 @@ fn film_demo_rig(spec: CaptureSpec, filming: &Filming) -> Filmed {
     let names = hailo_edge::scene::DEMO_CAMERA_NAMES.map(String::from);
     let made = film(&capture, &names, filming, &recording).unwrap();
     Filmed {
+        per_camera: spec.poses_per_camera,
         capture,
         recording,
         frames: made.frames,
@@ -91,19 +117,7 @@ fn a_recording_of_the_board_calibrates_the_rig() {
     let f = filmed();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cal");
-    // The first instant of the shared poses: the board in the rig's middle.
-    let anchor = (4 * PER_CAMERA + 1).to_string();
-    let run = succeed(
-        hailo_edge()
-            .args([
-                "calibrate",
-                "--frames",
-                path(&f.recording),
-                "--board",
-                BOARD,
-            ])
-            .args(["--anchor", &anchor, "--out", path(&out)]),
-    );
+    let run = succeed(&mut f.calibrate(&out));
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     eprintln!("{stdout}");
     assert!(debug_patterns(&stdout).is_empty(), "{stdout}");
@@ -176,8 +190,12 @@ fn frames_need_the_board_they_show() {
     // Kalibr's 6 x 6 board of 88 mm tags: the ids 0..24 are found, laid out wrongly.
     let wrong = hailo_edge()
         .args(["calibrate", "--frames", path(&f.recording)])
-        .args(["--board", "aprilgrid:6x6:0.088:0.3", "--anchor"])
-        .arg((4 * PER_CAMERA + 1).to_string())
+        .args([
+            "--board",
+            "aprilgrid:6x6:0.088:0.3",
+            "--anchor",
+            &f.anchor(),
+        ])
         .args(["--out", path(&out)])
         .output()
         .unwrap();
@@ -224,17 +242,7 @@ fn a_minute_of_four_cameras_at_30_fps() {
     };
     let f = film_demo_rig(spec, &filming);
     let started = std::time::Instant::now();
-    succeed(
-        hailo_edge()
-            .args([
-                "calibrate",
-                "--frames",
-                path(&f.recording),
-                "--board",
-                BOARD,
-            ])
-            .args(["--anchor", "161", "--out", path(&f.dir.path().join("cal"))]),
-    );
+    succeed(&mut f.calibrate(&f.dir.path().join("cal")));
     eprintln!(
         "{} frames over {:.1} s ({} MB) calibrated in {:.1} s",
         f.frames,
