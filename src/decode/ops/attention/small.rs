@@ -207,6 +207,206 @@ macro_rules! one_item {
     }};
 }
 
+/// The block kernels of both builds: `dot_block`, `scores`, `scores_softmax`,
+/// `softmax_row` and `av`, written once over the primitives each build defines
+/// under the same names (`Vector`, `Mask`, `splat`, `load`, `store`, `fma`, `mul`,
+/// `add`, `sub`, `max`, `max_all`, `sum_all`, `exp8`, `keep`), with `$feature` as
+/// their target features.
+macro_rules! block_kernels {
+    ($feature:literal) => {
+        /// `Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows, the `R × NB` accumulators in
+        /// registers across the `kk` loop.
+        ///
+        /// # Safety
+        /// As [`scores`].
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn dot_block<const R: usize, const NB: usize>(
+            q: *const f32,
+            qw: [usize; 2],
+            k: usize,
+            kt: *const f32,
+            np: usize,
+        ) -> [[Vector; NB]; R] {
+            let mut acc = [[splat(0.0); NB]; R];
+            for kk in 0..k {
+                let mut kv = [splat(0.0); NB];
+                for (b, x) in kv.iter_mut().enumerate() {
+                    // SAFETY: row kk < k, register b < NB of Kᵀ (the caller's bound).
+                    *x = unsafe { load(kt.add(kk * np + b * LANES)) };
+                }
+                for (r, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: row r < R, column kk < k of Q (the caller's bound).
+                    let qv = splat(unsafe { *q.add(r * qw[0] + kk * qw[1]) });
+                    for (a, &x) in a.iter_mut().zip(&kv) {
+                        *a = fma(*a, qv, x);
+                    }
+                }
+            }
+            acc
+        }
+
+        /// `S[r, 0..8 NB] = scale · Σ_kk Q[r, kk] Kᵀ[kk, 0..8 NB]` for `R` rows.
+        ///
+        /// # Safety
+        /// `q` reads rows `< R` and columns `< k` through `qw`; `kt` reads `k` rows of
+        /// stride `np`, `NB` registers each; `s` writes `R` rows of stride `np`, `NB`
+        /// registers each.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn scores<const R: usize, const NB: usize>(
+            q: *const f32,
+            qw: [usize; 2],
+            k: usize,
+            kt: *const f32,
+            np: usize,
+            scale: Vector,
+            s: *mut f32,
+        ) {
+            // SAFETY: the caller's bounds.
+            let acc = unsafe { dot_block::<R, NB>(q, qw, k, kt, np) };
+            for (r, a) in acc.iter().enumerate() {
+                for (b, &x) in a.iter().enumerate() {
+                    // SAFETY: row r < R, register b < NB of S (the caller's bound).
+                    unsafe { store(s.add(r * np + b * LANES), mul(x, scale)) };
+                }
+            }
+        }
+
+        /// [`scores`] for whole rows, then the softmax on the accumulators: the padding
+        /// lanes (outside `tail`) set to `f32::MIN`, `exp(x - max)` stored to `p`,
+        /// `1 / Σ` to `inv`.
+        ///
+        /// # Safety
+        /// As [`scores`], with `p` for `s`; `inv` writes `R` values.
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn scores_softmax<const R: usize, const NB: usize>(
+            q: *const f32,
+            qw: [usize; 2],
+            k: usize,
+            kt: *const f32,
+            np: usize,
+            scale: Vector,
+            tail: Mask,
+            p: *mut f32,
+            inv: *mut f32,
+        ) {
+            // SAFETY: the caller's bounds, as for `scores`.
+            let mut acc = unsafe { dot_block::<R, NB>(q, qw, k, kt, np) };
+            let mut mx = [splat(0.0); R];
+            for (a, mx) in acc.iter_mut().zip(&mut mx) {
+                for x in a.iter_mut() {
+                    *x = mul(*x, scale);
+                }
+                a[NB - 1] = keep(a[NB - 1], tail);
+                let m = a.iter().fold(splat(f32::MIN), |m, &x| max(m, x));
+                *mx = splat(max_all(m));
+            }
+            for (r, (a, &mx)) in acc.iter().zip(&mx).enumerate() {
+                let mut sum = splat(0.0);
+                for (b, &x) in a.iter().enumerate() {
+                    let e = exp8(sub(x, mx));
+                    // SAFETY: row r < R, register b < NB of P (the caller's bound).
+                    unsafe { store(p.add(r * np + b * LANES), e) };
+                    sum = add(sum, e);
+                }
+                // SAFETY: r < R values of `inv`.
+                unsafe { *inv.add(r) = 1.0 / sum_all(sum) };
+            }
+        }
+
+        /// One row of `nb` registers of scores into unnormalised probabilities
+        /// `exp(x - max)`, the padding lanes (outside `tail`) first set to `f32::MIN`;
+        /// returns `1 / Σ`.
+        ///
+        /// # Safety
+        /// `row` holds `nb >= 1` registers.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn softmax_row(row: *mut f32, nb: usize, tail: Mask) -> f32 {
+            let last = row.wrapping_add((nb - 1) * LANES);
+            // SAFETY: `last` is the row's last register.
+            unsafe { store(last, keep(load(last), tail)) };
+            let mut mx = splat(f32::MIN);
+            for b in 0..nb {
+                // SAFETY: register b < nb of the row.
+                mx = max(mx, unsafe { load(row.add(b * LANES)) });
+            }
+            let mx = splat(max_all(mx));
+            let mut sum = splat(0.0);
+            for b in 0..nb {
+                // SAFETY: register b < nb of the row.
+                unsafe {
+                    let e = exp8(sub(load(row.add(b * LANES)), mx));
+                    store(row.add(b * LANES), e);
+                    sum = add(sum, e);
+                }
+            }
+            1.0 / sum_all(sum)
+        }
+
+        /// `O[r, :] = inv[r] · Σ_j P[r, j] V[j, :]` for `R` rows of `DB` registers.
+        ///
+        /// # Safety
+        /// `p` reads `R` rows of stride `np`, columns `< n`; `v` reads `n` rows of stride
+        /// `vstride`, `DB` registers each; `inv` reads `R` values; `o` writes rows `< R`,
+        /// columns `< d <= 8 DB` through `ow`.
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn av<const R: usize, const DB: usize>(
+            p: *const f32,
+            np: usize,
+            n: usize,
+            v: *const f32,
+            vstride: usize,
+            inv: *const f32,
+            o: *mut f32,
+            ow: [usize; 2],
+            d: usize,
+        ) {
+            let mut acc = [[splat(0.0); DB]; R];
+            for j in 0..n {
+                let mut vv = [splat(0.0); DB];
+                for (b, x) in vv.iter_mut().enumerate() {
+                    // SAFETY: row j < n, register b < DB of V (the caller's bound).
+                    *x = unsafe { load(v.add(j * vstride + b * LANES)) };
+                }
+                for (r, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: row r < R, column j < n of P.
+                    let pv = splat(unsafe { *p.add(r * np + j) });
+                    for (a, &x) in a.iter_mut().zip(&vv) {
+                        *a = fma(*a, pv, x);
+                    }
+                }
+            }
+            let direct = ow[1] == 1 && d == DB * LANES;
+            for (r, a) in acc.iter().enumerate() {
+                // SAFETY: r < R values of `inv`.
+                let iv = splat(unsafe { *inv.add(r) });
+                if direct {
+                    for (b, &x) in a.iter().enumerate() {
+                        // SAFETY: row r < R, columns b * 8.. < d of a contiguous output row.
+                        unsafe { store(o.add(r * ow[0] + b * LANES), mul(x, iv)) };
+                    }
+                } else {
+                    let mut row = [0f32; MAX_HEAD];
+                    for (b, &x) in a.iter().enumerate() {
+                        // SAFETY: `row` holds DB <= 2 registers.
+                        unsafe { store(row.as_mut_ptr().add(b * LANES), mul(x, iv)) };
+                    }
+                    for (c, &x) in row[..d].iter().enumerate() {
+                        // SAFETY: row r < R, column c < d of the output (the caller's bound).
+                        unsafe { *o.add(r * ow[0] + c * ow[1]) = x };
+                    }
+                }
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "aarch64")]
