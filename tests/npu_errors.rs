@@ -340,8 +340,14 @@ fn a_device_that_drops_off_refuses_every_later_job() {
     assert_eq!(job_statuses(&cm, 2), [None, None]);
     let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
     assert_eq!(err.status(), Some(Status::CommunicationClosed));
-    // Reconfiguring does not bring a device back that is gone.
-    let again = model.configure().unwrap();
-    let err = again.run_async(again.bindings().unwrap()).unwrap_err();
+    // Reconfiguring does not bring a device back that is gone: the hRPC client answers
+    // the configuration with the same status.
+    let err = model.configure().unwrap_err();
     assert_eq!(err.status(), Some(Status::CommunicationClosed));
+    assert!(err.detail().contains("dropped off at job 2"), "{err}");
+    // Control: before the drop, configuring a second copy works.
+    let fresh = open(compute_only().with_faults(FaultPlan::none().closed_from(2)));
+    let model = fresh.load_model(&hef).unwrap();
+    let _first = model.configure().unwrap();
+    model.configure().unwrap();
 }

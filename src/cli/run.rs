@@ -264,6 +264,16 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             g.frames,
             g.jobs
         );
+        if let Some(fault) = &g.fault {
+            say!(
+                "graph {:<6} broken by: {}; down {:.0} ms; configured again {} times, {} attempts failed",
+                printable(&g.name),
+                printable(fault),
+                g.down_ms,
+                g.reconfigured,
+                g.reconfigure_failed
+            );
+        }
     }
     if let Some(s) = &report.switching.switches_per_s {
         say!("switches: {:.1}/s", s.value);

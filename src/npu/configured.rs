@@ -192,6 +192,17 @@ impl ConfiguredModel {
         self.broken().is_some()
     }
 
+    /// Why the model needs reconfiguration: the first fault that broke it.
+    pub fn broken_by(&self) -> Option<String> {
+        self.broken()
+    }
+
+    /// Whether `bindings` were made by this configured model: the buffers
+    /// of a model that was configured again cannot run on its successor.
+    pub fn owns(&self, bindings: &Bindings) -> bool {
+        Arc::ptr_eq(&bindings.cm, &self.shared)
+    }
+
     fn broken(&self) -> Option<String> {
         self.shared
             .broken

@@ -20,6 +20,7 @@ use super::config::{
 };
 use super::decoders::DecoderChoice;
 use super::stage::decode::{FeatureStream, GraphDecode};
+use super::stage::npu::{ModelSetup, SchedulerSettings};
 use super::{CameraSetupError, GraphError, GraphStep, RunError};
 use crate::camera::calib;
 use crate::scene::{demo_rig, BodyRig, BodyScene};
@@ -27,6 +28,8 @@ use crate::scene::{demo_rig, BodyRig, BodyScene};
 /// One configured graph with what the other stages need from its HEF.
 pub struct BuiltGraph {
     pub cm: ConfiguredModel,
+    /// What configures the graph again after a fault breaks `cm`.
+    pub setup: ModelSetup,
     pub input: String,
     pub input_spec: InputSpec,
     pub decode: GraphDecode,
@@ -184,19 +187,16 @@ pub fn graphs(
                 .set_batch_size(rig.batch(g))
                 .map_err(|e| npu(GraphStep::SetBatchSize, e))?;
         }
-        let cm = model
-            .configure()
-            .map_err(|e| npu(GraphStep::Configure, e))?;
-        if rig.switching == SwitchingConfig::Scheduler {
-            cm.set_scheduler_priority(g.priority)
-                .map_err(|e| npu(GraphStep::SchedulerPriority, e))?;
-            cm.set_scheduler_threshold(rig.threshold(g))
-                .map_err(|e| npu(GraphStep::SchedulerThreshold, e))?;
-            cm.set_scheduler_timeout(std::time::Duration::from_secs_f64(rig.timeout_ms(g) / 1e3))
-                .map_err(|e| npu(GraphStep::SchedulerTimeout, e))?;
-        }
+        let scheduler = (rig.switching == SwitchingConfig::Scheduler).then(|| SchedulerSettings {
+            priority: g.priority,
+            threshold: rig.threshold(g),
+            timeout: std::time::Duration::from_secs_f64(rig.timeout_ms(g) / 1e3),
+        });
+        let setup = ModelSetup::new(model, scheduler);
+        let cm = setup.configure().map_err(|(step, e)| npu(step, e))?;
         out.push(BuiltGraph {
             cm,
+            setup,
             input: input.name.clone(),
             input_spec: input_spec.clone(),
             decode: GraphDecode {

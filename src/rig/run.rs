@@ -301,6 +301,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
                 (rig.timeout_ms(cfg) * 1e6) as u64,
                 2 * batch,
             )
+            .map(|lane| lane.recovering_with(g.setup))
             .map_err(|source| RunError::Npu { source })
         })
         .collect::<Result<_, _>>()?;

@@ -87,6 +87,27 @@ pub struct GraphCounters {
     pub completed: AtomicU64,
     /// Jobs (batches) submitted.
     pub batches: AtomicU64,
+    /// Times a fault broke the graph's configured model and the stage configured it again.
+    pub reconfigured: AtomicU64,
+    /// Attempts to configure it again that failed.
+    pub reconfigure_failed: AtomicU64,
+    /// Time the graph was down, from the stage seeing the fault to its model's return, ns.
+    pub down_ns: AtomicU64,
+    /// The first fault that broke the graph's model.
+    pub fault: Mutex<Option<String>>,
+}
+
+impl GraphCounters {
+    /// Keeps the first fault that broke the graph's model.
+    pub fn note_fault(&self, cause: &str) {
+        let mut fault = self.fault.lock().unwrap_or_else(|e| e.into_inner());
+        fault.get_or_insert_with(|| cause.to_owned());
+    }
+
+    /// The first fault that broke the graph's model, if any did.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Fit quality so far.

@@ -227,6 +227,15 @@ impl Core {
                 ),
             ));
         }
+        if let Some(from) = self.faults.closed_after(st.submitted) {
+            return Err((
+                HAILO_COMMUNICATION_CLOSED,
+                format!(
+                    "injected fault: device {} dropped off at job {from}",
+                    self.id
+                ),
+            ));
+        }
         if self.round_robin {
             if let Some(other) = st.models.values().find(|m| m.spec.batch != spec.batch) {
                 return Err((

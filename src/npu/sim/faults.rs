@@ -8,7 +8,8 @@
 //! card's copy of the model down, as an overflow of its async queue does
 //! (the `queue` module), so every later job of that model completes with
 //! `HAILO_STREAM_ABORT`. A device that drops off ([`FaultPlan::closed_from`])
-//! refuses every job from one on with `HAILO_COMMUNICATION_CLOSED`.
+//! refuses every job from one on with `HAILO_COMMUNICATION_CLOSED`, and
+//! every configuration after it.
 
 use std::collections::BTreeMap;
 
@@ -76,6 +77,13 @@ impl FaultPlan {
     pub fn closed_from(mut self, index: u64) -> FaultPlan {
         self.closed_from = Some(index);
         self
+    }
+
+    /// The job at which the device dropped off, once `submitted` jobs have
+    /// been tried: from then on the hRPC client answers every request,
+    /// configuring included, with `HAILO_COMMUNICATION_CLOSED`.
+    pub fn closed_after(&self, submitted: u64) -> Option<u64> {
+        self.closed_from.filter(|&from| submitted > from)
     }
 
     /// The fault planned for job `index`.

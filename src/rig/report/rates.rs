@@ -82,7 +82,8 @@ pub(super) fn graphs(f: &RunFacts<'_>, secs: f64, device: &DeviceFigures) -> Vec
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let frames = f.stats.graphs[i].completed.load(Ordering::Relaxed);
+            let counters = &f.stats.graphs[i];
+            let frames = counters.completed.load(Ordering::Relaxed);
             let pairing = f.pairings.get(i);
             let hef = read_hef(&g.hef).ok().and_then(|v| v.into_iter().next());
             GraphReport {
@@ -99,8 +100,12 @@ pub(super) fn graphs(f: &RunFacts<'_>, secs: f64, device: &DeviceFigures) -> Vec
                 threshold: rig.threshold(g),
                 timeout_ms: rig.timeout_ms(g),
                 frames,
-                jobs: f.stats.graphs[i].batches.load(Ordering::Relaxed),
+                jobs: counters.batches.load(Ordering::Relaxed),
                 device_fps: device.figure(frames as f64 / secs, Unit::Fps),
+                fault: counters.fault(),
+                reconfigured: counters.reconfigured.load(Ordering::Relaxed),
+                reconfigure_failed: counters.reconfigure_failed.load(Ordering::Relaxed),
+                down_ms: counters.down_ns.load(Ordering::Relaxed) as f64 / 1e6,
             }
         })
         .collect()

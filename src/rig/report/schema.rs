@@ -84,6 +84,17 @@ pub struct GraphReport {
     pub frames: u64,
     pub jobs: u64,
     pub device_fps: Figure,
+    /// The first fault that broke the graph's configured model (HailoRT's
+    /// status in words), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// Times the graph was configured again after a fault.
+    pub reconfigured: u64,
+    /// Attempts to configure it again that failed.
+    pub reconfigure_failed: u64,
+    /// Time the graph was down (from the stage seeing the fault to its
+    /// model's return, or to the end of the run), ms.
+    pub down_ms: f64,
 }
 
 /// Graph switching.

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use crate::npu::{Bindings, ConfiguredModel, NpuError};
 use crate::rig::work::FrameMeta;
 
+use super::recovery::{ModelSetup, Recovery};
+
 /// One graph on the device and its batcher.
 pub struct Lane {
     pub cm: ConfiguredModel,
@@ -33,6 +35,8 @@ pub struct Lane {
     pub(super) since_switch: u64,
     /// Frames of this graph whose job could not run (refused, failed, no buffers).
     pub(super) failures: Failures,
+    /// Configuring the graph again after a fault breaks its model.
+    pub(super) recovery: Recovery,
 }
 
 impl Lane {
@@ -63,7 +67,23 @@ impl Lane {
             free: FreeBindings::default(),
             since_switch: 0,
             failures: Failures::default(),
+            recovery: Recovery::new(None),
         })
+    }
+
+    /// The lane configures its graph again from `setup` when a fault breaks
+    /// its model (see `recovery`); without it, a broken graph stays down.
+    pub fn recovering_with(mut self, setup: ModelSetup) -> Self {
+        self.recovery = Recovery::new(Some(setup));
+        self
+    }
+
+    /// Keeps `bindings` for the next frames, unless they belong to a model
+    /// this lane has since configured again.
+    pub(super) fn reuse(&mut self, bindings: Bindings) {
+        if self.cm.owns(&bindings) {
+            self.free.put(bindings);
+        }
     }
 
     pub(super) fn has_room_for(&self, frames: usize) -> bool {
@@ -83,19 +103,23 @@ impl Failures {
     /// are counted as NPU drops in the report.
     pub(super) fn note(&mut self, graph: &str, what: &str, e: &dyn std::fmt::Display) {
         self.0 += 1;
-        let mut n = self.0;
-        while n.is_multiple_of(10) {
-            n /= 10;
-        }
         if self.0 == 1 {
             log::warn!("graph {graph}: {what} failed: {e}");
-        } else if n == 1 {
+        } else if is_power_of_ten(self.0) {
             log::warn!(
                 "graph {graph}: {} frames dropped at the NPU so far; the latest {what} failed: {e}",
                 self.0
             );
         }
     }
+}
+
+/// Whether `n` is 1, 10, 100, ...: the counts at which a repeated failure is logged.
+pub(super) fn is_power_of_ten(mut n: u64) -> bool {
+    while n >= 10 && n.is_multiple_of(10) {
+        n /= 10;
+    }
+    n == 1
 }
 
 /// A lane's free list of job buffers (input and output bindings of its
@@ -118,6 +142,11 @@ impl FreeBindings {
     /// Buffers to reuse.
     pub(super) fn put(&mut self, bindings: Bindings) {
         self.0.push(bindings);
+    }
+
+    /// Forgets every free buffer (their model was configured again).
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -144,5 +173,28 @@ mod tests {
         let cm = roomy.load_model(&hef).unwrap().configure().unwrap();
         let lane = Lane::new(cm, "input".into(), 2, 0, 4).unwrap();
         assert_eq!(lane.max_in_flight, 4);
+    }
+
+    #[test]
+    fn buffers_of_a_replaced_model_are_not_reused() {
+        let device = Device::open(Backend::Sim(SimProfile::default())).unwrap();
+        let hef = hef::HefBuilder::new(&hef::samples::backbone(288))
+            .build()
+            .unwrap();
+        let model = device.load_model(&hef).unwrap();
+        let mut lane = Lane::new(model.configure().unwrap(), "input".into(), 1, 0, 2).unwrap();
+        let replaced = model.configure().unwrap();
+        lane.reuse(replaced.bindings().unwrap());
+        assert_eq!(lane.free.0.len(), 0);
+        // Control: the lane's own buffers are kept.
+        let own = lane.cm.bindings().unwrap();
+        lane.reuse(own);
+        assert_eq!(lane.free.0.len(), 1);
+    }
+
+    #[test]
+    fn repeated_failures_are_logged_at_powers_of_ten() {
+        let logged: Vec<u64> = (1..=1000).filter(|&n| super::is_power_of_ten(n)).collect();
+        assert_eq!(logged, [1, 10, 100, 1000]);
     }
 }

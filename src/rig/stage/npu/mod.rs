@@ -11,9 +11,11 @@
 //! | per-graph batches, jobs in flight, free job buffers | `batcher` |
 //! | which graph has the device | `switching` |
 //! | which decoder thread gets a completion | `routing` |
+//! | a graph whose model a fault broke, configured again | `recovery` |
 
 mod admission;
 mod batcher;
+mod recovery;
 mod routing;
 mod sets;
 mod switching;
@@ -35,6 +37,7 @@ use crate::rig::work::{DecodeWork, FrameMeta, Returned};
 use super::Stage;
 use admission::Admission;
 pub use batcher::Lane;
+pub use recovery::{ModelSetup, SchedulerSettings};
 use routing::Routing;
 pub use switching::Switching;
 
@@ -103,7 +106,14 @@ impl Stage for NpuStage {
                 self.stats.cameras[c].drop_at(DropStage::Npu);
             }
         }
-        for lane in &mut self.lanes {
+        let now = self.clock.now_ns();
+        for (lane, counters) in self.lanes.iter_mut().zip(&self.stats.graphs) {
+            // A graph still down at the end: its outage so far.
+            if let Some(ns) = lane.recovery.down_for(now) {
+                counters
+                    .down_ns
+                    .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+            }
             for (meta, _) in lane.pending.drain(..) {
                 self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
             }
@@ -167,6 +177,7 @@ impl NpuStage {
             self.take_recycled();
             self.take_frames();
             self.take_completions();
+            self.recover();
             self.switch()?;
             let all_closed = self.closed.iter().all(|&c| c);
             self.submit(all_closed);
@@ -194,7 +205,7 @@ impl NpuStage {
                     self.admission.release();
                     self.routing.done(r.worker, r.camera);
                     if let Some(lane) = self.lanes.get_mut(r.graph) {
-                        lane.free.put(r.bindings);
+                        lane.reuse(r.bindings);
                     }
                 }
                 Err(TryRecvError::Empty) => return,
@@ -235,6 +246,11 @@ impl NpuStage {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let g = self.camera_graph[c];
         let lane = &mut self.lanes[g];
+        if lane.cm.needs_reconfigure() {
+            // Down until `recover` configures it again: counted, not preprocessed.
+            self.stats.cameras[c].drop_at(DropStage::Npu);
+            return;
+        }
         let mut stamps = Stamps::new(frame.capture_ns);
         stamps.leave(Leg::Capture, now.max(frame.capture_ns));
         let mut bindings = match lane.free.take(&lane.cm) {
@@ -312,13 +328,14 @@ impl NpuStage {
                     lane.failures
                         .note(lane.cm.name(), &format!("job {}", done.job), &e);
                     self.stats.cameras[meta.camera].drop_at(DropStage::Npu);
-                    lane.free.put(done.bindings);
+                    lane.reuse(done.bindings);
                     self.admission.release();
                     continue;
                 }
+                lane.recovery.completed();
                 meta.stamps.leave(Leg::Npu, self.clock.now_ns());
                 if let Some(bypass) = &self.bypass {
-                    lane.free.put(done.bindings);
+                    lane.reuse(done.bindings);
                     self.admission.release();
                     let _ = bypass.send(crate::rig::work::ViewResult {
                         meta,
@@ -340,7 +357,7 @@ impl NpuStage {
                 };
                 if let Err(work) = sent {
                     self.stats.cameras[camera].drop_at(DropStage::Decode);
-                    lane.free.put(work.bindings);
+                    lane.reuse(work.bindings);
                     self.routing.done(worker, camera);
                     self.admission.release();
                 }
