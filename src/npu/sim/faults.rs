@@ -81,7 +81,10 @@ impl FaultPlan {
 
     /// The job at which the device dropped off, once `submitted` jobs have
     /// been tried: from then on the hRPC client answers every request,
-    /// configuring included, with `HAILO_COMMUNICATION_CLOSED`.
+    /// configuring included, with `HAILO_COMMUNICATION_CLOSED` (HailoRT
+    /// 5.2.0: the client connects once, hrpc/client.cpp:39-73, and refuses
+    /// requests once its message loop has ended, 150-151; configuring is
+    /// such a request, infer_model_hrpc_client.cpp:113).
     pub fn closed_after(&self, submitted: u64) -> Option<u64> {
         self.closed_from.filter(|&from| submitted > from)
     }
