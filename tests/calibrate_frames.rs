@@ -203,6 +203,10 @@ fn frames_need_the_board_they_show() {
     eprintln!("{text}");
     assert!(!wrong.status.success(), "{text}");
     assert!(!text.contains("panicked"), "{text}");
+    assert!(
+        text.contains("do not lie where the board description places them"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -31,7 +31,7 @@ fn normaliser(points: &[Point2<f64>]) -> Matrix3<f64> {
     Matrix3::new(s, 0.0, -s * mean.x, 0.0, s, -s * mean.y, 0.0, 0.0, 1.0)
 }
 
-fn apply(h: &Matrix3<f64>, p: &Point2<f64>) -> Point2<f64> {
+pub(super) fn apply(h: &Matrix3<f64>, p: &Point2<f64>) -> Point2<f64> {
     let v = h * Vector3::new(p.x, p.y, 1.0);
     Point2::new(v.x / v.z, v.y / v.z)
 }

@@ -59,6 +59,56 @@ fn view_homography(board: &AprilGrid, view: &BoardView) -> Option<Matrix3<f64>> 
     homography(&from, &to)
 }
 
+/// Views of fewer tags say little about the layout: a homography bends to fit them.
+const LAYOUT_MIN_TAGS: usize = 4;
+/// Largest median miss of a view's tags from one plane, as a share of the tag pitch: a lens
+/// bends a view by a few per cent of a pitch, a wrong row count puts tags a whole pitch off.
+const LAYOUT_MAX_MISS: f64 = 0.25;
+
+/// Refuses views whose tags no plane holds where the board places them (a board described
+/// with the wrong number of rows or columns numbers its tags into other places): each
+/// view's corners are taken back to the board plane through its homography, and the median
+/// view's RMS miss must stay under [`LAYOUT_MAX_MISS`] of the tag pitch.
+fn check_plane(
+    name: &str,
+    board: &AprilGrid,
+    views: &[&BoardView],
+    hs: &[(usize, Matrix3<f64>)],
+) -> Result<(), CalibrateError> {
+    let pitch = board.tag_size() * (1.0 + board.spacing());
+    let mut misses: Vec<f64> = hs
+        .iter()
+        .filter(|(i, _)| views[*i].corners.len() >= 4 * LAYOUT_MIN_TAGS)
+        .filter_map(|(i, h)| {
+            let back = h.try_inverse()?;
+            let (sum, n) = views[*i]
+                .corners
+                .iter()
+                .filter_map(|c| {
+                    let p = board.corner(c.id)?;
+                    let q = super::homography::apply(&back, &c.pixel);
+                    Some((q.x - p.x).powi(2) + (q.y - p.y).powi(2))
+                })
+                .fold((0.0, 0usize), |(s, n), d| (s + d, n + 1));
+            (n > 0).then(|| (sum / n as f64).sqrt() / pitch)
+        })
+        .filter(|m| m.is_finite())
+        .collect();
+    if misses.len() < 3 {
+        return Ok(());
+    }
+    misses.sort_by(f64::total_cmp);
+    let median = misses[misses.len() / 2];
+    if median > LAYOUT_MAX_MISS {
+        return Err(CalibrateError::BoardLayout {
+            camera: name.to_owned(),
+            views: misses.len(),
+            miss_pct: 100.0 * median,
+        });
+    }
+    Ok(())
+}
+
 /// A board pose's tilt from fronto-parallel (degrees): the angle between the board's normal
 /// and the camera's optical axis.
 pub fn tilt_deg(pose: &Isometry3<f64>) -> f64 {
@@ -101,6 +151,7 @@ pub fn calibrate_intrinsics(
             needed: settings.min_views,
         });
     }
+    check_plane(name, board, views, &hs)?;
     let (w, h) = (f64::from(size.0), f64::from(size.1));
     let guess = Camera::new(
         [w, w, w / 2.0, h / 2.0],

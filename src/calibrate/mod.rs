@@ -146,6 +146,16 @@ pub enum CalibrateError {
         /// Spacing described.
         given: f64,
     },
+    /// The tags found do not lie on a plane as the board description places them.
+    #[error("camera `{camera}`: the tags found do not lie where the board description places them: over {views} views of four tags or more, the median view misses a plane by {miss_pct:.0} % of a tag pitch: check --board (ROWSxCOLS as printed, counted in tags)")]
+    BoardLayout {
+        /// The camera.
+        camera: String,
+        /// Views counted.
+        views: usize,
+        /// The median view's miss, per cent of the tag pitch (tag size plus spacing).
+        miss_pct: f64,
+    },
     /// The solver stopped without converging.
     #[error("camera `{camera}` ({stage}): the solver stopped without converging ({why}): capture more varied views")]
     NotConverged {

@@ -169,18 +169,22 @@ fn intrinsics_recover_every_demo_camera() {
     }
 }
 
+/// The intrinsics of the scene's first camera from its views, read against `board`.
+fn front_with(s: &Capture, board: &AprilGrid) -> Result<Intrinsics, CalibrateError> {
+    calibrate_intrinsics(
+        "front",
+        (288, 288),
+        board,
+        &views_of(s, 0),
+        &Settings::default(),
+    )
+}
+
 #[test]
 fn a_wrong_tag_spacing_is_refused() {
     let s = scene();
     let wrong = AprilGrid::new(6, 6, 0.088, 0.33).unwrap();
-    let err = calibrate_intrinsics(
-        "front",
-        (288, 288),
-        &wrong,
-        &views_of(s, 0),
-        &Settings::default(),
-    )
-    .unwrap_err();
+    let err = front_with(s, &wrong).unwrap_err();
     assert!(
         matches!(
             err,
@@ -190,6 +194,30 @@ fn a_wrong_tag_spacing_is_refused() {
     );
     let text = err.to_string();
     assert!(text.contains("front") && text.contains("--board"), "{text}");
+}
+
+#[test]
+fn a_board_described_with_other_rows_and_columns_is_refused_as_such() {
+    let s = scene();
+    // The 36 tags of the 6 x 6 board, described as 4 rows of 9: every id is the board's,
+    // and most lie elsewhere.
+    let wrong = AprilGrid::new(4, 9, 0.088, 0.3).unwrap();
+    let err = front_with(s, &wrong).unwrap_err();
+    let CalibrateError::BoardLayout {
+        miss_pct, views, ..
+    } = err
+    else {
+        panic!("{err}");
+    };
+    assert!(miss_pct > 25.0 && views >= 3, "{miss_pct} % over {views}");
+    let text = err.to_string();
+    assert!(
+        text.contains("`front`") && text.contains("ROWSxCOLS"),
+        "{text}"
+    );
+    // Control: the board as printed passes the same check, with the lens bending its views.
+    let right = front_with(s, &s.board);
+    assert!(right.is_ok(), "{:?}", right.err().map(|e| e.to_string()));
 }
 
 #[test]
