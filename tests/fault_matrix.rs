@@ -124,6 +124,8 @@ fn captured(report: &Report, graph: &str) -> u64 {
 fn a_clean_run_drops_nothing_at_the_npu_and_every_camera_keeps_pace() {
     let r = run_with(Faults::default());
     assert_eq!(npu_drops(&r, None), 0, "{}", counts(&r));
+    assert_eq!(r.device_lost, None);
+    assert!(r.duration_s > 2.9, "ran {} s", r.duration_s);
     for g in &r.graphs {
         // The figures the fault cells assert on are empty here.
         assert_eq!(g.fault, None, "graph {}", g.name);
@@ -142,36 +144,27 @@ fn a_clean_run_drops_nothing_at_the_npu_and_every_camera_keeps_pace() {
 }
 
 #[test]
-fn the_device_dropping_off_mid_run_drops_every_later_frame_counted() {
+fn the_device_dropping_off_stops_the_run_drained_and_reported() {
     let r = npu_faults(FaultPlan::none().closed_from(AT));
     // Jobs before the drop were processed, and none after it.
     let done = processed(&r, None);
     assert!(done > 0 && done <= AT, "{done} processed: {}", counts(&r));
-    let captured: u64 = r.cameras.iter().map(|c| c.frames.captured).sum();
-    assert!(
-        npu_drops(&r, None) >= captured - AT - r.cameras.len() as u64 * 4,
-        "{}",
-        counts(&r)
-    );
+    // Configuring a graph again is refused with the same status: the device is gone, and
+    // the run stops at once (job 300 comes some 0.6 s into the 3 s), drains and reports.
+    let lost = r.device_lost.as_deref().unwrap_or_default();
+    assert!(lost.contains("HAILO_COMMUNICATION_CLOSED"), "{lost}");
+    assert!(r.duration_s < 2.0, "ran {} s", r.duration_s);
+    assert!(r.drain.completed);
     for g in ["body", "face"] {
-        assert!(npu_drops(&r, Some(g)) > 0, "graph {g}: {}", counts(&r));
-        // Each graph is tried again, and the device answers every attempt with the same
-        // status; the attempts back off (100 ms doubling: at most 5 in the run's 3 s),
-        // where a retry per frame would make hundreds.
-        let report = graph(&r, g);
-        let fault = report.fault.as_deref().unwrap_or_default();
+        let fault = graph(&r, g).fault.clone().unwrap_or_default();
         assert!(
             fault.contains("HAILO_COMMUNICATION_CLOSED"),
             "graph {g}: {fault}"
         );
-        assert_eq!(report.reconfigured, 0, "graph {g}");
-        assert!(
-            (1..=5).contains(&report.reconfigure_failed),
-            "graph {g}: {} attempts",
-            report.reconfigure_failed
-        );
-        assert!(report.down_ms > 500.0, "graph {g}: {} ms", report.down_ms);
+        assert_eq!(graph(&r, g).reconfigured, 0, "graph {g}");
     }
+    let attempts: u64 = r.graphs.iter().map(|g| g.reconfigure_failed).sum();
+    assert!((1..=2).contains(&attempts), "{attempts} attempts");
 }
 
 #[test]

@@ -88,6 +88,9 @@ pub struct RunArgs {
     serve: Option<std::net::SocketAddr>,
 }
 
+/// The exit status of a run stopped because the device is gone (docs/faults.md#recovery).
+const DEVICE_LOST: u8 = 5;
+
 pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let (mut rig, origin) = match (&args.config, &args.replay) {
         (Some(path), _) => (RigConfig::load(path)?, path.display().to_string()),
@@ -350,12 +353,20 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     // Exit 0: the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained,
     // every frame is accounted for and the rate was sustained; 1: a frame is
-    // unaccounted for or an output failed; 3: the rate was not sustained.
+    // unaccounted for or an output failed; 5: the device is gone; 3: the rate
+    // was not sustained.
     Ok(if !report.accounting_ok {
         eprintln!("error: frame accounting does not add up (see the report)");
         ExitCode::FAILURE
     } else if !report.output_failures.is_empty() {
         ExitCode::FAILURE
+    } else if let Some(why) = &report.device_lost {
+        eprintln!(
+            "error: the device is gone ({}); the run stopped, drained and reported; run it \
+             again once the device is back (the systemd unit restarts it); exit status {DEVICE_LOST}",
+            printable(why)
+        );
+        ExitCode::from(DEVICE_LOST)
     } else if !report.verdict.sustained {
         super::falls_short(
             "the rig's rate was not sustained (see the verdict)",

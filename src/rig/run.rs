@@ -465,6 +465,7 @@ fn start_stages(
     }
     npu.foxglove = parts.foxglove.clone();
     npu.live = options.live.clone();
+    npu.stop = Some(options.stop.clone());
     npu.set_in_flight_limit(channels.in_flight);
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();

@@ -175,6 +175,9 @@ pub struct LiveStats {
     pub cpu: CpuCounters,
     /// Switches the application made (manual mode).
     pub app_switches: AtomicU64,
+    /// Why the run stopped for a device that is gone (its hRPC connection
+    /// closed), when it did.
+    pub device_lost: Mutex<Option<String>>,
     /// Time spent switching by the application (deactivate + activate), ns.
     pub app_switch_ns: AtomicU64,
 }
@@ -191,6 +194,7 @@ impl LiveStats {
             fit: Mutex::new(FitQuality::default()),
             cpu: CpuCounters::default(),
             app_switches: AtomicU64::new(0),
+            device_lost: Mutex::new(None),
             app_switch_ns: AtomicU64::new(0),
         }
     }

@@ -109,6 +109,10 @@ pub struct Report {
     pub zenoh: Option<crate::publish::zenoh::ZenohReport>,
     /// Outputs that failed during the run (each ended there; the others went on).
     pub output_failures: Vec<SinkFailure>,
+    /// Why the run stopped early for a device that is gone, when it did
+    /// (docs/faults.md#recovery): `run` then exits with status 5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_lost: Option<String>,
     /// Live viewers (`run --serve`): clients served, and what slow ones lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::rig::stage::live::LiveReport>,
@@ -170,6 +174,12 @@ impl Report {
             foxglove: f.foxglove.clone(),
             zenoh: f.zenoh.clone(),
             output_failures: f.sink_failures.clone(),
+            device_lost: f
+                .stats
+                .device_lost
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             serve: f.options.live.as_ref().map(|t| t.report()),
         }
     }

@@ -67,6 +67,8 @@ pub struct NpuStage {
     pub foxglove: Option<std::sync::Arc<crate::publish::foxglove_ws::FoxgloveServer>>,
     /// Frames a live viewer may want (never waits).
     pub live: Option<crate::rig::stage::live::LiveTap>,
+    /// The run's stop, requested when the device is gone (see `recovery`).
+    pub stop: Option<crate::camera::Stop>,
     /// Take one frame per camera at a time (cameras of one rate, this frame
     /// period in ns), waiting at most two periods for a silent camera.
     pub instant_sets: Option<u64>,
@@ -154,6 +156,7 @@ impl NpuStage {
             record: None,
             foxglove: None,
             live: None,
+            stop: None,
             instant_sets: None,
             heads: (0..n).map(|_| None).collect(),
             last_set_ns: 0,

@@ -8,13 +8,20 @@
 //! as NPU drops). Frames of the graph that arrive while it is down are
 //! counted as NPU drops too. An attempt that fails, or a model that breaks
 //! again before it completes a job, doubles the wait before the next attempt,
-//! from [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`]: a device that is gone for
-//! good costs one attempt every few seconds, not one per frame.
+//! from [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`]: a model that keeps failing
+//! costs one attempt every few seconds, not one per frame.
+//!
+//! A configuration refused with `HAILO_COMMUNICATION_CLOSED` means the
+//! device itself is gone: HailoRT's hRPC client connects once, and answers
+//! every request after its connection closed with that status, so nothing on
+//! this device object will work again. The stage then requests the run's
+//! stop: the run drains, reports `device_lost`, and `run` exits with status 5,
+//! which a service manager restarts (a new process opens the device anew).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::npu::{ConfiguredModel, Model, NpuError};
+use crate::npu::{ConfiguredModel, Model, NpuError, Status};
 use crate::rig::error::GraphStep;
 use crate::rig::stats::DropStage;
 
@@ -134,6 +141,28 @@ impl NpuStage {
                         // The broken model's activation went with it: the
                         // switching activates the graph with frames waiting.
                         self.active = None;
+                    }
+                }
+                Err((step, e)) if e.status() == Some(Status::CommunicationClosed) => {
+                    counters.reconfigure_failed.fetch_add(1, Ordering::Relaxed);
+                    let why = format!(
+                        "graph {}: configuring it again failed at {step}: {e}",
+                        lane.cm.name()
+                    );
+                    let mut lost = self
+                        .stats
+                        .device_lost
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    if lost.is_none() {
+                        log::error!(
+                            "the device is gone ({why}); the run stops, to be run again once it \
+                             is back"
+                        );
+                        *lost = Some(why);
+                    }
+                    if let Some(stop) = &self.stop {
+                        stop.request();
                     }
                 }
                 Err((step, e)) => {
