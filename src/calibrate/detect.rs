@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use kornia_apriltag::errors::AprilTagError;
 use kornia_apriltag::family::TagFamilyKind;
 use kornia_apriltag::{AprilTagDecoder, DecodeTagsConfig};
 use kornia_image::{Image, ImageSize};
@@ -202,7 +203,7 @@ impl BoardDetector {
         let decoder = match self.decoders.entry((width, height)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                AprilTagDecoder::new(config().map_err(refuse)?, size)
+                AprilTagDecoder::new(config().map_err(|e| refuse(e.to_string()))?, size)
                     .map_err(|e| refuse(e.to_string()))?,
             ),
         };
@@ -325,9 +326,8 @@ fn bilinear(image: &Image<u8, 1>, x: f64, y: f64) -> f64 {
 
 /// The detector's settings: tag36h11 at full resolution (the rig's frames are small, and a
 /// tag a few dozen pixels wide does not survive decimation).
-fn config() -> Result<DecodeTagsConfig, String> {
-    let mut config =
-        DecodeTagsConfig::new(vec![TagFamilyKind::Tag36H11]).map_err(|e| e.to_string())?;
+fn config() -> Result<DecodeTagsConfig, AprilTagError> {
+    let mut config = DecodeTagsConfig::new(vec![TagFamilyKind::Tag36H11])?;
     config.downscale_factor = 1;
     Ok(config)
 }

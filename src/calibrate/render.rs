@@ -54,20 +54,35 @@ pub struct Pattern {
     tags: Vec<[[bool; TAG_CELLS as usize]; TAG_CELLS as usize]>,
 }
 
+/// Why a board has no printable pattern.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// The tag family's tables did not load.
+    #[error("tag36h11: {0}")]
+    Family(#[from] kornia_apriltag::errors::AprilTagError),
+    /// The board has more tags than the family has codes.
+    #[error("{board} has {tags} tags; tag36h11 has {codes} codes")]
+    TooManyTags {
+        board: String,
+        tags: u32,
+        codes: usize,
+    },
+}
+
 impl Pattern {
     /// The pattern of `board`, its tags drawn from tag36h11's codes.
     ///
     /// # Errors
     /// A board with more tags than tag36h11 has codes (587).
-    pub fn new(board: &AprilGrid) -> Result<Self, String> {
-        let family = TagFamily::tag36_h11().map_err(|e| format!("tag36h11: {e}"))?;
+    pub fn new(board: &AprilGrid) -> Result<Self, PatternError> {
+        let family = TagFamily::tag36_h11()?;
         let codes = &family.code_data;
         if board.tags() as usize > codes.len() {
-            return Err(format!(
-                "{board} has {} tags; tag36h11 has {} codes",
-                board.tags(),
-                codes.len()
-            ));
+            return Err(PatternError::TooManyTags {
+                board: board.to_string(),
+                tags: board.tags(),
+                codes: codes.len(),
+            });
         }
         let tags = (0..board.tags() as usize)
             .map(|id| {

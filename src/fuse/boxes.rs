@@ -20,6 +20,22 @@ pub struct Refusal {
     pub what: String,
 }
 
+/// Why a box's camera cannot join the cameras fused so far.
+#[derive(Debug, thiserror::Error)]
+pub enum CameraRefused {
+    /// The calibration itself is not a camera.
+    #[error("camera {camera}: its calibration is refused: {source}")]
+    Calibration {
+        camera: usize,
+        source: crate::geom::CameraError,
+    },
+    /// Its pose does not stand with the other boxes' cameras in one world frame.
+    #[error("its calibration is not in the others' world frame: {source}")]
+    WorldFrame {
+        source: crate::camera::calib::checks::RigCheckError,
+    },
+}
+
 /// Whether a box's views are fused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -244,7 +260,7 @@ impl Boxes {
         if let Err(what) = self.check(b, camera, calibration) {
             let refusal = Refusal {
                 rig: rig.to_owned(),
-                what,
+                what: what.to_string(),
             };
             log::error!("{refusal}; its views are not fused");
             let this = &mut self.boxes[b];
@@ -268,9 +284,9 @@ impl Boxes {
     /// ([`check_rig`]) over the union of every box's cameras, so a box in another world
     /// frame (cameras coinciding with another box's, a scale off by 1000, a view shared with
     /// no other camera) fails with the two cameras named.
-    fn check(&self, b: usize, camera: usize, c: &Camera) -> Result<(), String> {
+    fn check(&self, b: usize, camera: usize, c: &Camera) -> Result<(), CameraRefused> {
         c.check()
-            .map_err(|e| format!("camera {camera}: its calibration is refused: {e}"))?;
+            .map_err(|source| CameraRefused::Calibration { camera, source })?;
         let mut all: Vec<CalibratedCamera> = self
             .boxes
             .iter()
@@ -286,8 +302,7 @@ impl Boxes {
             name: format!("{}/cam{camera}", self.boxes[b].name),
             camera: *c,
         });
-        check_rig(&all, Unit::Metre)
-            .map_err(|e| format!("its calibration is not in the others' world frame: {e}"))
+        check_rig(&all, Unit::Metre).map_err(|source| CameraRefused::WorldFrame { source })
     }
 
     /// Marks boxes silent past the limit absent (logged, counted); `now_ns` monotonic.
