@@ -325,6 +325,46 @@ fn output_paths_are_refused_before_the_run_starts() {
 }
 
 #[test]
+fn a_device_that_drops_off_ends_the_run_with_status_five_and_a_report() {
+    let _one = DEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = hailo_edge()
+        .args([
+            "run",
+            "--quiet",
+            "--duration",
+            "30",
+            "--sim-fault",
+            "closed@200",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("the device is gone"), "{err}");
+    let r = read_json(&report);
+    let lost = r["device_lost"].as_str().unwrap_or_default();
+    assert!(lost.contains("HAILO_COMMUNICATION_CLOSED"), "{r}");
+    assert_eq!(r["accounting_ok"], true, "{r}");
+    assert_eq!(r["drain"]["completed"], true, "{r}");
+    // Job 200 comes within the first second at 480 frames/s: the run stops there, not at 30 s.
+    let ran = r["duration_s"].as_f64().unwrap();
+    assert!(ran < 10.0, "ran {ran} s");
+    // A spec that is not KIND@JOB is refused naming the flag, before the run.
+    let bad = hailo_edge()
+        .args(["run", "--quiet", "--duration", "1", "--sim-fault", "closed"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(err.contains("--sim-fault `closed`: no `@JOB`"), "{err}");
+    assert!(!err.contains("captured"), "{err}");
+}
+
+#[test]
 fn hef_verify_refuses_a_fifo_at_once_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("model.hef");

@@ -10,7 +10,7 @@ use clap::Args;
 
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::output::printable;
-use hailo_edge::rig::config::{PublishTarget, RecordFrames};
+use hailo_edge::rig::config::{BackendChoice, PublishTarget, RecordFrames};
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
@@ -82,6 +82,12 @@ pub struct RunArgs {
     /// (0.30), a fraction, `published` (the model zoo's figures by batch) or a report file.
     #[arg(long, value_name = "assumed|FRACTION|published|FILE")]
     utilisation: Option<UtilisationSource>,
+    /// A fault the simulator injects, `KIND@JOB` (repeatable): `timeout`, `unavailable`,
+    /// `queue-full` at that job, or `closed`, the device dropping off there. A drill of what
+    /// the run (and a service around it) does when the device fails; needs `device.backend
+    /// = "sim"`.
+    #[arg(long, value_name = "KIND@JOB")]
+    sim_fault: Vec<String>,
     /// Serve the live dashboard (views, 3D body, figures) at this address;
     /// `--serve` alone: 127.0.0.1:8080; 0.0.0.0:8080 lets the LAN reach it.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
@@ -178,8 +184,22 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         Some(ms) => anyhow::bail!("--publish-skew-ms: {ms} is not within an hour either way"),
         None => 0,
     };
+    let mut npu_faults = hailo_edge::npu::sim::FaultPlan::none();
+    for spec in &args.sim_fault {
+        npu_faults = npu_faults
+            .with_spec(spec)
+            .map_err(|e| anyhow::anyhow!("--sim-fault {e}"))?;
+    }
+    anyhow::ensure!(
+        args.sim_fault.is_empty() || rig.device.backend == BackendChoice::Sim,
+        "--sim-fault: the faults are the simulator's, and the rig's device.backend is not \"sim\""
+    );
     let options = RunOptions {
         live: server.as_ref().map(hailo_edge::serve::Server::tap),
+        faults: hailo_edge::rig::inject::Faults {
+            npu: npu_faults,
+            ..Default::default()
+        },
         scene_clock: args.scene_clock,
         publish_skew_ns,
         duration,
@@ -269,7 +289,7 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         );
         if let Some(fault) = &g.fault {
             say!(
-                "graph {:<6} broken by: {}; down {:.0} ms; configured again {} times, {} attempts failed",
+                "graph {:<6} broken by: {}; down {:.0} ms; configured again: {}, failed attempts: {}",
                 printable(&g.name),
                 printable(fault),
                 g.down_ms,

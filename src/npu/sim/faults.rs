@@ -52,6 +52,16 @@ impl Fault {
     }
 }
 
+/// A fault spec that is not `KIND@JOB`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{spec}`: {why}; expected KIND@JOB, KIND one of timeout, unavailable, queue-full, closed (e.g. closed@300)")]
+pub struct FaultSpecError {
+    /// The spec as given.
+    pub spec: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
 /// Which jobs fail, and how.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FaultPlan {
@@ -89,11 +99,71 @@ impl FaultPlan {
         self.closed_from.filter(|&from| submitted > from)
     }
 
+    /// Adds the fault `spec` names: `KIND@JOB`, KIND one of `timeout`,
+    /// `unavailable`, `queue-full` (a fault at that job) or `closed` (the device
+    /// drops off there, [`FaultPlan::closed_from`]).
+    ///
+    /// # Errors
+    /// [`FaultSpecError`] naming the spec and the form expected.
+    pub fn with_spec(self, spec: &str) -> Result<FaultPlan, FaultSpecError> {
+        let bad = |why: &'static str| FaultSpecError {
+            spec: spec.to_owned(),
+            why,
+        };
+        let (kind, job) = spec.split_once('@').ok_or_else(|| bad("no `@JOB`"))?;
+        let job: u64 = job
+            .parse()
+            .map_err(|_| bad("JOB is not a whole number of jobs from 0"))?;
+        Ok(match kind {
+            "timeout" => self.at_job(job, Fault::Timeout),
+            "unavailable" => self.at_job(job, Fault::DeviceTemporarilyUnavailable),
+            "queue-full" => self.at_job(job, Fault::QueueFull),
+            "closed" => self.closed_from(job),
+            _ => {
+                return Err(bad(
+                    "KIND is none of timeout, unavailable, queue-full, closed",
+                ))
+            }
+        })
+    }
+
     /// The fault planned for job `index`.
     pub fn at(&self, index: u64) -> Option<Fault> {
         match self.closed_from {
             Some(from) if index >= from => Some(Fault::CommunicationClosed),
             _ => self.at.get(&index).copied(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_name_a_fault_at_a_job() {
+        let plan = FaultPlan::none()
+            .with_spec("timeout@3")
+            .and_then(|p| p.with_spec("queue-full@5"))
+            .and_then(|p| p.with_spec("unavailable@7"))
+            .and_then(|p| p.with_spec("closed@9"))
+            .unwrap();
+        let faults: Vec<_> = (0..11).map(|j| plan.at(j)).collect();
+        assert_eq!(faults[3], Some(Fault::Timeout));
+        assert_eq!(faults[5], Some(Fault::QueueFull));
+        assert_eq!(faults[7], Some(Fault::DeviceTemporarilyUnavailable));
+        assert_eq!(faults[9..], [Some(Fault::CommunicationClosed); 2]);
+        assert_eq!(faults[4], None);
+        for bad in [
+            "closed",
+            "closed@",
+            "closed@-1",
+            "reset@3",
+            "@3",
+            "timeout@1e3",
+        ] {
+            let err = FaultPlan::none().with_spec(bad).unwrap_err();
+            assert!(err.to_string().contains(&format!("`{bad}`")), "{err}");
         }
     }
 }
