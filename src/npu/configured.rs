@@ -189,7 +189,12 @@ impl ConfiguredModel {
     /// Whether a failed `run_async`, or a completion whose status HailoRT
     /// treats as fatal to the model, left it needing reconfiguration.
     pub fn needs_reconfigure(&self) -> bool {
-        self.broken().is_some()
+        // Asked per frame while a graph is down: no copy of the cause.
+        self.shared
+            .broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// Why the model needs reconfiguration: the first fault that broke it.

@@ -93,12 +93,14 @@ impl NpuStage {
         let now = self.clock.now_ns();
         for g in 0..self.lanes.len() {
             let lane = &mut self.lanes[g];
-            let Some(cause) = lane.cm.broken_by() else {
+            if !lane.cm.needs_reconfigure() {
                 continue;
-            };
+            }
             let (next, first) = lane.recovery.next(now, lane.in_flight.len());
             let counters = &self.stats.graphs[g];
             if first {
+                // The cause is copied once per outage, not on every round of the stage.
+                let cause = lane.cm.broken_by().unwrap_or_default();
                 counters.note_fault(&cause);
                 if lane.recovery.can_recover() {
                     log::warn!(
