@@ -155,13 +155,20 @@ fn the_device_dropping_off_stops_the_run_drained_and_reported() {
     assert!(lost.contains("HAILO_COMMUNICATION_CLOSED"), "{lost}");
     assert!(r.duration_s < 2.0, "ran {} s", r.duration_s);
     assert!(r.drain.completed);
-    for g in ["body", "face"] {
-        let fault = graph(&r, g).fault.clone().unwrap_or_default();
+    // The first graph to meet the gone device stops the run; the other may not have
+    // submitted since the drop, and then has no fault.
+    let broken: Vec<_> = r.graphs.iter().filter(|g| g.fault.is_some()).collect();
+    assert!(!broken.is_empty(), "{}", counts(&r));
+    for g in &broken {
+        let fault = g.fault.as_deref().unwrap_or_default();
         assert!(
             fault.contains("HAILO_COMMUNICATION_CLOSED"),
-            "graph {g}: {fault}"
+            "graph {}: {fault}",
+            g.name
         );
-        assert_eq!(graph(&r, g).reconfigured, 0, "graph {g}");
+    }
+    for g in &r.graphs {
+        assert_eq!(g.reconfigured, 0, "graph {}", g.name);
     }
     let attempts: u64 = r.graphs.iter().map(|g| g.reconfigure_failed).sum();
     assert!((1..=2).contains(&attempts), "{attempts} attempts");
