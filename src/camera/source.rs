@@ -151,3 +151,53 @@ impl SourceError {
         )
     }
 }
+
+/// A source that ends after a set number of frames.
+///
+/// A run on a virtual clock lasts a number of the cameras' frames, not of the host's
+/// seconds, so that it is the same frames, groups and fit whatever the host's speed.
+pub struct Take<S> {
+    inner: S,
+    left: u64,
+}
+
+impl<S: Source> Take<S> {
+    /// `inner`, ending after `frames` frames.
+    pub fn new(inner: S, frames: u64) -> Self {
+        Self {
+            inner,
+            left: frames,
+        }
+    }
+}
+
+impl<S: Source> Source for Take<S> {
+    fn info(&self) -> &SourceInfo {
+        self.inner.info()
+    }
+
+    fn next_frame(&mut self) -> Result<Frame, SourceError> {
+        if self.left == 0 {
+            return Err(SourceError::EndOfStream);
+        }
+        let frame = self.inner.next_frame()?;
+        self.left -= 1;
+        Ok(frame)
+    }
+
+    fn reconnect(&mut self) -> Result<(), SourceError> {
+        self.inner.reconnect()
+    }
+
+    fn driver_drops(&self) -> u64 {
+        self.inner.driver_drops()
+    }
+
+    fn controls(&self) -> &[crate::camera::controls::ControlOutcome] {
+        self.inner.controls()
+    }
+
+    fn stop_on(&mut self, stop: Stop) {
+        self.inner.stop_on(stop);
+    }
+}

@@ -19,7 +19,9 @@ pub struct RunArgs {
     /// Without it: the built-in demo rig on the simulator.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Stop by itself after this many seconds (else Ctrl-C stops, drains and reports).
+    /// Stop by itself after this many seconds (else Ctrl-C stops, drains and reports): wall
+    /// time, or on `device.clock = "virtual"` the cameras' time (each ends after that many
+    /// seconds of frames, so the run is the same whatever the host's speed).
     #[arg(long)]
     duration: Option<f64>,
     /// Write the final report (JSON) here.

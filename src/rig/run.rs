@@ -26,7 +26,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use crate::body::fit::PoseFitter;
 use crate::camera::record::{RecordError, Recorder};
 use crate::camera::synthetic::SceneClock;
-use crate::camera::{Source, SourceInfo, Stop};
+use crate::camera::{Source, SourceInfo, Stop, Take};
 use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
@@ -44,9 +44,9 @@ use super::inject::Faults;
 use super::report::{Report, RunFacts};
 use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
 use super::stage::decode::{DecodeWorker, GraphDecode};
-use super::stage::fit::{FitStage, KeypointSource};
+use super::stage::fit::{Arrivals, FitStage, KeypointSource};
 use super::stage::live::{LiveRig, LiveTap};
-use super::stage::npu::{Lane, NpuStage, Switching};
+use super::stage::npu::{InstantSets, Lane, NpuStage, Switching};
 use super::stage::record::RecordEvery;
 use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
 use super::stage::sync::SyncConfig;
@@ -68,6 +68,11 @@ use wait::wait;
 /// apart, so this is well above any frame period; an unplugged camera holds
 /// the fit up this long once.
 const SILENT_CAMERA: Duration = Duration::from_secs(1);
+
+/// The same on a virtual clock, in the cameras' time. The cameras wait for room there
+/// rather than drop, so one graph's views can trail another's by every frame the queues
+/// and decoders hold; only a camera that has ended falls this far behind.
+const SILENT_CAMERA_VIRTUAL: Duration = Duration::from_secs(30);
 
 /// How to run a rig (what the rig file does not say).
 #[derive(Debug, Clone)]
@@ -255,10 +260,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         Some(build::fitter(&body, &calibrations)?)
     };
     let scene = Arc::new(BodyScene::demo(Arc::clone(&body), options.seed));
-    let real_time = match rig.device.clock {
-        TimeBase::RealTime => true,
-        TimeBase::Virtual | TimeBase::Manual(_) => false,
-    };
+    let real_time = real_time(rig);
     if options.scene_clock == SceneClock::Wall && !real_time {
         return Err(RunError::Option {
             flag: "--scene-clock wall",
@@ -273,6 +275,18 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         real_time,
         options.scene_clock,
     )?);
+    // On a virtual clock `--duration` counts the cameras' time: each camera ends after
+    // that many of its frames, so a run is the same frames whatever the host's speed.
+    let sources = match options.duration {
+        Some(d) if !real_time => sources
+            .into_iter()
+            .map(|s| {
+                let frames = (d.as_secs_f64() * s.info().fps).ceil().max(1.0) as u64;
+                Box::new(Take::new(s, frames)) as Box<dyn Source>
+            })
+            .collect(),
+        _ => sources,
+    };
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
@@ -470,7 +484,12 @@ fn start_stages(
     // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
     if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
-        npu.instant_sets = Some((1e9 / rates[0]) as u64);
+        let period_ns = (1e9 / rates[0]) as u64;
+        npu.instant_sets = Some(if real_time(rig) {
+            InstantSets::real_time(period_ns)
+        } else {
+            InstantSets::virtual_time(period_ns)
+        });
     }
     if options.pipeline_only {
         npu.bypass = Some(view_tx.clone());
@@ -500,6 +519,11 @@ fn start_stages(
         },
         KeypointsFrom::Decoder => KeypointSource::Decoder,
     };
+    let (arrivals, stall) = if real_time(rig) {
+        (Arrivals::Wall, SILENT_CAMERA)
+    } else {
+        (Arrivals::CaptureTime, SILENT_CAMERA_VIRTUAL)
+    };
     let fit = FitStage {
         input: view_rx,
         cameras: rig.cameras.len(),
@@ -517,8 +541,9 @@ fn start_stages(
             failures: failures.clone(),
             live: options.live.clone(),
         },
+        arrivals,
         sync: SyncConfig {
-            stall_ns: Some(SILENT_CAMERA.as_nanos() as u64),
+            stall_ns: Some(stall.as_nanos() as u64),
             ..SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>())
         },
         bone_names: parts.body.rig.names().to_vec(),
@@ -541,6 +566,15 @@ fn start_stages(
         at,
         cpu_ns,
     })
+}
+
+/// Whether the rig's cameras run in real time (else on a virtual or manual clock, as fast
+/// as the host goes, waiting for room rather than dropping).
+fn real_time(rig: &RigConfig) -> bool {
+    match rig.device.clock {
+        TimeBase::RealTime => true,
+        TimeBase::Virtual | TimeBase::Manual(_) => false,
+    }
 }
 
 /// How the rig's graphs share the device.

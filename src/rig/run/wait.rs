@@ -1,8 +1,10 @@
-//! Waiting for the run's end: a stop, the set duration, or every camera ended; the status
-//! line and the live view are drawn, and the resident size sampled, along the way.
+//! Waiting for the run's end: a stop, the set duration (wall time on a real-time clock), or
+//! every camera ended; the status line and the live view are drawn, and the resident size
+//! sampled, along the way.
 
 use std::time::Duration;
 
+use crate::npu::sim::TimeBase;
 use crate::npu::Device;
 
 use super::super::config::RigConfig;
@@ -34,17 +36,20 @@ pub(super) fn wait(
     let captures = &started.stages.captures;
     let mut status = options.status.then(|| StatusLine::new(rig, device));
     let mut rss_samples = Vec::new();
+    // On a virtual clock the duration is the cameras' time: they end after it (`Take`).
+    let duration = match rig.device.clock {
+        TimeBase::RealTime => options.duration,
+        TimeBase::Virtual | TimeBase::Manual(_) => None,
+    };
     loop {
         let elapsed = started.at.elapsed();
-        if options.stop.is_requested() || options.duration.is_some_and(|d| elapsed >= d) {
+        if options.stop.is_requested() || duration.is_some_and(|d| elapsed >= d) {
             break;
         }
         if captures.iter().all(CaptureThread::is_finished) {
             break;
         }
-        let left = options
-            .duration
-            .map_or(STATUS_PERIOD, |d| d.saturating_sub(elapsed));
+        let left = duration.map_or(STATUS_PERIOD, |d| d.saturating_sub(elapsed));
         options.stop.wait_for(left.min(STATUS_PERIOD));
         rss_samples.push((started.at.elapsed().as_secs_f64(), rss_bytes()));
         if let Some(s) = &mut status {

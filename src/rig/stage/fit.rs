@@ -33,6 +33,16 @@ pub enum KeypointSource {
     GroundTruth { noise_px: f64, seed: u64 },
 }
 
+/// What the sync measures a view's arrival, and so a camera's silence, in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// The host's monotonic clock: cameras that deliver in real time.
+    Wall,
+    /// The newest capture stamp seen: on a virtual clock the host's speed says nothing
+    /// about a camera, and a view queued behind a slow decoder is late, not silent.
+    CaptureTime,
+}
+
 /// The fit thread's state.
 pub struct FitStage {
     pub input: Receiver<ViewResult>,
@@ -42,6 +52,7 @@ pub struct FitStage {
     pub keypoint_count: usize,
     pub stats: Arc<LiveStats>,
     pub clock: Arc<dyn Clock>,
+    pub arrivals: Arrivals,
     /// Where each fitted instant goes.
     pub sinks: Sinks,
     pub sync: SyncConfig,
@@ -72,22 +83,16 @@ impl Stage for FitStage {
         let mut fit_cpu = 0u64;
         let mut sync = Synchronizer::new(&self.sync);
         let mut last = vec![None::<u64>; self.cameras];
-        let mut rng = rand::rngs::StdRng::seed_from_u64(match self.keypoints {
-            KeypointSource::GroundTruth { seed, .. } => seed,
-            KeypointSource::Decoder => 0,
-        });
+        let mut newest = 0u64;
         let mut pushed = vec![0u64; self.cameras];
         let mut grouped = vec![0u64; self.cameras];
         let mut io_error = self.sinks.header(&self.naming).err();
-        let mut handle = |me: &mut Self,
-                          groups: Vec<Group<ViewResult>>,
-                          rng: &mut rand::rngs::StdRng,
-                          grouped: &mut Vec<u64>| {
+        let mut handle = |me: &mut Self, groups: Vec<Group<ViewResult>>, grouped: &mut Vec<u64>| {
             for g in groups {
                 for m in g.members.iter().flatten() {
                     grouped[m.meta.camera] += 1;
                 }
-                if let Err(e) = me.fit_group(g, rng, &mut fit_cpu) {
+                if let Err(e) = me.fit_group(g, &mut fit_cpu) {
                     io_error.get_or_insert(e);
                 }
             }
@@ -107,11 +112,16 @@ impl Stage for FitStage {
             }
             last[c] = Some(t);
             pushed[c] += 1;
-            let groups = sync.push_at(view, self.clock.now_ns());
-            handle(&mut self, groups, &mut rng, &mut grouped);
+            newest = newest.max(t);
+            let arrival = match self.arrivals {
+                Arrivals::Wall => self.clock.now_ns(),
+                Arrivals::CaptureTime => newest,
+            };
+            let groups = sync.push_at(view, arrival);
+            handle(&mut self, groups, &mut grouped);
         }
         let groups = sync.finish();
-        handle(&mut self, groups, &mut rng, &mut grouped);
+        handle(&mut self, groups, &mut grouped);
         // Frames the sync did not put into any group (between anchors).
         for c in 0..self.cameras {
             for _ in grouped[c]..pushed[c] {
@@ -130,15 +140,16 @@ impl Stage for FitStage {
 }
 
 impl FitStage {
-    fn observations(
-        &self,
-        view: &ViewResult,
-        rng: &mut rand::rngs::StdRng,
-    ) -> Vec<Option<Observation>> {
+    fn observations(&self, view: &ViewResult) -> Vec<Option<Observation>> {
         let mut obs = vec![None; self.keypoint_count];
         match self.keypoints {
-            KeypointSource::GroundTruth { noise_px, .. } => {
+            KeypointSource::GroundTruth { noise_px, seed } => {
                 let noise = Normal::new(0.0, noise_px.max(1e-12)).ok();
+                // Each view's noise is drawn from its own seed, so a view's keypoints do
+                // not depend on which views were fitted before it.
+                let rng = &mut rand::rngs::StdRng::seed_from_u64(
+                    seed ^ ((view.meta.camera as u64) << 48) ^ view.meta.sequence,
+                );
                 if let Some(truth) = &view.meta.truth {
                     for (o, k) in obs.iter_mut().zip(&truth.keypoints_2d) {
                         *o = k.map(|[x, y]| {
@@ -172,12 +183,7 @@ impl FitStage {
 
     /// Fits one group of views, counts its frames and hands the result to
     /// the sinks.
-    fn fit_group(
-        &mut self,
-        group: Group<ViewResult>,
-        rng: &mut rand::rngs::StdRng,
-        fit_cpu: &mut u64,
-    ) -> std::io::Result<()> {
+    fn fit_group(&mut self, group: Group<ViewResult>, fit_cpu: &mut u64) -> std::io::Result<()> {
         let now = self.clock.now_ns();
         let mut members = group.members;
         for m in members.iter_mut().flatten() {
@@ -186,7 +192,7 @@ impl FitStage {
         let observations: Vec<Vec<Option<Observation>>> = members
             .iter()
             .map(|m| match m {
-                Some(v) => self.observations(v, rng),
+                Some(v) => self.observations(v),
                 None => vec![None; self.keypoint_count],
             })
             .collect();

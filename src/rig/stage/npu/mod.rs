@@ -39,6 +39,7 @@ use admission::Admission;
 pub use batcher::Lane;
 pub use recovery::{ModelSetup, SchedulerSettings};
 use routing::Routing;
+pub use sets::InstantSets;
 pub use switching::Switching;
 
 /// Longest the stage blocks when nothing is queued or batched (a safety
@@ -69,9 +70,8 @@ pub struct NpuStage {
     pub live: Option<crate::rig::stage::live::LiveTap>,
     /// The run's stop, requested when the device is gone (see `recovery`).
     pub stop: Option<crate::camera::Stop>,
-    /// Take one frame per camera at a time (cameras of one rate, this frame
-    /// period in ns), waiting at most two periods for a silent camera.
-    pub instant_sets: Option<u64>,
+    /// Take one frame per camera at a time (cameras of one rate).
+    pub instant_sets: Option<InstantSets>,
     /// Per camera: the frame taken from its queue for the set being formed.
     heads: Vec<Option<Frame>>,
     last_set_ns: u64,
@@ -228,8 +228,8 @@ impl NpuStage {
 
     /// Takes every frame waiting in a camera queue whose graph has room.
     fn take_frames(&mut self) {
-        if let Some(period_ns) = self.instant_sets {
-            return self.take_sets(period_ns);
+        if let Some(sets) = self.instant_sets {
+            return self.take_sets(sets);
         }
         for c in 0..self.cameras.len() {
             while !self.closed[c] && self.has_room(self.camera_graph[c], 1) {

@@ -7,6 +7,37 @@ use crate::rig::stats::DropStage;
 
 use super::NpuStage;
 
+/// How frames of one instant are taken together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstantSets {
+    /// The cameras' frame period, ns: heads further apart than half of it are of
+    /// different instants.
+    pub period_ns: u64,
+    /// How long, on the host's clock, a set waits for a camera that has no frame queued
+    /// before it goes without it.
+    pub silent_ns: u64,
+}
+
+impl InstantSets {
+    /// Cameras paced in real time: a camera two periods late has lost its frame.
+    pub fn real_time(period_ns: u64) -> Self {
+        Self {
+            period_ns,
+            silent_ns: 2 * period_ns,
+        }
+    }
+
+    /// Cameras on a virtual clock wait for room instead of dropping: a camera without a
+    /// frame is still rendering it, however slowly the host runs, so a set waits for it
+    /// this long before taking it for lost.
+    pub fn virtual_time(period_ns: u64) -> Self {
+        Self {
+            period_ns,
+            silent_ns: 5_000_000_000,
+        }
+    }
+}
+
 impl NpuStage {
     /// Takes one frame from every camera at once: frames of one instant, so
     /// when the host falls behind, whole instants are dropped at the camera
@@ -19,8 +50,8 @@ impl NpuStage {
     /// than the newest is an instant the other cameras have already lost, and
     /// is dropped too (counted as [`DropStage::Unaligned`]) for the camera's
     /// next frame. The set goes when every open camera has a head of the same
-    /// instant, or when one has been silent for two periods.
-    pub(super) fn take_sets(&mut self, period_ns: u64) {
+    /// instant, or when one has been silent for `sets.silent_ns`.
+    pub(super) fn take_sets(&mut self, sets: InstantSets) {
         let n = self.cameras.len();
         loop {
             if self.open_cameras().next().is_none() {
@@ -40,10 +71,14 @@ impl NpuStage {
             for c in 0..n {
                 self.fill_head(c);
             }
-            self.align_heads(period_ns / 2);
+            self.align_heads(sets.period_ns / 2);
             let now = self.clock.now_ns();
+            // The first set's wait counts from the first look.
+            if self.last_set_ns == 0 {
+                self.last_set_ns = now;
+            }
             let ready = self.open_cameras().all(|c| self.heads[c].is_some());
-            let stalled = now.saturating_sub(self.last_set_ns) >= 2 * period_ns
+            let stalled = now.saturating_sub(self.last_set_ns) >= sets.silent_ns
                 && self.heads.iter().any(Option::is_some);
             if !(ready || stalled) {
                 return;
