@@ -26,5 +26,5 @@ pub mod v4l2;
 
 pub use frame::{CameraId, Frame, FrameError, PixelFormat, TimestampSource};
 pub use pool::{BufferPool, PoolStats, PooledBuffer};
-pub use source::{Source, SourceError, SourceInfo, Take};
+pub use source::{take, Hooked, Source, SourceError, SourceInfo};
 pub use stop::Stop;

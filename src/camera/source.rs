@@ -152,37 +152,36 @@ impl SourceError {
     }
 }
 
-/// A source that ends after a set number of frames.
-///
-/// A run on a virtual clock lasts a number of the cameras' frames, not of the host's
-/// seconds, so that it is the same frames, groups and fit whatever the host's speed.
-pub struct Take<S> {
+/// A source whose frames pass through a hook: the hook reads the next frame from the
+/// inner source (or declines to), and may look at it on the way. Everything else is the
+/// inner source's.
+pub struct Hooked<S, F> {
     inner: S,
-    left: u64,
+    hook: F,
 }
 
-impl<S: Source> Take<S> {
-    /// `inner`, ending after `frames` frames.
-    pub fn new(inner: S, frames: u64) -> Self {
-        Self {
-            inner,
-            left: frames,
-        }
+impl<S, F> Hooked<S, F>
+where
+    S: Source,
+    F: FnMut(&mut S) -> Result<Frame, SourceError> + Send,
+{
+    /// `inner`, its frames read through `hook`.
+    pub fn new(inner: S, hook: F) -> Self {
+        Self { inner, hook }
     }
 }
 
-impl<S: Source> Source for Take<S> {
+impl<S, F> Source for Hooked<S, F>
+where
+    S: Source,
+    F: FnMut(&mut S) -> Result<Frame, SourceError> + Send,
+{
     fn info(&self) -> &SourceInfo {
         self.inner.info()
     }
 
     fn next_frame(&mut self) -> Result<Frame, SourceError> {
-        if self.left == 0 {
-            return Err(SourceError::EndOfStream);
-        }
-        let frame = self.inner.next_frame()?;
-        self.left -= 1;
-        Ok(frame)
+        (self.hook)(&mut self.inner)
     }
 
     fn reconnect(&mut self) -> Result<(), SourceError> {
@@ -200,4 +199,20 @@ impl<S: Source> Source for Take<S> {
     fn stop_on(&mut self, stop: Stop) {
         self.inner.stop_on(stop);
     }
+}
+
+/// `inner`, ending after `frames` frames.
+///
+/// A run on a virtual clock lasts a number of the cameras' frames, not of the host's
+/// seconds, so that it is the same frames, groups and fit whatever the host's speed.
+pub fn take<S: Source>(inner: S, frames: u64) -> impl Source {
+    let mut left = frames;
+    Hooked::new(inner, move |inner: &mut S| {
+        if left == 0 {
+            return Err(SourceError::EndOfStream);
+        }
+        let frame = inner.next_frame()?;
+        left -= 1;
+        Ok(frame)
+    })
 }

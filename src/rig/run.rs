@@ -26,7 +26,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use crate::body::fit::PoseFitter;
 use crate::camera::record::{RecordError, Recorder};
 use crate::camera::synthetic::SceneClock;
-use crate::camera::{Source, SourceInfo, Stop, Take};
+use crate::camera::{take, Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
@@ -47,7 +47,7 @@ use super::stage::decode::{DecodeWorker, GraphDecode};
 use super::stage::fit::{Arrivals, FitStage, KeypointSource};
 use super::stage::live::{LiveRig, LiveTap};
 use super::stage::npu::{InstantSets, Lane, NpuStage, Switching};
-use super::stage::record::RecordEvery;
+use super::stage::record;
 use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
 use super::stage::sync::SyncConfig;
 use super::stage::{start, Running};
@@ -282,7 +282,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
             .into_iter()
             .map(|s| {
                 let frames = (d.as_secs_f64() * s.info().fps).ceil().max(1.0) as u64;
-                Box::new(Take::new(s, frames)) as Box<dyn Source>
+                Box::new(take(s, frames)) as Box<dyn Source>
             })
             .collect(),
         _ => sources,
@@ -434,11 +434,11 @@ fn start_stages(
     let mut camera_rxs = Vec::new();
     for (i, source) in parts.sources.into_iter().enumerate() {
         let source: Box<dyn Source> = match (&record_tx, record_every) {
-            (Some(tx), true) => Box::new(RecordEvery {
-                inner: source,
-                record: tx.clone(),
-                not_recorded: Arc::clone(&not_recorded),
-            }),
+            (Some(tx), true) => Box::new(record::record_every(
+                source,
+                tx.clone(),
+                Arc::clone(&not_recorded),
+            )),
             _ => source,
         };
         let (tx, rx) = bounded(channels.camera_depth);

@@ -36,7 +36,7 @@ pub(super) fn wait(
     let captures = &started.stages.captures;
     let mut status = options.status.then(|| StatusLine::new(rig, device));
     let mut rss_samples = Vec::new();
-    // On a virtual clock the duration is the cameras' time: they end after it (`Take`).
+    // On a virtual clock the duration is the cameras' time: they end after it (`camera::take`).
     let duration = match rig.device.clock {
         TimeBase::RealTime => options.duration,
         TimeBase::Virtual | TimeBase::Manual(_) => None,

@@ -1,6 +1,6 @@
 //! What the recorder adds to the camera recording: Foxglove's result channels
 //! ([`SceneChannels`]) and, when every captured frame is recorded, the tee that
-//! copies frames from the cameras ([`RecordEvery`]).
+//! copies frames from the cameras ([`record_every`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +11,7 @@ use foxglove::messages::{FrameTransforms, ImageAnnotations, SceneUpdate};
 
 use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordError, Recorder};
-use crate::camera::{Frame, Source, SourceError, SourceInfo, Stop};
+use crate::camera::{Frame, Hooked, Source};
 use crate::decode::keypoints::{bones, COCO17};
 use crate::geom::Camera;
 use crate::publish::messages;
@@ -89,49 +89,27 @@ impl SceneChannels {
     }
 }
 
-/// A camera source whose every frame is also offered to the recorder (`run
-/// --record-frames all`). The camera never waits for the recorder: a frame the
-/// recorder has no room for is counted in `not_recorded` and goes on to the
-/// pipeline, so captured = recorded + not recorded.
-pub struct RecordEvery {
-    pub inner: Box<dyn Source>,
-    pub record: Sender<Item>,
-    pub not_recorded: Arc<AtomicU64>,
-}
-
-impl Source for RecordEvery {
-    fn info(&self) -> &SourceInfo {
-        self.inner.info()
-    }
-
-    fn next_frame(&mut self) -> Result<Frame, SourceError> {
-        let frame = self.inner.next_frame()?;
+/// `inner`, its every frame also offered to the recorder (`run --record-frames all`).
+/// The camera never waits for the recorder: a frame the recorder has no room for is
+/// counted in `not_recorded` and goes on to the pipeline, so captured = recorded + not
+/// recorded.
+pub fn record_every(
+    inner: Box<dyn Source>,
+    record: Sender<Item>,
+    not_recorded: Arc<AtomicU64>,
+) -> impl Source {
+    Hooked::new(inner, move |inner: &mut Box<dyn Source>| {
+        let frame = inner.next_frame()?;
         let copy = Frame {
             data: PooledBuffer::detached(frame.data.to_vec()),
             truth: None,
             ..frame
         };
         if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            self.record.try_send(Item::Frame(copy))
+            record.try_send(Item::Frame(copy))
         {
-            self.not_recorded.fetch_add(1, Ordering::Relaxed);
+            not_recorded.fetch_add(1, Ordering::Relaxed);
         }
         Ok(frame)
-    }
-
-    fn reconnect(&mut self) -> Result<(), SourceError> {
-        self.inner.reconnect()
-    }
-
-    fn driver_drops(&self) -> u64 {
-        self.inner.driver_drops()
-    }
-
-    fn controls(&self) -> &[crate::camera::controls::ControlOutcome] {
-        self.inner.controls()
-    }
-
-    fn stop_on(&mut self, stop: Stop) {
-        self.inner.stop_on(stop);
-    }
+    })
 }
