@@ -40,7 +40,7 @@ pub enum OrtLoadError {
 static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, OrtLoadError>> = OnceLock::new();
 
 /// Loads ONNX Runtime once per process from `ORT_DYLIB_PATH`.
-fn environment() -> Result<&'static ort::environment::Environment, OrtLoadError> {
+pub(crate) fn environment() -> Result<&'static ort::environment::Environment, OrtLoadError> {
     ENVIRONMENT
         .get_or_init(|| {
             let path = std::env::var_os(DYLIB_ENV)

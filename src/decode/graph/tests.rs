@@ -395,16 +395,8 @@ mod on_onnx_runtime {
             eprintln!("skipped: ORT_DYLIB_PATH is not set");
             return None;
         };
-        static ENV: std::sync::OnceLock<Result<ort::environment::Environment, String>> =
-            std::sync::OnceLock::new();
-        let env = ENV.get_or_init(|| {
-            ort::init_from(&lib)
-                .map_err(|e| e.to_string())?
-                .build()
-                .map_err(|e| e.to_string())
-        });
         // Given a library, a load failure is a failure: CI points ORT_DYLIB_PATH at its wheel.
-        let env = match env {
+        let env = match crate::decode::engine::ort::environment() {
             Ok(env) => env,
             Err(e) => panic!(
                 "ORT_DYLIB_PATH={}: ONNX Runtime does not load: {e}",
