@@ -149,6 +149,15 @@ impl Recording {
                 }
             };
             records += 1;
+            // Only schemas, channels and messages are read. Other records are not parsed:
+            // mcap 0.26 panics on some malformed ones (an attachment too short for its CRC
+            // indexes out of its slice), and none of them is needed here.
+            if !matches!(
+                opcode,
+                mcap::records::op::SCHEMA | mcap::records::op::CHANNEL | mcap::records::op::MESSAGE
+            ) {
+                continue;
+            }
             let (header, data) = match mcap::parse_record(opcode, data) {
                 Ok(Record::Schema { header, .. }) => {
                     schemas.insert(header.id, header.name);

@@ -183,3 +183,23 @@ fn a_record_claiming_a_length_near_two_to_the_64_is_refused() {
     let err = Recording::open(&path).err().expect("refused");
     assert!(err.to_string().contains("huge_record.mcap"), "{err}");
 }
+
+/// An attachment record too short to hold its CRC: mcap's `parse_record` indexes out of its
+/// slice on it (found by the `mcap_replay` fuzz target). Records other than schemas,
+/// channels and messages are skipped unparsed, so the file is read, not a panic.
+#[test]
+fn an_attachment_too_short_for_its_crc_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short_attachment.mcap");
+    let mut bytes = vec![0x89, 0x4d, 0x43, 0x41, 0x50, 0x30, 0x0d, 0x0a];
+    // Opcode 0x09 (attachment), a 32-byte body: two times, an empty name and media type,
+    // a data length, and no room for the CRC.
+    bytes.push(0x09);
+    bytes.extend_from_slice(&32u64.to_le_bytes());
+    bytes.extend_from_slice(&[0u8; 32]);
+    std::fs::write(&path, &bytes).unwrap();
+    let recording = Recording::open(&path).expect("read");
+    assert_eq!(recording.cameras().count(), 0);
+    let cut = recording.truncation().expect("the file has no footer");
+    assert_eq!(cut.messages_read, 0);
+}
