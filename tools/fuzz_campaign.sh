@@ -41,8 +41,7 @@ for crate in fuzz hef/fuzz; do
     exit 1
   }
 done
-bin_dir=$work/build-$sanitizer/x86_64-unknown-linux-gnu/release
-[ -d "$bin_dir" ] || bin_dir=$(dirname "$(find "$work/build-$sanitizer" -path '*/release/rig_config' | head -1)")
+bin_dir=$work/build-$sanitizer/$(rustc -vV | sed -n 's/^host: //p')/release
 
 one() {
   local t=$1 crate corpus log

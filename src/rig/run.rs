@@ -30,7 +30,7 @@ use crate::camera::{take, Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
-use crate::npu::sim::{DeviceProfile, TimeBase};
+use crate::npu::sim::DeviceProfile;
 use crate::npu::{Device, NpuError};
 use crate::preprocess::Preprocessor;
 use crate::publish::foxglove_ws::FoxgloveServer;
@@ -260,7 +260,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         Some(build::fitter(&body, &calibrations)?)
     };
     let scene = Arc::new(BodyScene::demo(Arc::clone(&body), options.seed));
-    let real_time = real_time(rig);
+    let real_time = rig.device.clock.is_real_time();
     if options.scene_clock == SceneClock::Wall && !real_time {
         return Err(RunError::Option {
             flag: "--scene-clock wall",
@@ -444,9 +444,10 @@ fn start_stages(
         let (tx, rx) = bounded(channels.camera_depth);
         // On a virtual clock the sources are not paced by real time: they wait for room
         // instead of dropping, so the cameras advance in step whatever the host's speed.
-        let policy = match rig.device.clock {
-            TimeBase::RealTime => QueuePolicy::DropOldest,
-            TimeBase::Virtual | TimeBase::Manual(_) => QueuePolicy::Wait,
+        let policy = if rig.device.clock.is_real_time() {
+            QueuePolicy::DropOldest
+        } else {
+            QueuePolicy::Wait
         };
         let thread = CaptureThread::spawn_with(source, tx, rx.clone(), Backoff::default(), policy)
             .map_err(|e| RunError::Camera {
@@ -485,7 +486,7 @@ fn start_stages(
     let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
     if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
         let period_ns = (1e9 / rates[0]) as u64;
-        npu.instant_sets = Some(if real_time(rig) {
+        npu.instant_sets = Some(if rig.device.clock.is_real_time() {
             InstantSets::real_time(period_ns)
         } else {
             InstantSets::virtual_time(period_ns)
@@ -519,7 +520,7 @@ fn start_stages(
         },
         KeypointsFrom::Decoder => KeypointSource::Decoder,
     };
-    let (arrivals, stall) = if real_time(rig) {
+    let (arrivals, stall) = if rig.device.clock.is_real_time() {
         (Arrivals::Wall, SILENT_CAMERA)
     } else {
         (Arrivals::CaptureTime, SILENT_CAMERA_VIRTUAL)
@@ -566,15 +567,6 @@ fn start_stages(
         at,
         cpu_ns,
     })
-}
-
-/// Whether the rig's cameras run in real time (else on a virtual or manual clock, as fast
-/// as the host goes, waiting for room rather than dropping).
-fn real_time(rig: &RigConfig) -> bool {
-    match rig.device.clock {
-        TimeBase::RealTime => true,
-        TimeBase::Virtual | TimeBase::Manual(_) => false,
-    }
 }
 
 /// How the rig's graphs share the device.

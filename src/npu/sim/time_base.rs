@@ -36,6 +36,12 @@ impl TimeBase {
             TimeBase::Manual(_) => "virtual (manual)",
         }
     }
+
+    /// Whether time is the wall clock's. Otherwise cameras run as fast as the host goes,
+    /// waiting for room rather than dropping, and durations are the cameras' time.
+    pub fn is_real_time(&self) -> bool {
+        matches!(self, TimeBase::RealTime)
+    }
 }
 
 /// A virtual clock advanced by the feeder. Clones share the same time, and

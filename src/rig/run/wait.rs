@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use crate::npu::sim::TimeBase;
 use crate::npu::Device;
 
 use super::super::config::RigConfig;
@@ -37,10 +36,7 @@ pub(super) fn wait(
     let mut status = options.status.then(|| StatusLine::new(rig, device));
     let mut rss_samples = Vec::new();
     // On a virtual clock the duration is the cameras' time: they end after it (`camera::take`).
-    let duration = match rig.device.clock {
-        TimeBase::RealTime => options.duration,
-        TimeBase::Virtual | TimeBase::Manual(_) => None,
-    };
+    let duration = options.duration.filter(|_| rig.device.clock.is_real_time());
     loop {
         let elapsed = started.at.elapsed();
         if options.stop.is_requested() || duration.is_some_and(|d| elapsed >= d) {

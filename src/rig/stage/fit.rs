@@ -144,18 +144,18 @@ impl FitStage {
         let mut obs = vec![None; self.keypoint_count];
         match self.keypoints {
             KeypointSource::GroundTruth { noise_px, seed } => {
-                let noise = Normal::new(0.0, noise_px.max(1e-12)).ok();
-                // Each view's noise is drawn from its own seed, so a view's keypoints do
-                // not depend on which views were fitted before it.
-                let rng = &mut rand::rngs::StdRng::seed_from_u64(
-                    seed ^ ((view.meta.camera as u64) << 48) ^ view.meta.sequence,
-                );
+                let noise = Normal::new(0.0, noise_px).ok().filter(|_| noise_px > 0.0);
                 if let Some(truth) = &view.meta.truth {
+                    // Each view's noise is drawn from its own seed, so a view's keypoints
+                    // do not depend on which views were fitted before it.
+                    let rng = &mut rand::rngs::StdRng::seed_from_u64(
+                        seed ^ ((view.meta.camera as u64) << 48) ^ view.meta.sequence,
+                    );
                     for (o, k) in obs.iter_mut().zip(&truth.keypoints_2d) {
                         *o = k.map(|[x, y]| {
                             let (dx, dy) = match &noise {
-                                Some(n) if noise_px > 0.0 => (n.sample(rng), n.sample(rng)),
-                                _ => (0.0, 0.0),
+                                Some(n) => (n.sample(rng), n.sample(rng)),
+                                None => (0.0, 0.0),
                             };
                             Observation {
                                 pixel: Point2::new(f64::from(x) + dx, f64::from(y) + dy),

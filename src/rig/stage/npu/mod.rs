@@ -97,6 +97,8 @@ impl Stage for NpuStage {
     /// A device error on activate/deactivate (manual switching).
     fn run(mut self) -> Self::Output {
         let cpu0 = thread_cpu_ns();
+        // The first instant set's wait for its cameras counts from the stage's start.
+        self.last_set_ns = self.clock.now_ns();
         let out = self.run_loop();
         self.stats.cpu.npu_stage.fetch_add(
             thread_cpu_ns().saturating_sub(cpu0),

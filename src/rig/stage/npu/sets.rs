@@ -73,10 +73,6 @@ impl NpuStage {
             }
             self.align_heads(sets.period_ns / 2);
             let now = self.clock.now_ns();
-            // The first set's wait counts from the first look.
-            if self.last_set_ns == 0 {
-                self.last_set_ns = now;
-            }
             let ready = self.open_cameras().all(|c| self.heads[c].is_some());
             let stalled = now.saturating_sub(self.last_set_ns) >= sets.silent_ns
                 && self.heads.iter().any(Option::is_some);
