@@ -350,9 +350,10 @@ fn a_device_that_drops_off_ends_the_run_with_status_five_and_a_report() {
     assert!(lost.contains("HAILO_COMMUNICATION_CLOSED"), "{r}");
     assert_eq!(r["accounting_ok"], true, "{r}");
     assert_eq!(r["drain"]["completed"], true, "{r}");
-    // Job 200 comes within the first second at 480 frames/s: the run stops there, not at 30 s.
+    // Job 200 comes within the first seconds (a second at 480 frames/s, several on a loaded
+    // host): the run stops there, where one that went on would last its 30 s.
     let ran = r["duration_s"].as_f64().unwrap();
-    assert!(ran < 10.0, "ran {ran} s");
+    assert!(ran < 20.0, "ran {ran} s");
     // A spec that is not KIND@JOB is refused naming the flag, before the run.
     let bad = hailo_edge()
         .args(["run", "--quiet", "--duration", "1", "--sim-fault", "closed"])
