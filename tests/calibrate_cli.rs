@@ -43,6 +43,13 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
     assert!(debug_patterns(&stdout).is_empty(), "{stdout}");
     assert!(debug_patterns(&report.to_string()).is_empty());
     assert!(report["elapsed_s"].as_f64().unwrap() < 30.0, "{report}");
+    assert!(stdout.contains("shape is the rig's own"), "{stdout}");
+    assert!(
+        report["truth_world_error"]["rotation_deg"]
+            .as_f64()
+            .unwrap()
+            < 0.1
+    );
     let names = hailo_edge::scene::DEMO_CAMERA_NAMES;
     for (i, name) in names.iter().enumerate() {
         let cam = &report["cameras"][i];
@@ -53,6 +60,9 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
         assert!(e["distortion_px"].as_f64().unwrap() < 0.3, "{cam}");
         assert!(e["position_mm"].as_f64().unwrap() < 2.0, "{cam}");
         assert!(e["rotation_deg"].as_f64().unwrap() < 0.1, "{cam}");
+        let shape = &cam["truth_shape_errors"];
+        assert!(shape["position_mm"].as_f64().unwrap() < 2.0, "{cam}");
+        assert!(shape["rotation_deg"].as_f64().unwrap() < 0.1, "{cam}");
         assert!(cam["rms_px"].as_f64().unwrap() <= 0.3, "{cam}");
         assert_eq!(cam["coverage"]["complete"], true);
         // The OpenCV file reads back as the reported camera.
@@ -87,6 +97,7 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
         assert!((a.fx - b.fx).abs() < 1e-6, "{} vs {}", a.fx, b.fx);
         assert!((a.translation - b.translation).norm() < 1e-6);
         assert_eq!(second["cameras"][i]["truth_errors"], Value::Null);
+        assert_eq!(second["cameras"][i]["truth_shape_errors"], Value::Null);
     }
     // Nothing is replaced without --overwrite, and the refusal comes before the work.
     let text = fails(&[

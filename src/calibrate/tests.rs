@@ -515,3 +515,37 @@ fn k3_is_kept_for_a_wide_lens_only() {
     let bent = errors(&cameras[0], &held.camera).distortion_px;
     assert!(bent > 1.0, "{bent} px");
 }
+
+#[test]
+fn the_rigs_shape_is_told_apart_from_its_place_in_the_world() {
+    use super::synthetic::rig_errors;
+    let truth = crate::scene::demo_rig();
+    // The whole rig turned 0.1 degrees about the vertical and shifted 4 mm: its shape is
+    // whole, and the motion is the world's.
+    let mut moved = crate::scene::turned(&truth, 0.1);
+    for c in &mut moved {
+        c.translation += c.rotation * nalgebra::Vector3::new(0.0, 0.004, 0.0);
+    }
+    let e = rig_errors(&truth, &moved).unwrap();
+    assert!((e.world.rotation_deg - 0.1).abs() < 1e-9, "{e:?}");
+    assert!(
+        e.world.position_mm > 3.0 && e.world.position_mm < 5.0,
+        "{e:?}"
+    );
+    for pose in &e.shape {
+        assert!(pose.position_mm < 1e-6 && pose.rotation_deg < 1e-6, "{e:?}");
+    }
+    // The control: one camera moved 3 mm on its own changes the rig's shape. The best fit
+    // of the four spreads it, the moved camera keeping the most (measured 1.3 mm).
+    let mut bumped = truth.to_vec();
+    bumped[1].translation.x += 0.003;
+    let e = rig_errors(&truth, &bumped).unwrap();
+    assert!(e.shape[1].position_mm > 1.0, "{e:?}");
+    assert!(
+        e.shape
+            .iter()
+            .all(|p| p.position_mm <= e.shape[1].position_mm),
+        "{e:?}"
+    );
+    assert!(rig_errors(&truth, &bumped[..3]).is_none());
+}

@@ -69,7 +69,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 17, requires = "synthetic")]
     seed: u64,
     /// The board, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING` (default: the corners file's;
-    /// for --synthetic, 6x6 tags of 88 mm spaced 0.3, or with --render 5x5 tags of 160 mm,
+    /// for --synthetic, 6x6 tags of 88 mm spaced 0.3, or with --render 5x5 tags of 200 mm,
     /// which a 288-pixel body camera still resolves across the rig; needed for --frames and
     /// --config).
     #[arg(long)]
@@ -171,7 +171,7 @@ impl Input {
 }
 
 fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
-    let (rows, side) = if args.render { (5, 0.16) } else { (6, 0.088) };
+    let (rows, side) = if args.render { (5, 0.2) } else { (6, 0.088) };
     let board = board.unwrap_or_else(|| {
         AprilGrid::new(rows, rows, side, 0.3).unwrap_or_else(|_| unreachable!("a valid board"))
     });
@@ -302,23 +302,33 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             .map(|(t, s)| synthetic::errors(t, s))
             .collect::<Vec<_>>()
     });
-    if let Some(errors) = &truth_errors {
+    let shape = source
+        .truth
+        .as_ref()
+        .and_then(|truth| synthetic::rig_errors(truth, rig.cameras()));
+    if let (Some(errors), Some(shape)) = (&truth_errors, &shape) {
         println!("against the synthetic truth (targets: focal 0.3 %, principal point 1 px, lens 0.3 px, 2 mm, 0.1 degrees)");
         println!(
-            "{:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "camera", "focal %", "pp px", "lens px", "pos mm", "rot deg"
+            "{:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "camera", "focal %", "pp px", "lens px", "pos mm", "rot deg", "shape mm", "shape deg"
         );
-        for (n, e) in names.iter().zip(errors) {
+        for ((n, e), s) in names.iter().zip(errors).zip(&shape.shape) {
             println!(
-                "{:<16} {:>9.4} {:>9.3} {:>9.3} {:>9.3} {:>9.4}",
+                "{:<16} {:>9.4} {:>9.3} {:>9.3} {:>9.3} {:>9.4} {:>9.3} {:>9.4}",
                 printable(n),
                 e.focal_pct,
                 e.principal_px,
                 e.distortion_px,
                 e.position_mm,
-                e.rotation_deg
+                e.rotation_deg,
+                s.position_mm,
+                s.rotation_deg
             );
         }
+        println!(
+            "pos and rot are in the world the anchor fixes; shape is the rig's own, once it is laid on the truth, which turns it {:.4} degrees and shifts it {:.3} mm",
+            shape.world.rotation_deg, shape.world.position_mm
+        );
     }
 
     let report = json!({
@@ -339,7 +349,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             "intrinsics_rms_px": rig.intrinsics[i].rms_px,
             "rms_px": rig.extrinsics.per_camera_px[i],
             "truth_errors": truth_errors.as_ref().map(|e| e[i]),
+            "truth_shape_errors": shape.as_ref().map(|s| s.shape[i]),
         })).collect::<Vec<_>>(),
+        "truth_world_error": shape.as_ref().map(|s| s.world),
         "reprojection": rig.reprojection,
         "capture": source.tallies.as_ref().map(|t| names.iter().zip(t).map(|(n, t)| json!({
             "name": n,
