@@ -164,8 +164,10 @@ pub fn observe<R: Rng>(
 /// line ([`Coverage`]): aimed at the image region with the fewest corners and tilted the way
 /// still missing, then anywhere (so some views are partial); then `spec.shared_poses` poses
 /// in the rig's middle facing a random pair of cameras; last the board lying still on the
-/// floor ([`FLOOR_Z`]) for `spec.anchor_frames` frames. Every pose is seen by every camera
-/// that can.
+/// floor ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world. Where no two
+/// cameras find the board on the floor, it then stands still in the rig's middle for as many
+/// frames, facing the camera nearest it, and fixes the world instead. Every pose is seen by
+/// every camera that can.
 ///
 /// # Panics
 /// Never: the noise's standard deviation is clamped to a finite non-negative value.
@@ -286,19 +288,20 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     ));
     let frames = spec.anchor_frames.max(1) as f64;
     let averaged = Normal::new(0.0, sigma / frames.sqrt()).unwrap_or_else(|_| unreachable!());
-    let mut views = Vec::new();
-    for (p, pose) in poses.iter().enumerate() {
+    // One pose's views in every camera that finds it; a still pose (`frames` of it) averages
+    // its corners over the frames.
+    let mut shoot = |p: usize, pose: &Isometry3<f64>, still: bool, views: &mut Vec<BoardView>| {
         for (c, cam) in cameras.iter().enumerate() {
             let corners = match &mut film {
                 Some(film) => match shot.remove(&(p, c)) {
                     Some(corners) => corners,
                     None => {
-                        let frames = if p == floor { spec.anchor_frames } else { 1 };
+                        let frames = if still { spec.anchor_frames } else { 1 };
                         film.shoot(c, pose, frames, &mut rng)
                     }
                 },
                 None => {
-                    let noise = if p == floor { &averaged } else { &noise };
+                    let noise = if still { &averaged } else { &noise };
                     observe(board, cam, pose, noise, &mut rng)
                 }
             };
@@ -310,11 +313,31 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
                 });
             }
         }
+    };
+    let mut views = Vec::new();
+    for (p, pose) in poses.iter().enumerate() {
+        shoot(p, pose, p == floor, &mut views);
     }
-    let seen_by = |p: usize| views.iter().filter(|v| v.pose == p).count();
-    let anchor = std::iter::once(floor)
+    let seen_by = |views: &[BoardView], p: usize| views.iter().filter(|v| v.pose == p).count();
+    // Where no two cameras find the board on the floor (its tags too small, or too slanted,
+    // for them), it stands still in the rig's middle instead, facing the nearest camera.
+    let mut anchors = vec![floor];
+    if seen_by(&views, floor) < 2 {
+        let at = Point3::from(middle);
+        let nearest = centres
+            .iter()
+            .min_by(|a, b| (*a - at).norm().total_cmp(&(*b - at).norm()));
+        if let Some(nearest) = nearest {
+            let standing = facing(board, at, nearest - at, 0.0);
+            anchors.push(poses.len());
+            poses.push(standing);
+            shoot(poses.len() - 1, &standing, true, &mut views);
+        }
+    }
+    let anchor = anchors
+        .into_iter()
         .chain(0..poses.len())
-        .find(|&p| seen_by(p) >= 2)
+        .find(|&p| seen_by(&views, p) >= 2)
         .map(|pose| Anchor {
             pose,
             world_from_board: poses[pose],
