@@ -298,7 +298,7 @@ impl Problem for Reprojection {
     }
 
     /// The Schur complement on the board poses: no observation ties two boards, so each
-    /// board's 6 x 6 block stands alone ([`schur_solve`]).
+    /// board's 6 x 6 block stands alone (`schur_solve`).
     fn solve(&self, a: &DMatrix<f64>, b: &mut DVector<f64>) -> bool {
         let nc = self.camera_dim;
         let blocks: Vec<(usize, usize)> = (nc..self.dim).step_by(6).map(|at| (at, 6)).collect();

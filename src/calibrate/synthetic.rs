@@ -122,7 +122,7 @@ fn tilt<R: Rng>(rng: &mut R, normal: Vector3<f64>, max_deg: f64) -> Vector3<f64>
 }
 
 /// What `camera` sees of the board at `pose`: the tags whose four corners are in front, on the
-/// board's face side within [`MAX_VIEW_ANGLE_DEG`] and inside the image after noise.
+/// board's face side within `MAX_VIEW_ANGLE_DEG` and inside the image after noise.
 pub fn observe<R: Rng>(
     board: &AprilGrid,
     camera: &Camera,

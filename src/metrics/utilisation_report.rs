@@ -21,7 +21,7 @@
 //! report says "modelled" and one made from a device says which device.
 //!
 //! [`load_any`] also reads the report `hailo-edge run` writes, telling the two apart by their
-//! `schema` tag ([`from_run`]).
+//! `schema` tag (`from_run`).
 
 mod from_run;
 

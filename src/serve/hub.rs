@@ -7,7 +7,7 @@
 //! by the pipeline's latency). Results come in capture order per camera, so
 //! when a frame's result comes, the frames tapped before it that are still
 //! waiting will get none (they were dropped later in the pipeline) and are
-//! let go; a frame that waits longer than [`MATCH_WAIT`] (the run skips the
+//! let go; a frame that waits longer than `MATCH_WAIT` (the run skips the
 //! fit, or the host is far behind) is sent alone.
 
 use std::collections::VecDeque;

@@ -134,7 +134,7 @@ pub fn read(path: &Path, kernel: TractKernels) -> TractResult<TypedModel> {
 
 /// Declutters and optimises a typed decoder graph, with hailo-edge's rewrites for
 /// [`TractKernels::Fast`]. Returns the model and, per input, the shape it is fed in
-/// when that differs from the graph's ([`fold_input_reshapes`]).
+/// when that differs from the graph's (`fold_input_reshapes`).
 ///
 /// The decoder, its benchmark and the profiler all prepare graphs here, so they run
 /// the same plan.

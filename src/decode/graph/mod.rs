@@ -8,11 +8,11 @@
 //!
 //! | block | file |
 //! |---|---|
-//! | C2f projectors (taps split only) | [`projector`] |
-//! | two-stage query selection, reference boxes, query positions | [`selection`] |
-//! | detection sublayers of a decoder layer | [`layer`] |
-//! | keypoint stage of a decoder layer, keypoint slots | [`keypoint`] |
-//! | boxes, logits, keypoint fields | [`heads`] |
+//! | C2f projectors (taps split only) | `projector` |
+//! | two-stage query selection, reference boxes, query positions | `selection` |
+//! | detection sublayers of a decoder layer | `layer` |
+//! | keypoint stage of a decoder layer, keypoint slots | `keypoint` |
+//! | boxes, logits, keypoint fields | `heads` |
 //!
 //! Real width (the architecture of upstream's keypoint preview): hidden 256, 4 decoder
 //! layers, 100 queries, 17 keypoints, 91 classes, 8 self-attention heads, deformable

@@ -77,7 +77,7 @@ impl MjpegDecoder {
     }
 
     /// The whole frame at full size through `zune-jpeg`, tagged as MJPEG where it lacks
-    /// Huffman tables ([`tagged_mjpeg`]).
+    /// Huffman tables (`tagged_mjpeg`).
     #[cfg_attr(all(feature = "libjpeg-turbo", not(test)), allow(dead_code))]
     pub fn decode_full(
         &mut self,

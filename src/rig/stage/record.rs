@@ -1,5 +1,5 @@
 //! What the recorder adds to the camera recording: Foxglove's result channels
-//! ([`SceneChannels`]) and, when every captured frame is recorded, the tee that
+//! (`SceneChannels`) and, when every captured frame is recorded, the tee that
 //! copies frames from the cameras ([`record_every`]).
 
 use std::collections::BTreeMap;

@@ -144,7 +144,7 @@ impl FastLinear {
     }
 
     /// Checks that the weight, bias and layouts agree on `M`, `K` and `N`. (The strides
-    /// are checked against the data on every product, in [`matmul`].)
+    /// are checked against the data on every product, in `matmul`.)
     pub fn check(&self) -> TractResult<()> {
         let ws = self.weight.shape();
         ensure!(
