@@ -17,6 +17,7 @@ use super::detect::{BoardDetector, Luma};
 use super::extrinsics::Anchor;
 use super::render::{Look, Pattern, Renderer};
 use super::{BoardView, Corner};
+use crate::body::model::rest::special_procrustes;
 use crate::geom::Camera;
 
 /// Steepest view of the board face a corner is still detected at (degrees from its normal).
@@ -532,16 +533,14 @@ pub fn rig_errors(truth: &[Camera], solved: &[Camera]) -> Option<RigErrors> {
     let (t, s) = (points(truth), points(solved));
     let mean = |p: &[Vector3<f64>]| p.iter().sum::<Vector3<f64>>() / p.len() as f64;
     let (mt, ms) = (mean(&t), mean(&s));
-    // Kabsch: the rotation that best turns the solved points onto the true ones.
-    let h = s
+    // Kabsch: the rotation that best turns the solved points onto the true ones is the
+    // nearest rotation to their cross-covariance.
+    let covariance = s
         .iter()
         .zip(&t)
-        .map(|(s, t)| (s - ms) * (t - mt).transpose())
+        .map(|(s, t)| (t - mt) * (s - ms).transpose())
         .sum::<nalgebra::Matrix3<f64>>();
-    let svd = h.svd(true, true);
-    let (u, v) = (svd.u?, svd.v_t?.transpose());
-    let flip = (v * u.transpose()).determinant().signum();
-    let turn = v * nalgebra::Matrix3::from_diagonal(&Vector3::new(1.0, 1.0, flip)) * u.transpose();
+    let turn = special_procrustes(&covariance);
     let shape = truth
         .iter()
         .zip(solved)
