@@ -245,14 +245,21 @@ fn the_rig_is_calibrated_from_rendered_frames() {
     };
     let rig = calibrate_rig(&input, &cap.views, &Settings::default(), &mut |_, _, _| {}).unwrap();
     let moved = rig_errors(&cameras, rig.cameras()).unwrap();
-    assert!(moved.world.rotation_deg > 0.05, "{moved:?}");
-    assert!(
+    let worst = |rig: &[Camera]| {
         cameras
             .iter()
-            .zip(rig.cameras())
-            .any(|(t, s)| errors(t, s).rotation_deg > 0.1),
-        "{moved:?}"
+            .zip(rig)
+            .map(|(t, s)| errors(t, s).rotation_deg)
+            .fold(0.0, f64::max)
+    };
+    eprintln!(
+        "anchor standing: world turned {:.4} degrees; slanted: {:.4} degrees, a camera {:.4} degrees off",
+        shape.world.rotation_deg,
+        moved.world.rotation_deg,
+        worst(rig.cameras())
     );
+    assert!(moved.world.rotation_deg > 0.05, "{moved:?}");
+    assert!(worst(rig.cameras()) > 0.1, "{moved:?}");
     for (a, b) in shape.shape.iter().zip(&moved.shape) {
         assert!(
             (a.position_mm - b.position_mm).abs() < 0.5,
