@@ -133,9 +133,9 @@ fn a_recording_of_the_board_calibrates_the_rig() {
         assert!(cam["rms_px"].as_f64().unwrap() <= 0.3, "{cam}");
     }
     // The world is the board at the anchor, not the truth's, so the rig is compared by its
-    // shape: laid on the truth, every camera is within 2 mm, and within 0.1 degrees but for
-    // `body1` at 0.098 (docs/calibrate.md#from-frames). An instant paired wrongly would put
-    // a camera metres off.
+    // shape: laid on the truth, every camera is within 2 mm and 0.1 degrees (`body1` at
+    // 0.098, so the test leaves 0.12; docs/calibrate.md#from-frames). An instant paired
+    // wrongly would put a camera metres off.
     let shape = rig_errors(truth, &solved).unwrap();
     for (i, pose) in shape.shape.iter().enumerate() {
         eprintln!(
