@@ -26,6 +26,8 @@ use super::stop::Stop;
 use crate::geom::Camera;
 use crate::limits::MAX_CAMERA_SIDE;
 
+mod framing;
+
 /// How fast frames are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pacing {
@@ -126,14 +128,21 @@ impl Recording {
         );
         let mut channels: HashMap<u16, Channel> = HashMap::new();
         let mut schemas: HashMap<u16, String> = HashMap::new();
+        // mcap's reader walks an uncompressed chunk's records unchecked: the file is read up
+        // to the first chunk whose records overrun it.
+        let overrun = framing::first_overrun_chunk(&bytes);
+        let readable = overrun.as_ref().map_or(bytes.len(), |(at, _)| *at);
         let (mut fed, mut last_end, mut records, mut read) = (0usize, 0usize, 0u64, 0u64);
         let mut cut: Option<String> = None;
         while let Some(event) = reader.next_event() {
             let (opcode, data) = match event {
                 Ok(LinearReadEvent::ReadRequest(need)) => {
-                    let n = need.min(bytes.len() - fed);
+                    let n = need.min(readable - fed);
                     if n == 0 {
-                        cut = Some("the file ends before its footer".into());
+                        cut = Some(match &overrun {
+                            Some((_, why)) => why.clone(),
+                            None => "the file ends before its footer".into(),
+                        });
                         break;
                     }
                     reader.insert(n).copy_from_slice(&bytes[fed..fed + n]);

@@ -21,10 +21,30 @@ fn write_as(
     bodies: &[Vec<u8>],
     schema: (&str, &str),
 ) {
-    let mut w = mcap::Writer::new(std::io::BufWriter::new(
-        std::fs::File::create(path).unwrap(),
-    ))
-    .unwrap();
+    write_with(
+        mcap::WriteOptions::new(),
+        path,
+        format,
+        size,
+        bodies,
+        schema,
+    );
+}
+
+/// [`write_as`], the file written with `options`.
+fn write_with(
+    options: mcap::WriteOptions,
+    path: &Path,
+    format: &str,
+    size: (&str, &str),
+    bodies: &[Vec<u8>],
+    schema: (&str, &str),
+) {
+    let mut w = options
+        .create(std::io::BufWriter::new(
+            std::fs::File::create(path).unwrap(),
+        ))
+        .unwrap();
     let meta = BTreeMap::from(
         [
             ("camera", "0"),
@@ -202,4 +222,77 @@ fn an_attachment_too_short_for_its_crc_is_skipped() {
     assert_eq!(recording.cameras().count(), 0);
     let cut = recording.truncation().expect("the file has no footer");
     assert_eq!(cut.messages_read, 0);
+}
+
+/// Found by the `mcap_replay` fuzz target under overflow checks: a record inside an
+/// uncompressed chunk claiming more bytes than the chunk has left. mcap's reader subtracts it
+/// from the chunk's remaining count unchecked (a panic with overflow checks; without them it
+/// reads on past the chunk). The file is read up to that chunk, and the rest is counted as cut.
+#[test]
+fn a_record_longer_than_its_chunk_cuts_the_recording_at_the_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overrun.mcap");
+    let frame = image(4, 2, "mono8", &[7; 8]);
+    let bodies = vec![frame; 3];
+    // Uncompressed, a chunk a message.
+    let options = mcap::WriteOptions::new()
+        .compression(None)
+        .chunk_size(Some(1));
+    let schema = ("foxglove.RawImage", "protobuf");
+    write_with(options, &path, "grey", ("4", "2"), &bodies, schema);
+    // The control: written so, the file is whole.
+    let whole = Recording::open(&path).expect("read");
+    assert_eq!(whole.frame_count(CameraId(0)), 3);
+    assert!(whole.truncation().is_none());
+    assert!(super::framing::first_overrun_chunk(&std::fs::read(&path).unwrap()).is_none());
+    // The last chunk's message claims its whole chunk, header and all.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let (mut at, mut last_chunk) = (8, None);
+    while at + 9 <= bytes.len() && bytes[at] != mcap::records::op::FOOTER {
+        if bytes[at] == mcap::records::op::CHUNK {
+            last_chunk = Some(at);
+        }
+        at += 9 + u64_at(&bytes, at + 1) as usize;
+    }
+    let chunk = last_chunk.expect("a chunk") + 9;
+    assert_eq!(u64_at(&bytes, chunk + 28) & 0xffff_ffff, 0, "uncompressed");
+    let records_len = u64_at(&bytes, chunk + 32);
+    let message = chunk + 40;
+    assert_eq!(bytes[message], mcap::records::op::MESSAGE);
+    bytes[message + 1..message + 9].copy_from_slice(&records_len.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let recording = Recording::open(&path).expect("read up to the chunk");
+    assert_eq!(recording.frame_count(CameraId(0)), 2);
+    let cut = recording.truncation().expect("cut at the chunk");
+    assert_eq!(cut.messages_read, 2);
+    assert!(cut.error.contains("claims"), "{}", cut.error);
+    assert!(cut.bytes_discarded >= records_len, "{cut:?}");
+}
+
+/// The fuzz target's own input, in short: a chunk the file ends inside, whose records are
+/// 8 bytes, too few for one record's opcode and length. mcap's reader read a record header
+/// past them and subtracted its 9 bytes from the 8.
+#[test]
+fn a_cut_chunk_whose_records_are_too_short_for_a_record_is_cut_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short_records.mcap");
+    let mut bytes = vec![0x89, 0x4d, 0x43, 0x41, 0x50, 0x30, 0x0d, 0x0a];
+    // A header record: an empty profile and library.
+    bytes.push(mcap::records::op::HEADER);
+    bytes.extend_from_slice(&8u64.to_le_bytes());
+    bytes.extend_from_slice(&[0; 8]);
+    // A chunk claiming a megabyte: times, size and CRC, no compression, 8 bytes of records.
+    bytes.push(mcap::records::op::CHUNK);
+    bytes.extend_from_slice(&1_000_000u64.to_le_bytes());
+    bytes.extend_from_slice(&[0; 28]);
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&8u64.to_le_bytes());
+    bytes.extend_from_slice(&[mcap::records::op::MESSAGE, 1, 0, 0, 0, 0, 0, 0]);
+    bytes.extend_from_slice(&[0; 40]);
+    std::fs::write(&path, &bytes).unwrap();
+    let recording = Recording::open(&path).expect("read up to the chunk");
+    let cut = recording.truncation().expect("cut at the chunk");
+    assert_eq!(cut.messages_read, 0);
+    assert!(cut.error.contains("too few for a record"), "{}", cut.error);
 }
