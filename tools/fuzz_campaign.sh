@@ -8,8 +8,10 @@
 # The build is cargo-fuzz's release build (`-O`), as users run the code. SANITIZER=address
 # builds with AddressSanitizer (about 5 to 20 times slower here), ASSERTIONS=1 with debug
 # assertions and overflow checks; TARGETS="rig_config pose_json" runs a subset; WORK=DIR
-# holds the corpora, logs and crashes (default target/fuzz-campaign). Stable Rust builds it
-# with RUSTC_BOOTSTRAP=1 (cargo-fuzz asks for nightly's flags).
+# holds the corpora, logs and crashes (default target/fuzz-campaign); CORPUS=1 merges what a
+# target reached into its committed seeds (`fuzz/seeds/`, `hef/fuzz/seeds/`): one input for
+# each coverage edge they do not cover yet. Stable Rust builds it with RUSTC_BOOTSTRAP=1
+# (cargo-fuzz asks for nightly's flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -54,6 +56,11 @@ one() {
   [ "$t" = from_bytes ] && cp -n "$root"/fixtures/*.hef "$corpus/"
   nice -n 19 "$bin_dir/$t" "$corpus" -runs="$runs" -rss_limit_mb=4096 -timeout=30 \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$t/" >"$log" 2>&1 || true
+  if [ "${CORPUS:-0}" = 1 ]; then
+    mkdir -p "$root/$crate/seeds/$t"
+    "$bin_dir/$t" -merge=1 -use_counters=0 -rss_limit_mb=4096 "$root/$crate/seeds/$t" \
+      "$corpus" >"$work/$t.merge.log" 2>&1 || echo "merging $t's corpus failed: $work/$t.merge.log" >&2
+  fi
 }
 for t in "${targets[@]}"; do
   while (($(jobs -rp | wc -l) >= parallel)); do wait -n; done
