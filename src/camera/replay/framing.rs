@@ -22,35 +22,48 @@ const CHUNK_FIXED: usize = 8 + 8 + 8 + 4;
 /// as the file goes (a recording cut short ends so); framing that passes the file's end
 /// otherwise is left to mcap's reader, which stops there.
 pub(super) fn first_overrun_chunk(bytes: &[u8]) -> Option<(usize, String)> {
-    let mut at = MAGIC_LEN;
-    while let Some((opcode, body, whole)) = record(bytes, at) {
+    records(bytes)
+        .filter(|r| r.opcode == op::CHUNK)
+        .find_map(|r| {
+            overrun(r.body).map(|why| (r.at, format!("the chunk at byte {}: {why}", r.at)))
+        })
+}
+
+/// One top-level record of a file.
+pub(super) struct Framed<'a> {
+    /// Where its opcode is.
+    pub at: usize,
+    pub opcode: u8,
+    /// Its body, or as much of it as the file holds.
+    pub body: &'a [u8],
+}
+
+/// The file's top-level records after the magic, up to the footer; the last is the one the
+/// file ends inside, if any.
+pub(super) fn records(bytes: &[u8]) -> impl Iterator<Item = Framed<'_>> {
+    let mut next = Some(MAGIC_LEN);
+    std::iter::from_fn(move || {
+        let at = next?;
+        let header = bytes.get(at..at.checked_add(RECORD_HEADER)?)?;
+        let opcode = header[0];
         if opcode == op::FOOTER {
             return None;
         }
-        if opcode == op::CHUNK {
-            if let Some(why) = overrun(body) {
-                return Some((at, format!("the chunk at byte {at}: {why}")));
+        let len = u64::from_le_bytes(header[1..].try_into().ok()?);
+        let start = at + RECORD_HEADER;
+        let held = bytes.len() - start;
+        let body = match usize::try_from(len) {
+            Ok(n) if n <= held => {
+                next = Some(start + n);
+                &bytes[start..start + n]
             }
-        }
-        if !whole {
-            return None;
-        }
-        at += RECORD_HEADER + body.len();
-    }
-    None
-}
-
-/// The opcode and body of the record at `at`, and whether the file holds all of the body (if
-/// not, the body is what it holds); `None` where the file ends inside the record's header.
-fn record(bytes: &[u8], at: usize) -> Option<(u8, &[u8], bool)> {
-    let header = bytes.get(at..at.checked_add(RECORD_HEADER)?)?;
-    let len = u64::from_le_bytes(header[1..].try_into().ok()?);
-    let start = at + RECORD_HEADER;
-    let held = bytes.len() - start;
-    match usize::try_from(len) {
-        Ok(n) if n <= held => Some((header[0], &bytes[start..start + n], true)),
-        _ => Some((header[0], &bytes[start..], false)),
-    }
+            _ => {
+                next = None;
+                &bytes[start..]
+            }
+        };
+        Some(Framed { at, opcode, body })
+    })
 }
 
 /// Why an uncompressed chunk's records do not fit it; `None` for one whose records fit, as

@@ -248,15 +248,13 @@ fn a_record_longer_than_its_chunk_cuts_the_recording_at_the_chunk() {
     // The last chunk's message claims its whole chunk, header and all.
     let mut bytes = std::fs::read(&path).unwrap();
     let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-    let (mut at, mut last_chunk) = (8, None);
-    while at + 9 <= bytes.len() && bytes[at] != mcap::records::op::FOOTER {
-        if bytes[at] == mcap::records::op::CHUNK {
-            last_chunk = Some(at);
-        }
-        at += 9 + u64_at(&bytes, at + 1) as usize;
-    }
-    let chunk = last_chunk.expect("a chunk") + 9;
-    assert_eq!(u64_at(&bytes, chunk + 28) & 0xffff_ffff, 0, "uncompressed");
+    let chunk = super::framing::records(&bytes)
+        .filter(|r| r.opcode == mcap::records::op::CHUNK)
+        .last()
+        .expect("a chunk")
+        .at
+        + 9;
+    assert_eq!(&bytes[chunk + 28..chunk + 32], &[0; 4], "uncompressed");
     let records_len = u64_at(&bytes, chunk + 32);
     let message = chunk + 40;
     assert_eq!(bytes[message], mcap::records::op::MESSAGE);
