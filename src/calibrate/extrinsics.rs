@@ -13,7 +13,7 @@ use super::homography::view_pose;
 use super::intrinsics::MAX_REPOSES;
 use super::problem::{camera_pose, with_pose, Free, Observation, Reprojection, State};
 use super::synthetic::centre;
-use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, K3};
+use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, Term};
 use crate::geom::Camera;
 
 /// What fixes the world frame: the board's pose at one instant, given in the world (for
@@ -62,7 +62,9 @@ const SWAP_MARGIN_M: f64 = 0.1;
 /// # Errors
 /// [`CalibrateError::NeverSeen`] for a camera without views, [`CalibrateError::NotLinked`]
 /// for one that shares no instant with the cameras chained to the anchor,
-/// [`CalibrateError::Degenerate`] when no camera sees the anchor instant,
+/// [`CalibrateError::WeaklyLinked`] for one tied to the rest by fewer than
+/// `settings.min_shared_instants` instants, [`CalibrateError::Degenerate`] when no camera sees
+/// the anchor instant,
 /// [`CalibrateError::HighResidual`] per camera over `settings.max_rms_px`,
 /// [`CalibrateError::Swapped`], and [`CalibrateError::BadCorner`].
 pub fn calibrate_extrinsics(
@@ -185,6 +187,12 @@ pub fn calibrate_extrinsics(
             others: others.join(", "),
         });
     }
+    check_ties(
+        &per_pose,
+        cameras.len(),
+        settings.min_shared_instants,
+        &name,
+    )?;
     let instants: Vec<usize> = board_pose.keys().copied().collect();
     let index: BTreeMap<usize, usize> = instants.iter().enumerate().map(|(i, &p)| (p, i)).collect();
     let mut observations = Vec::new();
@@ -215,9 +223,17 @@ pub fn calibrate_extrinsics(
         k3: cameras
             .iter()
             .map(|c| match settings.k3 {
-                K3::Free => true,
-                K3::Held => false,
-                K3::Auto => c.distortion.k3 != 0.0,
+                Term::Free => true,
+                Term::Held => false,
+                Term::Auto => c.distortion.k3 != 0.0,
+            })
+            .collect(),
+        tangential: cameras
+            .iter()
+            .map(|c| match settings.tangential {
+                Term::Free => true,
+                Term::Held => false,
+                Term::Auto => c.distortion.p1 != 0.0 || c.distortion.p2 != 0.0,
             })
             .collect(),
         camera_poses: vec![true; cameras.len()],
@@ -378,4 +394,70 @@ fn check_swaps(
         }
     }
     Ok(())
+}
+
+/// Refuses a rig whose cameras fall apart into groups when only the pairs sharing `needed`
+/// board instants or more count as tied: a camera chained to the rest through one or two
+/// instants gets a pose that explains them to a fraction of a pixel and can still be
+/// centimetres off. Names the camera outside the largest group with the most instants shared
+/// with it, and the camera it shares them with.
+fn check_ties(
+    per_pose: &BTreeMap<usize, Seen>,
+    cameras: usize,
+    needed: usize,
+    name: &dyn Fn(usize) -> String,
+) -> Result<(), CalibrateError> {
+    let mut shared = vec![vec![0usize; cameras]; cameras];
+    for vs in per_pose.values() {
+        for (i, (a, _, _)) in vs.iter().enumerate() {
+            for (b, _, _) in &vs[i + 1..] {
+                if a != b {
+                    shared[*a][*b] += 1;
+                    shared[*b][*a] += 1;
+                }
+            }
+        }
+    }
+    // Groups of cameras tied by pairs that share enough instants.
+    let mut group: Vec<usize> = (0..cameras).collect();
+    fn root(group: &mut [usize], mut c: usize) -> usize {
+        while group[c] != c {
+            group[c] = group[group[c]];
+            c = group[c];
+        }
+        c
+    }
+    for (a, row) in shared.iter().enumerate() {
+        for (b, _) in row
+            .iter()
+            .enumerate()
+            .skip(a + 1)
+            .filter(|(_, &n)| n >= needed)
+        {
+            let (ra, rb) = (root(&mut group, a), root(&mut group, b));
+            group[ra] = rb;
+        }
+    }
+    let roots: Vec<usize> = (0..cameras).map(|c| root(&mut group, c)).collect();
+    let Some(main) = (0..cameras).max_by_key(|&r| roots.iter().filter(|&&x| x == r).count()) else {
+        return Ok(());
+    };
+    let main = roots[main];
+    let outside = (0..cameras).filter(|&c| roots[c] != main);
+    let weakest = outside
+        .flat_map(|c| {
+            (0..cameras)
+                .filter(|&o| roots[o] == main)
+                .map(move |o| (c, o))
+        })
+        .max_by_key(|&(c, o)| shared[c][o]);
+    match weakest {
+        Some((camera, other)) => Err(CalibrateError::WeaklyLinked {
+            camera: name(camera),
+            other: name(other),
+            instants: shared[camera][other],
+            needed,
+        }),
+        None => Ok(()),
+    }
 }

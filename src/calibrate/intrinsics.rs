@@ -11,7 +11,7 @@ use super::homography::{
     focal_at_centre, homography, pose_from_homography, view_pose, zhang_intrinsics,
 };
 use super::problem::{Free, Observation, Reprojection, State};
-use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, K3};
+use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, Term};
 use crate::body::fit::lm::Problem;
 use crate::geom::{Camera, Distortion};
 
@@ -23,8 +23,13 @@ const CLOSED_FORM_CORNERS: usize = 24;
 const CLOSED_FORM_VIEWS: usize = 6;
 
 /// The chi-squared value (one degree of freedom, 0.1 % tail) freeing `k3` must beat to be
-/// kept ([`K3::Auto`]).
+/// kept ([`Term::Auto`]).
 const K3_CHI2: f64 = 10.83;
+
+/// The chi-squared value (two degrees of freedom, 5 % tail) freeing `p1 p2` must beat to be
+/// kept ([`Term::Auto`]): held without need, they cost a fraction of a pixel at the frame's
+/// corners, where freed without need they cost pixels of principal point.
+const TANGENTIAL_CHI2: f64 = 5.99;
 
 /// Times views left far from their corners are posed again and the solve repeated.
 pub(crate) const MAX_REPOSES: usize = 2;
@@ -250,53 +255,42 @@ pub fn calibrate_intrinsics(
         }));
     }
     let views_used = boards.len();
-    let free_with = |k3: bool| Free {
+    let free_with = |tangential: bool, k3: bool| Free {
         intrinsics: vec![true],
         k3: vec![k3],
+        tangential: vec![tangential],
         camera_poses: vec![false],
         boards: vec![true; views_used],
     };
-    let free_k3 = settings.k3 == K3::Free;
-    let mut problem = Reprojection::new(observations, &free_with(free_k3), settings.huber_px);
+    let mut tangential = settings.tangential == Term::Free;
+    let mut k3 = settings.k3 == Term::Free;
+    let mut problem =
+        Reprojection::new(observations, &free_with(tangential, k3), settings.huber_px);
     let state = State {
         cameras: vec![start],
         boards,
     };
-    let state = settle(name, board, views, &hs, &mut problem, state, settings)?;
-    // `k3` on top, kept only where it explains the corners clearly better: on a mild lens it
-    // fits the noise at the frame's corners, where nothing else constrains the polynomial.
-    let (problem, state) = if settings.k3 == K3::Auto {
-        let mut with_k3 = Reprojection::new(
-            problem.observations().to_vec(),
-            &free_with(true),
-            settings.huber_px,
-        );
-        let tried = solver(
-            name,
-            "intrinsics",
-            &mut with_k3,
-            state.clone(),
-            &settings.lm,
-        )?;
-        // A likelihood-ratio test: the drop in the sum of squares, over the noise variance
-        // the free fit leaves, is chi-squared with one degree of freedom if k3 is zero.
-        let n = problem.observations().len();
-        let sum_sq = |rms_px: f64| rms_px * rms_px * n as f64;
-        let (without, with) = (
-            sum_sq(rms(problem.residuals(&state).iter())),
-            sum_sq(rms(with_k3.residuals(&tried).iter())),
-        );
-        let dof = (2 * n).saturating_sub(with_k3.dim()).max(1);
-        let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
-        log::debug!("intrinsics `{name}`: k3 lowers the squares by {statistic:.1} noise variances");
-        if statistic > K3_CHI2 {
-            (with_k3, tried)
-        } else {
-            (problem, state)
+    let mut state = settle(name, board, views, &hs, &mut problem, state, settings)?;
+    // `p1 p2` on top, kept only where they explain the corners clearly better: over a narrow
+    // field, decentering moves the image much as a shifted principal point does, and freed
+    // without need they trade pixels of principal point for nothing.
+    if settings.tangential == Term::Auto {
+        let free = free_with(true, k3);
+        if let Some(better) = if_better(name, &problem, &state, &free, TANGENTIAL_CHI2, settings)? {
+            (problem, state) = better;
+            tangential = true;
         }
-    } else {
-        (problem, state)
-    };
+    }
+    // `k3` likewise: on a mild lens it fits the noise at the frame's corners, where nothing
+    // else constrains the polynomial.
+    if settings.k3 == Term::Auto {
+        let free = free_with(tangential, true);
+        if let Some(better) = if_better(name, &problem, &state, &free, K3_CHI2, settings)? {
+            (problem, state) = better;
+            k3 = true;
+        }
+    }
+    log::debug!("intrinsics `{name}`: p1 p2 {tangential}, k3 {k3}");
     let residuals = problem.residuals(&state);
     let rms_px = rms(residuals.iter());
     let per_view_px: Vec<(usize, f64)> = hs
@@ -326,6 +320,35 @@ pub fn calibrate_intrinsics(
         board_poses,
         max_tilt_deg,
     })
+}
+
+/// The problem `held` solves with the parameters of `free` moving, solved from `state`, if it
+/// lowers the squares by more than noise: a likelihood-ratio test, the drop in the sum of
+/// squares over the noise variance the freed fit leaves being chi-squared (with as many
+/// degrees of freedom as parameters freed) where the freed parameters are zero.
+fn if_better(
+    name: &str,
+    held: &Reprojection,
+    state: &State,
+    free: &Free,
+    chi2: f64,
+    settings: &Settings,
+) -> Result<Option<(Reprojection, State)>, CalibrateError> {
+    let mut freed = Reprojection::new(held.observations().to_vec(), free, settings.huber_px);
+    let tried = solver(name, "intrinsics", &mut freed, state.clone(), &settings.lm)?;
+    let n = held.observations().len();
+    let sum_sq = |rms_px: f64| rms_px * rms_px * n as f64;
+    let (without, with) = (
+        sum_sq(rms(held.residuals(state).iter())),
+        sum_sq(rms(freed.residuals(&tried).iter())),
+    );
+    let dof = (2 * n).saturating_sub(freed.dim()).max(1);
+    let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
+    log::debug!(
+        "intrinsics `{name}`: {} more parameters lower the squares by {statistic:.1} noise variances",
+        freed.dim() - held.dim()
+    );
+    Ok((statistic > chi2).then_some((freed, tried)))
 }
 
 /// Solves from the closed-form start: a pass, then the views left far from their corners

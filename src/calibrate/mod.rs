@@ -174,6 +174,18 @@ pub enum CalibrateError {
         /// The cameras it should share a view with.
         others: String,
     },
+    /// A camera is tied to the rest of the rig by too few shared board instants to place it.
+    #[error("camera `{camera}` shares {instants} board instant(s) with `{other}` and fewer with the rest of the rig, where {needed} are needed to place it: hold the board where `{camera}` and another camera see it at once, from several places")]
+    WeaklyLinked {
+        /// The camera.
+        camera: String,
+        /// The camera of the rest it shares the most instants with.
+        other: String,
+        /// How many.
+        instants: usize,
+        /// How many are needed (`Settings::min_shared_instants`).
+        needed: usize,
+    },
     /// Two cameras' observations look exchanged.
     #[error("cameras `{a}` and `{b}` look swapped: `{a}` solves {a_at_b:.2} m from where the rig file places `{b}` and {a_at_a:.2} m from its own place; check which device is which in the rig file")]
     Swapped {
@@ -211,14 +223,16 @@ pub enum CalibrateError {
     Solver(#[from] FitError),
 }
 
-/// How the sixth-order radial term `k3` is calibrated.
+/// How a lens term that a camera's views may not tell apart from noise, or from other
+/// parameters, is calibrated: the sixth-order radial term `k3`, or the tangential terms `p1
+/// p2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum K3 {
+pub enum Term {
     /// Held at zero first; then freed, and kept only if a likelihood-ratio test says the
     /// drop in squared error is more than noise (chi-squared, 0.1 % tail). A mild lens
-    /// leaves it at zero, where a free `k3` fits the noise at the frame's corners; a wide
-    /// one keeps it. The adjustment frees it for the cameras that kept one (a non-zero
-    /// `k3`).
+    /// leaves `k3` at zero, where a free `k3` fits the noise at the frame's corners; a wide
+    /// one keeps it. A narrow lens leaves `p1 p2` at zero, where free they trade with the
+    /// principal point. The adjustment frees them for the cameras that kept them (non-zero).
     #[default]
     Auto,
     /// Always calibrated.
@@ -232,6 +246,9 @@ pub enum K3 {
 pub struct Settings {
     /// Fewest usable views per camera for its intrinsics.
     pub min_views: usize,
+    /// Fewest board instants two cameras must share to count as tied to each other; every
+    /// camera must be tied to the rest through such pairs.
+    pub min_shared_instants: usize,
     /// Tilt from fronto-parallel (degrees) at least one view must reach.
     pub min_tilt_deg: f64,
     /// Huber threshold of the robust loss (pixels).
@@ -242,7 +259,9 @@ pub struct Settings {
     /// to tag side.
     pub max_layout_error: f64,
     /// How `k3` is calibrated.
-    pub k3: K3,
+    pub k3: Term,
+    /// How `p1 p2` are calibrated.
+    pub tangential: Term,
     /// Whether the bundle adjustment refines every camera's intrinsics with the poses, over
     /// all views; otherwise it holds them and uses only the instants two cameras share.
     pub refine_intrinsics: bool,
@@ -254,11 +273,13 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             min_views: 8,
+            min_shared_instants: 5,
             min_tilt_deg: 15.0,
             huber_px: 1.0,
             max_rms_px: 0.5,
             max_layout_error: 0.01,
-            k3: K3::Auto,
+            k3: Term::Auto,
+            tangential: Term::Auto,
             refine_intrinsics: true,
             lm: LevenbergMarquardt::default()
                 .with_ftol(1e-10)

@@ -50,6 +50,9 @@ pub struct Free {
     /// Of those, the cameras whose `k3` moves with the other eight (missing: it moves); the
     /// others hold it.
     pub k3: Vec<bool>,
+    /// Of those, the cameras whose tangential terms `p1 p2` move (missing: they move); the
+    /// others hold them.
+    pub tangential: Vec<bool>,
     /// Cameras whose pose moves.
     pub camera_poses: Vec<bool>,
     /// Board poses that move.
@@ -61,8 +64,9 @@ pub struct Free {
 pub struct Reprojection {
     observations: Vec<Observation>,
     huber_px: f64,
-    /// Each camera's first intrinsic parameter and how many move (8 with `k3` held, or 9).
-    intrinsics_at: Vec<Option<(usize, usize)>>,
+    /// Each camera's first intrinsic parameter and which of `fx fy cx cy k1 k2 p1 p2 k3` move,
+    /// in that order.
+    intrinsics_at: Vec<Option<(usize, Vec<usize>)>>,
     camera_pose_at: Vec<Option<usize>>,
     board_at: Vec<Option<usize>>,
     /// Parameters before the first board's: the cameras'.
@@ -117,9 +121,8 @@ pub fn with_pose(c: &Camera, pose: &Isometry3<f64>) -> Camera {
     out
 }
 
-/// The camera with its intrinsics (`fx fy cx cy k1 k2 p1 p2`, then `k3` unless held) moved
-/// by `d`.
-fn with_intrinsics_step(c: &Camera, d: &[f64]) -> Camera {
+/// The camera with its intrinsics (`fx fy cx cy k1 k2 p1 p2 k3`) moved by `d`.
+fn with_intrinsics_step(c: &Camera, d: &[f64; 9]) -> Camera {
     let mut out = *c;
     out.fx += d[0];
     out.fy += d[1];
@@ -131,7 +134,7 @@ fn with_intrinsics_step(c: &Camera, d: &[f64]) -> Camera {
         k2: k.k2 + d[5],
         p1: k.p1 + d[6],
         p2: k.p2 + d[7],
-        k3: k.k3 + d.get(8).copied().unwrap_or(0.0),
+        k3: k.k3 + d[8],
     };
     out
 }
@@ -156,13 +159,16 @@ impl Reprojection {
             .enumerate()
             .map(|(c, &f)| {
                 f.then(|| {
-                    let width = if free.k3.get(c).copied().unwrap_or(true) {
-                        9
-                    } else {
-                        8
-                    };
-                    dim += width;
-                    (dim - width, width)
+                    let moves = |held: &[bool]| held.get(c).copied().unwrap_or(true);
+                    let columns: Vec<usize> = (0..9)
+                        .filter(|&i| match i {
+                            6 | 7 => moves(&free.tangential),
+                            8 => moves(&free.k3),
+                            _ => true,
+                        })
+                        .collect();
+                    dim += columns.len();
+                    (dim - columns.len(), columns)
                 })
             })
             .collect();
@@ -234,14 +240,10 @@ impl Reprojection {
                 cols.extend(block.iter().enumerate().map(|(k, c)| (at + k, *c)));
             }
         };
-        if let Some((at, width)) = self.intrinsics_at[o.camera] {
+        if let Some((at, columns)) = &self.intrinsics_at[o.camera] {
             let ji = cam.intrinsics_jacobian(&pc)?;
-            let block: Vec<_> = ji
-                .column_iter()
-                .take(width)
-                .map(|c| c.into_owned())
-                .collect();
-            push(Some(at), &block);
+            let block: Vec<_> = columns.iter().map(|&i| ji.column(i).into_owned()).collect();
+            push(Some(*at), &block);
         }
         let jcam = jc * pose_jacobian(&rotated_world);
         let block: Vec<_> = jcam.column_iter().map(|c| c.into_owned()).collect();
@@ -308,8 +310,12 @@ impl Problem for Reprojection {
     fn step(&self, s: &State, delta: &[f64]) -> State {
         let mut out = s.clone();
         for (c, cam) in out.cameras.iter_mut().enumerate() {
-            if let Some((at, width)) = self.intrinsics_at[c] {
-                *cam = with_intrinsics_step(cam, &delta[at..at + width]);
+            if let Some((at, columns)) = &self.intrinsics_at[c] {
+                let mut d = [0.0; 9];
+                for (k, &i) in columns.iter().enumerate() {
+                    d[i] = delta[at + k];
+                }
+                *cam = with_intrinsics_step(cam, &d);
             }
             if let Some(at) = self.camera_pose_at[c] {
                 *cam = with_pose(cam, &retract(&camera_pose(cam), &delta[at..at + 6]));

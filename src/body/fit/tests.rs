@@ -10,7 +10,8 @@ use crate::body::limits::rom::{declare, Arc, Shape};
 use crate::body::limits::JointLimit;
 use crate::body::triangulate::Observation;
 use crate::body::{KeypointTerm, Pose};
-use crate::scene::demo_rig;
+use crate::geom::Camera;
+use crate::scene::{demo_rig, turned};
 
 /// Toy body: (name, parent, rest head). Root at the pelvis, Z up.
 const BONES: [(&str, Option<usize>, [f64; 3]); 11] = [
@@ -185,7 +186,7 @@ fn observe(
     let mut posed = Posed::default();
     rig.forward(pose, &mut posed).unwrap();
     let n = Normal::new(0.0, noise.max(1e-12)).unwrap();
-    demo_rig()
+    cameras()
         .iter()
         .map(|cam| {
             posed
@@ -208,16 +209,18 @@ fn mpjpe(a: &[Point3<f64>], b: &[Point3<f64>]) -> f64 {
     a.iter().zip(b).map(|(a, b)| (a - b).norm()).sum::<f64>() / a.len() as f64
 }
 
+/// The cameras the toy is seen by: the demo rig's three body cameras and a fourth between
+/// two of them (the demo's face camera frames a face, which the toy has not).
+fn cameras() -> Vec<Camera> {
+    let rig = demo_rig();
+    let mut cameras = rig[..3].to_vec();
+    cameras.extend(turned(&rig[..1], 60.0));
+    cameras
+}
+
 fn fitter(rig: KeypointRig, limits: Vec<Option<JointLimit>>) -> PoseFitter {
     let active = (0..rig.bones()).collect();
-    PoseFitter::new(
-        rig,
-        limits,
-        active,
-        demo_rig().to_vec(),
-        FitConfig::default(),
-    )
-    .unwrap()
+    PoseFitter::new(rig, limits, active, cameras(), FitConfig::default()).unwrap()
 }
 
 #[test]
@@ -362,7 +365,7 @@ fn bad_input_is_refused_with_names() {
         rig.clone(),
         vec![None; 3],
         vec![],
-        demo_rig().to_vec(),
+        cameras(),
         FitConfig::default(),
     )
     .unwrap_err();

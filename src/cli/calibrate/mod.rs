@@ -171,7 +171,7 @@ impl Input {
 }
 
 fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
-    let (rows, side) = if args.render { (5, 0.2) } else { (6, 0.088) };
+    let (rows, side) = if args.render { (5, 0.25) } else { (6, 0.088) };
     let board = board.unwrap_or_else(|| {
         AprilGrid::new(rows, rows, side, 0.3).unwrap_or_else(|_| unreachable!("a valid board"))
     });
@@ -180,7 +180,7 @@ fn synthetic_source(args: &CalibrateArgs, board: Option<AprilGrid>) -> Source {
         seed: args.seed,
         render: args.render.then(Look::default),
         // Held nearer for the detector, each view covers less of the image.
-        poses_per_camera: if args.render { 120 } else { 80 },
+        poses_per_camera: if args.render { 200 } else { 120 },
         ..CaptureSpec::default()
     };
     let capture = synthetic::capture(&board, &cameras, &spec);

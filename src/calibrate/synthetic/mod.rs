@@ -13,12 +13,15 @@ use rand_distr::{Distribution, Normal};
 
 use super::board::AprilGrid;
 use super::coverage::{Coverage, GRID};
-use super::detect::{BoardDetector, Luma};
 use super::extrinsics::Anchor;
-use super::render::{Look, Pattern, Renderer};
+use super::render::Look;
 use super::{BoardView, Corner};
 use crate::body::model::rest::special_procrustes;
 use crate::geom::Camera;
+
+mod film;
+
+use film::{edge_tag_at, Film};
 
 /// Steepest view of the board face a corner is still detected at (degrees from its normal).
 const MAX_VIEW_ANGLE_DEG: f64 = 75.0;
@@ -29,8 +32,15 @@ const COVERAGE_TILT_DEG: f64 = 15.0;
 /// The floor under the demo's subject, whose root stands about 0.9 m above it (metres).
 pub const FLOOR_Z: f64 = -0.9;
 
+/// Farthest from a camera the board is held (metres): across the demo rig, whose body
+/// cameras stand 2.6 m from its middle.
+const REACH_M: f64 = 5.0;
+
 /// Fewest corners (two tags) that make a view.
 pub const MIN_CORNERS_PER_VIEW: usize = 8;
+
+/// Places tried for each shared pose before the last is kept.
+const SHARED_TRIES: usize = 20;
 
 /// How the synthetic capture is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,7 +66,7 @@ pub struct CaptureSpec {
 impl Default for CaptureSpec {
     fn default() -> Self {
         Self {
-            poses_per_camera: 80,
+            poses_per_camera: 120,
             shared_poses: 240,
             max_tilt_deg: 50.0,
             noise_px: 0.2,
@@ -161,14 +171,15 @@ pub fn observe<R: Rng>(
 }
 
 /// The capture: `spec.poses_per_camera` poses before each camera at distances where the board
-/// fills a quarter to three quarters of the image width, held as a user follows the status
-/// line ([`Coverage`]): aimed at the image region with the fewest corners and tilted the way
-/// still missing, then anywhere (so some views are partial); then `spec.shared_poses` poses
-/// in the rig's middle facing a random pair of cameras; last the board lying still on the
-/// floor ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world. Where no two
-/// cameras find the board on the floor, it then stands still in the rig's middle for as many
-/// frames, facing the camera nearest it, and fixes the world instead. Every pose is seen by
-/// every camera that can.
+/// fills a quarter to three quarters of the image width (a narrow lens's, within 5 m), held as
+/// a user follows the status line ([`Coverage`]): aimed at the image region with the fewest
+/// corners and tilted the way still missing, then anywhere (so some views are partial); then
+/// `spec.shared_poses` poses in the rig's middle facing a random pair of cameras, held again
+/// until both find a quarter of the board; last the board lying still on the floor
+/// ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world. Where no two cameras
+/// find the board on the floor, it then stands still in the rig's middle for as many frames,
+/// turned to the nearest camera or pair of cameras that two cameras find it from, and fixes
+/// the world instead. Every pose is seen by every camera that can.
 ///
 /// # Panics
 /// Never: the noise's standard deviation is clamped to a finite non-negative value.
@@ -190,6 +201,7 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     let mut shot: std::collections::HashMap<(usize, usize), Vec<Corner>> = Default::default();
     // A rendered board is found only where its tags are some 15 pixels or more: held nearer.
     let fills = if film.is_some() { 0.3..0.8 } else { 0.25..0.75 };
+    let overfills = if film.is_some() { 0.75..1.0 } else { 0.75..1.5 };
     let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
     for (c, cam) in cameras.iter().enumerate() {
         let eye = centre(cam);
@@ -198,6 +210,16 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
         for _ in 0..spec.poses_per_camera {
             let fill = rng.gen_range(fills.clone());
             let distance = cam.fx * w / (fill * f64::from(cam.width));
+            // Where the board fills that much of a narrow lens only from farther than the
+            // room, it is held within reach, filling the frame or overfilling it by half;
+            // rendered, no more than filling it, for tags small enough to sit in the frame's
+            // corners.
+            let distance = if distance > REACH_M {
+                let fill = rng.gen_range(overfills.clone());
+                (cam.fx * w / (fill * f64::from(cam.width))).min(REACH_M)
+            } else {
+                distance
+            };
             // Aimed where the status line asks for corners, then anywhere.
             // Rendered, a region the detector cannot reach at this pose would hold the aim
             // for good: any missing region is aimed at instead of the first.
@@ -238,6 +260,13 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
             };
             let roll = rng.gen_range(-0.5..0.5);
             let pose = facing(board, at, normal, roll);
+            // Rendered, a region by the frame's edge is shown the board's outermost tag that
+            // way, as a user reaches a corner with the board's edge: its middle tag there
+            // would hang off the frame, for a board larger than the region.
+            let pose = match (&film, missing.get(pick)) {
+                (Some(_), Some(_)) => edge_tag_at(board, cam, &pose, &at, &aim),
+                _ => pose,
+            };
             let corners = match &mut film {
                 Some(film) => {
                     let corners = film.shoot(c, &pose, 1, &mut quiet);
@@ -261,23 +290,44 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     }
     let centres: Vec<_> = cameras.iter().map(centre).collect();
     let middle = capture_volume(cameras);
+    // A user holds the board where the pair it is turned to both find it, trying again where
+    // one of them does not (a camera framed tight on the subject sees a piece of a board in
+    // the rig's middle from most places).
+    let quarter = board.corners() as usize / 4;
+    // Rendered, a tag is found where its sides are some 15 pixels or more.
+    let min_side_px = if film.is_some() { 15.0 } else { 0.0 };
+    let finds = |c: usize, pose: &Isometry3<f64>, rng: &mut rand::rngs::StdRng| {
+        let corners = observe(board, &cameras[c], pose, &still, rng);
+        let found = corners
+            .chunks_exact(4)
+            .filter(|t| (0..4).all(|k| (t[k].pixel - t[(k + 1) % 4].pixel).norm() >= min_side_px))
+            .count();
+        4 * found >= quarter
+    };
     for _ in 0..spec.shared_poses {
-        let at = Point3::new(
-            middle.x + rng.gen_range(-0.5..0.5),
-            middle.y + rng.gen_range(-0.5..0.5),
-            rng.gen_range(0.0..0.9),
-        );
-        let a = rng.gen_range(0..centres.len().max(1));
-        let b = (a + rng.gen_range(1..centres.len().max(2))) % centres.len().max(1);
-        let towards = |c: &Point3<f64>| (c - at).normalize();
-        let normal = towards(&centres[a]) + towards(&centres[b]);
-        let normal = if normal.norm() < 1e-6 {
-            towards(&centres[a])
-        } else {
-            normal
-        };
-        let normal = tilt(&mut rng, normal, 15.0);
-        poses.push(facing(board, at, normal, rng.gen_range(-0.5..0.5)));
+        let mut pose = Isometry3::identity();
+        for _ in 0..SHARED_TRIES {
+            let at = Point3::new(
+                middle.x + rng.gen_range(-0.5..0.5),
+                middle.y + rng.gen_range(-0.5..0.5),
+                rng.gen_range(0.0..0.9),
+            );
+            let a = rng.gen_range(0..centres.len().max(1));
+            let b = (a + rng.gen_range(1..centres.len().max(2))) % centres.len().max(1);
+            let towards = |c: &Point3<f64>| (c - at).normalize();
+            let normal = towards(&centres[a]) + towards(&centres[b]);
+            let normal = if normal.norm() < 1e-6 {
+                towards(&centres[a])
+            } else {
+                normal
+            };
+            let normal = tilt(&mut rng, normal, 15.0);
+            pose = facing(board, at, normal, rng.gen_range(-0.5..0.5));
+            if finds(a, &pose, &mut quiet) && finds(b, &pose, &mut quiet) {
+                break;
+            }
+        }
+        poses.push(pose);
     }
     // The board lying face up on the floor in the rig's middle, still.
     let floor = poses.len();
@@ -325,11 +375,31 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     let mut anchors = vec![floor];
     if seen_by(&views, floor) < 2 {
         let at = Point3::from(middle);
-        let nearest = centres
+        let towards = |c: usize| (centres[c] - at).normalize();
+        let distance = |c: usize| (centres[c] - at).norm();
+        // Turned to the nearest camera, or between the nearest pair, that two cameras find it
+        // from: a camera framed tight on the subject sees a piece of it.
+        let mut turns: Vec<(f64, Vector3<f64>)> = (0..centres.len())
+            .map(|c| (distance(c), towards(c)))
+            .collect();
+        for a in 0..centres.len() {
+            for b in a + 1..centres.len() {
+                turns.push((0.5 * (distance(a) + distance(b)), towards(a) + towards(b)));
+            }
+        }
+        turns.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let standing = turns
             .iter()
-            .min_by(|a, b| (*a - at).norm().total_cmp(&(*b - at).norm()));
-        if let Some(nearest) = nearest {
-            let standing = facing(board, at, nearest - at, 0.0);
+            .filter(|(_, n)| n.norm() > 1e-6)
+            .map(|(_, n)| facing(board, at, *n, 0.0))
+            .find(|pose| {
+                (0..cameras.len())
+                    .filter(|&c| finds(c, pose, &mut quiet))
+                    .count()
+                    >= 2
+            })
+            .or_else(|| turns.first().map(|(_, n)| facing(board, at, *n, 0.0)));
+        if let Some(standing) = standing {
             anchors.push(poses.len());
             poses.push(standing);
             shoot(poses.len() - 1, &standing, true, &mut views);
@@ -373,70 +443,6 @@ pub fn capture_volume(cameras: &[Camera]) -> Vector3<f64> {
                 .fold(Vector3::zeros(), |s, c| s + centre(c).coords)
                 / cameras.len().max(1) as f64
         })
-}
-
-/// The cameras' frames of the board, rendered and searched for its corners.
-struct Film {
-    board: AprilGrid,
-    pattern: Option<Pattern>,
-    renderers: Vec<Renderer>,
-    detector: BoardDetector,
-    look: Look,
-}
-
-impl Film {
-    fn new(board: &AprilGrid, cameras: &[Camera], look: Look) -> Self {
-        Self {
-            board: *board,
-            pattern: Pattern::new(board).ok(),
-            renderers: cameras.iter().map(|c| Renderer::new(c, 3)).collect(),
-            detector: BoardDetector::new(board),
-            look,
-        }
-    }
-
-    /// The corners camera `c` finds of the board at `pose`, averaged over `frames` frames of
-    /// it lying still (each with its own sensor noise; a corner missed in any frame is left
-    /// out). No frame is rendered of a board the camera cannot see.
-    fn shoot<R: Rng>(
-        &mut self,
-        c: usize,
-        pose: &Isometry3<f64>,
-        frames: usize,
-        rng: &mut R,
-    ) -> Vec<Corner> {
-        let (Some(pattern), Some(renderer)) = (&self.pattern, self.renderers.get(c)) else {
-            return Vec::new();
-        };
-        let camera = renderer.camera();
-        let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
-        if observe(&self.board, camera, pose, &still, rng).len() < MIN_CORNERS_PER_VIEW {
-            return Vec::new();
-        }
-        let name = format!("camera {c}");
-        let mut sums: std::collections::BTreeMap<u32, (Vector2<f64>, usize)> = Default::default();
-        let frames = frames.max(1);
-        for _ in 0..frames {
-            let pixels = renderer.render(pattern, pose, &self.look, rng);
-            let luma = Luma {
-                width: camera.width,
-                height: camera.height,
-                pixels,
-            };
-            for corner in self.detector.detect(&name, luma).unwrap_or_default() {
-                let e = sums.entry(corner.id).or_insert((Vector2::zeros(), 0));
-                e.0 += corner.pixel.coords;
-                e.1 += 1;
-            }
-        }
-        sums.into_iter()
-            .filter(|(_, (_, n))| *n == frames)
-            .map(|(id, (sum, n))| Corner {
-                id,
-                pixel: Point2::from(sum / n as f64),
-            })
-            .collect()
-    }
 }
 
 /// How far a solved camera is from the truth, in the terms of the calibration's targets.
