@@ -69,7 +69,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 17, requires = "synthetic")]
     seed: u64,
     /// The board, `aprilgrid:ROWSxCOLS:TAG_SIZE_M:SPACING` (default: the corners file's;
-    /// for --synthetic, 6x6 tags of 88 mm spaced 0.3, or with --render 5x5 tags of 200 mm,
+    /// for --synthetic, 6x6 tags of 88 mm spaced 0.3, or with --render 5x5 tags of 250 mm,
     /// which a 288-pixel body camera still resolves across the rig; needed for --frames and
     /// --config).
     #[arg(long)]
