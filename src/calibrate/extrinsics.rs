@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 
 use nalgebra::Isometry3;
+use petgraph::unionfind::UnionFind;
 
 use super::board::AprilGrid;
 use super::homography::view_pose;
 use super::intrinsics::MAX_REPOSES;
 use super::problem::{camera_pose, with_pose, Free, Observation, Reprojection, State};
 use super::synthetic::centre;
-use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, Term};
+use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings};
 use crate::geom::Camera;
 
 /// What fixes the world frame: the board's pose at one instant, given in the world (for
@@ -222,18 +223,13 @@ pub fn calibrate_extrinsics(
         intrinsics: vec![settings.refine_intrinsics; cameras.len()],
         k3: cameras
             .iter()
-            .map(|c| match settings.k3 {
-                Term::Free => true,
-                Term::Held => false,
-                Term::Auto => c.distortion.k3 != 0.0,
-            })
+            .map(|c| settings.k3.moves(c.distortion.k3 != 0.0))
             .collect(),
         tangential: cameras
             .iter()
-            .map(|c| match settings.tangential {
-                Term::Free => true,
-                Term::Held => false,
-                Term::Auto => c.distortion.p1 != 0.0 || c.distortion.p2 != 0.0,
+            .map(|c| {
+                let d = c.distortion;
+                settings.tangential.moves(d.p1 != 0.0 || d.p2 != 0.0)
             })
             .collect(),
         camera_poses: vec![true; cameras.len()],
@@ -418,36 +414,25 @@ fn check_ties(
             }
         }
     }
-    // Groups of cameras tied by pairs that share enough instants.
-    let mut group: Vec<usize> = (0..cameras).collect();
-    fn root(group: &mut [usize], mut c: usize) -> usize {
-        while group[c] != c {
-            group[c] = group[group[c]];
-            c = group[c];
-        }
-        c
-    }
+    // Groups of cameras tied by pairs that share enough instants; the largest is the rig.
+    let mut ties = UnionFind::new(cameras);
     for (a, row) in shared.iter().enumerate() {
-        for (b, _) in row
-            .iter()
-            .enumerate()
-            .skip(a + 1)
-            .filter(|(_, &n)| n >= needed)
-        {
-            let (ra, rb) = (root(&mut group, a), root(&mut group, b));
-            group[ra] = rb;
+        for (b, &n) in row.iter().enumerate().skip(a + 1) {
+            if n >= needed {
+                ties.union(a, b);
+            }
         }
     }
-    let roots: Vec<usize> = (0..cameras).map(|c| root(&mut group, c)).collect();
-    let Some(main) = (0..cameras).max_by_key(|&r| roots.iter().filter(|&&x| x == r).count()) else {
+    let group = ties.into_labeling();
+    let size = |g: usize| group.iter().filter(|&&x| x == g).count();
+    let Some(rig) = group.iter().copied().max_by_key(|&g| size(g)) else {
         return Ok(());
     };
-    let main = roots[main];
-    let outside = (0..cameras).filter(|&c| roots[c] != main);
-    let weakest = outside
+    let weakest = (0..cameras)
+        .filter(|&c| group[c] != rig)
         .flat_map(|c| {
             (0..cameras)
-                .filter(|&o| roots[o] == main)
+                .filter(|&o| group[o] == rig)
                 .map(move |o| (c, o))
         })
         .max_by_key(|&(c, o)| shared[c][o]);

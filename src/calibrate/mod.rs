@@ -229,7 +229,8 @@ pub enum CalibrateError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Term {
     /// Held at zero first; then freed, and kept only if a likelihood-ratio test says the
-    /// drop in squared error is more than noise (chi-squared, 0.1 % tail). A mild lens
+    /// drop in squared error is more than noise (chi-squared; the 0.1 % tail for `k3`, the
+    /// 5 % tail for `p1 p2`). A mild lens
     /// leaves `k3` at zero, where a free `k3` fits the noise at the frame's corners; a wide
     /// one keeps it. A narrow lens leaves `p1 p2` at zero, where free they trade with the
     /// principal point. The adjustment frees them for the cameras that kept them (non-zero).
@@ -239,6 +240,18 @@ pub enum Term {
     Free,
     /// Always zero.
     Held,
+}
+
+impl Term {
+    /// Whether the adjustment moves the term, for a camera whose calibration `kept` it
+    /// (a non-zero value).
+    pub fn moves(self, kept: bool) -> bool {
+        match self {
+            Term::Free => true,
+            Term::Held => false,
+            Term::Auto => kept,
+        }
+    }
 }
 
 /// Calibration settings.

@@ -163,11 +163,12 @@ fn intrinsics_recover_every_demo_camera() {
             names()[c],
             rig.coverage[c]
         );
-        // Negative control: the same measure says no to the start (no distortion), even on
-        // the face camera's narrow lens.
+        // Negative control: the same measure says no to the start (no distortion): past the
+        // 0.3 px target on the face camera's narrow lens, past 1 px on the wide ones.
         let mut undistorted = *got;
         undistorted.distortion = Default::default();
-        assert!(errors(truth, &undistorted).distortion_px > 0.3);
+        let bound = if names()[c] == "face" { 0.3 } else { 1.0 };
+        assert!(errors(truth, &undistorted).distortion_px > bound);
     }
 }
 

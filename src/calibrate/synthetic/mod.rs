@@ -178,8 +178,7 @@ pub fn observe<R: Rng>(
 /// until both find a quarter of the board; last the board lying still on the floor
 /// ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world. Where no two cameras
 /// find the board on the floor, it then stands still in the rig's middle for as many frames,
-/// turned to the nearest camera or pair of cameras that two cameras find it from, and fixes
-/// the world instead. Every pose is seen by every camera that can.
+/// facing the camera nearest it, and fixes the world instead. Every pose is seen by every camera that can.
 ///
 /// # Panics
 /// Never: the noise's standard deviation is clamped to a finite non-negative value.
@@ -208,15 +207,15 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
         let mut coverage = Coverage::new((cam.width, cam.height), COVERAGE_TILT_DEG);
         let (cw, ch) = (f64::from(cam.width), f64::from(cam.height));
         for _ in 0..spec.poses_per_camera {
-            let fill = rng.gen_range(fills.clone());
-            let distance = cam.fx * w / (fill * f64::from(cam.width));
+            // Where the board fills its share of the width.
+            let filling = |fill: f64| cam.fx * w / (fill * f64::from(cam.width));
+            let distance = filling(rng.gen_range(fills.clone()));
             // Where the board fills that much of a narrow lens only from farther than the
             // room, it is held within reach, filling the frame or overfilling it by half;
             // rendered, no more than filling it, for tags small enough to sit in the frame's
             // corners.
             let distance = if distance > REACH_M {
-                let fill = rng.gen_range(overfills.clone());
-                (cam.fx * w / (fill * f64::from(cam.width))).min(REACH_M)
+                filling(rng.gen_range(overfills.clone())).min(REACH_M)
             } else {
                 distance
             };
@@ -375,31 +374,11 @@ pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Cap
     let mut anchors = vec![floor];
     if seen_by(&views, floor) < 2 {
         let at = Point3::from(middle);
-        let towards = |c: usize| (centres[c] - at).normalize();
-        let distance = |c: usize| (centres[c] - at).norm();
-        // Turned to the nearest camera, or between the nearest pair, that two cameras find it
-        // from: a camera framed tight on the subject sees a piece of it.
-        let mut turns: Vec<(f64, Vector3<f64>)> = (0..centres.len())
-            .map(|c| (distance(c), towards(c)))
-            .collect();
-        for a in 0..centres.len() {
-            for b in a + 1..centres.len() {
-                turns.push((0.5 * (distance(a) + distance(b)), towards(a) + towards(b)));
-            }
-        }
-        turns.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let standing = turns
+        let nearest = centres
             .iter()
-            .filter(|(_, n)| n.norm() > 1e-6)
-            .map(|(_, n)| facing(board, at, *n, 0.0))
-            .find(|pose| {
-                (0..cameras.len())
-                    .filter(|&c| finds(c, pose, &mut quiet))
-                    .count()
-                    >= 2
-            })
-            .or_else(|| turns.first().map(|(_, n)| facing(board, at, *n, 0.0)));
-        if let Some(standing) = standing {
+            .min_by(|a, b| (*a - at).norm().total_cmp(&(*b - at).norm()));
+        if let Some(nearest) = nearest {
+            let standing = facing(board, at, nearest - at, 0.0);
             anchors.push(poses.len());
             poses.push(standing);
             shoot(poses.len() - 1, &standing, true, &mut views);
