@@ -65,6 +65,13 @@ fn synthetic_capture_is_calibrated_written_and_read_back() {
         assert!(shape["rotation_deg"].as_f64().unwrap() < 0.1, "{cam}");
         assert!(cam["rms_px"].as_f64().unwrap() <= 0.3, "{cam}");
         assert_eq!(cam["coverage"]["complete"], true);
+        // The principal point's standard deviations are reported, within the limit, and
+        // name their terms.
+        let sd = &cam["intrinsics_std_dev"];
+        assert_eq!(sd["order"][2], "cx", "{cam}");
+        let cx = sd["values"][2].as_f64().unwrap();
+        assert!(cx > 0.0 && cx <= 0.5, "{cam}");
+        assert!(sd["lens_px"].as_f64().unwrap() > 0.0, "{cam}");
         // The OpenCV file reads back as the reported camera.
         let file = out.join(format!("{name}.yaml"));
         let read = from_opencv_file(&file, None).unwrap();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, Vector2, Vector3};
+use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, SMatrix, Vector2, Vector3};
 
 use super::board::AprilGrid;
 use super::homography::{
@@ -26,11 +26,6 @@ const CLOSED_FORM_VIEWS: usize = 6;
 /// kept ([`Term::Auto`]).
 const K3_CHI2: f64 = 10.83;
 
-/// The chi-squared value (two degrees of freedom, 5 % tail) freeing `p1 p2` must beat to be
-/// kept ([`Term::Auto`]): held without need, they cost a fraction of a pixel at the frame's
-/// corners, where freed without need they cost pixels of principal point.
-const TANGENTIAL_CHI2: f64 = 5.99;
-
 /// Times views left far from their corners are posed again and the solve repeated.
 pub(crate) const MAX_REPOSES: usize = 2;
 
@@ -47,6 +42,50 @@ pub struct Intrinsics {
     pub board_poses: Vec<(usize, Isometry3<f64>)>,
     /// Largest tilt of the board from fronto-parallel among the views (degrees).
     pub max_tilt_deg: f64,
+    /// Standard deviations of `fx fy cx cy k1 k2 p1 p2 k3` (OpenCV's order) from the views'
+    /// corners and the noise they leave; zero for a term held.
+    pub std_dev: [f64; 9],
+    /// The largest standard deviation, over a grid to the frame's corners, of where the
+    /// lens's distortion puts a pixel (pixels): how far the views pin the lens where they
+    /// reach least.
+    pub lens_std_px: f64,
+}
+
+impl Intrinsics {
+    /// The larger standard deviation of the principal point's two coordinates (pixels).
+    pub fn principal_std_px(&self) -> f64 {
+        self.std_dev[2].max(self.std_dev[3])
+    }
+}
+
+/// Points per side of the grid [`lens_std_px`] looks over, corners included.
+const LENS_GRID: u32 = 17;
+
+/// The largest standard deviation of the distortion's image-space shift over a grid to the
+/// frame's corners (pixels), from the covariance of `camera`'s `k1 k2 p1 p2 k3`: at each
+/// point the ray through it is held, the lens terms vary, and the larger axis of the pixel's
+/// spread counts.
+fn lens_std_px(camera: &Camera, covariance: &SMatrix<f64, 9, 9>) -> f64 {
+    let lens = covariance.fixed_view::<5, 5>(4, 4);
+    let mut worst: f64 = 0.0;
+    for i in 0..LENS_GRID {
+        for j in 0..LENS_GRID {
+            let span = f64::from(LENS_GRID - 1);
+            let pixel = Point2::new(
+                f64::from(camera.width) * f64::from(i) / span,
+                f64::from(camera.height) * f64::from(j) / span,
+            );
+            let ray = camera.normalize(&pixel).push(1.0);
+            let Some(jac) = camera.intrinsics_jacobian(&ray) else {
+                continue;
+            };
+            let jd = jac.fixed_view::<2, 5>(0, 4);
+            let spread = jd * lens * jd.transpose();
+            let largest = spread.symmetric_eigenvalues().max();
+            worst = worst.max(largest.max(0.0).sqrt());
+        }
+    }
+    worst
 }
 
 /// The camera matrix of `c`.
@@ -129,8 +168,10 @@ pub fn tilt_deg(pose: &Isometry3<f64>) -> f64 {
 /// `settings.min_views`, [`CalibrateError::FrontoParallel`] when no view is tilted by
 /// `settings.min_tilt_deg`, [`CalibrateError::Degenerate`] when the views fix no start,
 /// [`CalibrateError::HighResidual`] when the solution explains the corners worse than
-/// `settings.max_rms_px` (a wrong board description, or a lens the model cannot hold), and
-/// [`CalibrateError::BadCorner`] for a corner the board does not have.
+/// `settings.max_rms_px` (a wrong board description, or a lens the model cannot hold),
+/// [`CalibrateError::Uncertain`] when the views pin the principal point more loosely than
+/// `settings.max_principal_std_px`, and [`CalibrateError::BadCorner`] for a corner the board
+/// does not have.
 pub fn calibrate_intrinsics(
     name: &str,
     size: (u32, u32),
@@ -271,12 +312,14 @@ pub fn calibrate_intrinsics(
         boards,
     };
     let mut state = settle(name, board, views, &hs, &mut problem, state, settings)?;
-    // `p1 p2` on top, kept only where they explain the corners clearly better: over a narrow
-    // field, decentering moves the image much as a shifted principal point does, and freed
-    // without need they trade pixels of principal point for nothing.
+    // `p1 p2` on top, kept unless they loosen the principal point: over a narrow field,
+    // decentering moves the image much as a shifted principal point does, and the views
+    // cannot tell the two apart. No test on the squares: a decentred lens leaves its mark at
+    // the frame's corners, where few corners fall, and held there it misses the lens by a
+    // third of a pixel while the squares barely move.
     if settings.tangential == Term::Auto {
         let free = free_with(true, k3);
-        if let Some(better) = if_better(name, &problem, &state, &free, TANGENTIAL_CHI2, settings)? {
+        if let Some(better) = if_better(name, &problem, &state, &free, None, settings)? {
             (problem, state) = better;
             tangential = true;
         }
@@ -285,7 +328,7 @@ pub fn calibrate_intrinsics(
     // else constrains the polynomial.
     if settings.k3 == Term::Auto {
         let free = free_with(tangential, true);
-        if let Some(better) = if_better(name, &problem, &state, &free, K3_CHI2, settings)? {
+        if let Some(better) = if_better(name, &problem, &state, &free, Some(K3_CHI2), settings)? {
             (problem, state) = better;
             k3 = true;
         }
@@ -313,25 +356,46 @@ pub fn calibrate_intrinsics(
         .map(|((i, _), p)| (views[*i].pose, *p))
         .collect();
     let max_tilt_deg = state.boards.iter().map(tilt_deg).fold(0.0, f64::max);
+    let covariance = problem
+        .intrinsics_covariance(&state)
+        .and_then(|c| c.first().copied())
+        .ok_or_else(|| CalibrateError::Degenerate {
+            camera: name.to_owned(),
+            what: "the views leave the intrinsics undetermined",
+        })?;
+    let std_dev: [f64; 9] = std::array::from_fn(|i| covariance[(i, i)].max(0.0).sqrt());
+    let lens_std_px = lens_std_px(&state.cameras[0], &covariance);
+    let std_px = std_dev[2].max(std_dev[3]);
+    if std_px > settings.max_principal_std_px {
+        return Err(CalibrateError::Uncertain {
+            camera: name.to_owned(),
+            std_px,
+            limit_px: settings.max_principal_std_px,
+        });
+    }
     Ok(Intrinsics {
         camera: state.cameras[0],
         rms_px,
         per_view_px,
         board_poses,
         max_tilt_deg,
+        std_dev,
+        lens_std_px,
     })
 }
 
 /// The problem `held` solves with the parameters of `free` moving, solved from `state`, if it
-/// lowers the squares by more than noise: a likelihood-ratio test, the drop in the sum of
-/// squares over the noise variance the freed fit leaves being chi-squared (with as many
-/// degrees of freedom as parameters freed) where the freed parameters are zero.
+/// leaves the principal point pinned (its standard deviation within
+/// `settings.max_principal_std_px`) and, given a `chi2`, lowers the squares by more than
+/// noise: a likelihood-ratio test, the drop in the sum of squares over the noise variance
+/// the freed fit leaves being chi-squared (with as many degrees of freedom as parameters
+/// freed) where the freed parameters are zero.
 fn if_better(
     name: &str,
     held: &Reprojection,
     state: &State,
     free: &Free,
-    chi2: f64,
+    chi2: Option<f64>,
     settings: &Settings,
 ) -> Result<Option<(Reprojection, State)>, CalibrateError> {
     let mut freed = Reprojection::new(held.observations().to_vec(), free, settings.huber_px);
@@ -344,11 +408,23 @@ fn if_better(
     );
     let dof = (2 * n).saturating_sub(freed.dim()).max(1);
     let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
+    let principal_std_px = principal_std_px(&mut freed, &tried);
     log::debug!(
-        "intrinsics `{name}`: {} more parameters lower the squares by {statistic:.1} noise variances",
+        "intrinsics `{name}`: {} more parameters lower the squares by {statistic:.1} noise variances, principal point to {principal_std_px:.2} px",
         freed.dim() - held.dim()
     );
-    Ok((statistic > chi2).then_some((freed, tried)))
+    Ok((chi2.is_none_or(|chi2| statistic > chi2)
+        && principal_std_px <= settings.max_principal_std_px)
+        .then_some((freed, tried)))
+}
+
+/// The principal point's larger standard deviation (pixels) in the first camera of `problem`
+/// solved at `state`; infinite where the views leave it undetermined.
+fn principal_std_px(problem: &mut Reprojection, state: &State) -> f64 {
+    problem
+        .intrinsics_covariance(state)
+        .and_then(|c| c.first().map(|c| c[(2, 2)].max(c[(3, 3)]).max(0.0).sqrt()))
+        .unwrap_or(f64::INFINITY)
 }
 
 /// Solves from the closed-form start: a pass, then the views left far from their corners

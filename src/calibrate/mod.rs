@@ -44,6 +44,8 @@ pub mod synthetic;
 mod tests;
 #[cfg(test)]
 mod tests_detect;
+#[cfg(test)]
+mod tests_spread;
 
 use nalgebra::{Point2, Vector2};
 
@@ -186,6 +188,16 @@ pub enum CalibrateError {
         /// How many are needed (`Settings::min_shared_instants`).
         needed: usize,
     },
+    /// The views pin a camera's principal point too loosely.
+    #[error("camera `{camera}`: the views fix the principal point only to {std_px:.2} px (one standard deviation), over the limit {limit_px:.2} px: capture more views with the board filling the frame and tilted 30 to 50 degrees left, right, up and down")]
+    Uncertain {
+        /// The camera.
+        camera: String,
+        /// The principal point's larger standard deviation (pixels).
+        std_px: f64,
+        /// The limit (`Settings::max_principal_std_px`).
+        limit_px: f64,
+    },
     /// Two cameras' observations look exchanged.
     #[error("cameras `{a}` and `{b}` look swapped: `{a}` solves {a_at_b:.2} m from where the rig file places `{b}` and {a_at_a:.2} m from its own place; check which device is which in the rig file")]
     Swapped {
@@ -228,12 +240,13 @@ pub enum CalibrateError {
 /// p2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Term {
-    /// Held at zero first; then freed, and kept only if a likelihood-ratio test says the
-    /// drop in squared error is more than noise (chi-squared; the 0.1 % tail for `k3`, the
-    /// 5 % tail for `p1 p2`). A mild lens
-    /// leaves `k3` at zero, where a free `k3` fits the noise at the frame's corners; a wide
-    /// one keeps it. A narrow lens leaves `p1 p2` at zero, where free they trade with the
-    /// principal point. The adjustment frees them for the cameras that kept them (non-zero).
+    /// Held at zero first; then freed, and kept only if the principal point stays within
+    /// [`Settings::max_principal_std_px`] with it, and for `k3` only if a likelihood-ratio
+    /// test says the drop in squared error is more than noise (chi-squared, the 0.1 % tail).
+    /// A mild lens leaves `k3` at zero, where a free `k3` fits the noise at the frame's
+    /// corners; a wide one keeps it. A narrow lens leaves `p1 p2` at zero, where free they
+    /// trade with the principal point. The adjustment frees them for the cameras that kept
+    /// them (non-zero).
     #[default]
     Auto,
     /// Always calibrated.
@@ -268,6 +281,9 @@ pub struct Settings {
     pub huber_px: f64,
     /// Largest reprojection RMS (pixels) a calibration is accepted with.
     pub max_rms_px: f64,
+    /// Largest standard deviation (pixels) of the principal point a calibration is accepted
+    /// with, and a lens term freed under [`Term::Auto`] may leave it with.
+    pub max_principal_std_px: f64,
     /// Largest relative difference between the measured and the described ratio of tag pitch
     /// to tag side.
     pub max_layout_error: f64,
@@ -290,6 +306,7 @@ impl Default for Settings {
             min_tilt_deg: 15.0,
             huber_px: 1.0,
             max_rms_px: 0.5,
+            max_principal_std_px: 0.5,
             max_layout_error: 0.01,
             k3: Term::Auto,
             tangential: Term::Auto,

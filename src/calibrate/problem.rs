@@ -10,7 +10,7 @@
 //! least squares inside the fit's Levenberg-Marquardt ([`crate::body::fit::lm`]).
 
 use nalgebra::{
-    DMatrix, DVector, Isometry3, Matrix2x3, Matrix3, Matrix3x6, Point2, Point3, Rotation3,
+    DMatrix, DVector, Isometry3, Matrix2x3, Matrix3, Matrix3x6, Point2, Point3, Rotation3, SMatrix,
     Translation3, UnitQuaternion, Vector2, Vector3,
 };
 
@@ -255,6 +255,53 @@ impl Reprojection {
     }
 }
 
+impl Reprojection {
+    /// Each camera's covariance of `fx fy cx cy k1 k2 p1 p2 k3` (OpenCV's order) at the
+    /// solution `s`, zero in the rows and columns of a term held: the inverse of the
+    /// Gauss-Newton normal matrix reduced onto the cameras' parameters (the board poses
+    /// marginalised out), scaled by the noise variance the residuals leave. `None` when the
+    /// parameters are not determined (a singular system) or no camera's intrinsics move.
+    ///
+    /// This is how far the views pin each term, not how far it is from the truth: a biased
+    /// corner detector or a lens the model cannot hold stays invisible to it.
+    pub fn intrinsics_covariance(&mut self, s: &State) -> Option<Vec<SMatrix<f64, 9, 9>>> {
+        let (dim, nc) = (self.dim, self.camera_dim);
+        if nc == 0 || self.intrinsics_at.iter().all(Option::is_none) {
+            return None;
+        }
+        let (mut jtj, mut jtr) = (DMatrix::zeros(dim, dim), DVector::zeros(dim));
+        self.linearize(s, &mut jtj, &mut jtr)
+            .ok()
+            .filter(|c| c.is_finite())?;
+        let blocks: Vec<(usize, usize)> = (nc..dim).step_by(6).map(|at| (at, 6)).collect();
+        let (reduced, _) = schur_reduce(&jtj, nc, &blocks)?;
+        let inverse = reduced.cholesky()?.inverse();
+        let squares: f64 = self
+            .residuals(s)
+            .iter()
+            .map(|r| r.map_or(0.0, |r| r.norm_squared()))
+            .sum();
+        let dof = (2 * self.observations.len()).saturating_sub(dim).max(1);
+        let variance = squares / dof as f64;
+        Some(
+            self.intrinsics_at
+                .iter()
+                .map(|at| {
+                    let mut c = SMatrix::<f64, 9, 9>::zeros();
+                    if let Some((at, columns)) = at {
+                        for (k, &i) in columns.iter().enumerate() {
+                            for (l, &j) in columns.iter().enumerate() {
+                                c[(i, j)] = variance * inverse[(at + k, at + l)];
+                            }
+                        }
+                    }
+                    c
+                })
+                .collect(),
+        )
+    }
+}
+
 impl Problem for Reprojection {
     type State = State;
 
@@ -330,31 +377,46 @@ impl Problem for Reprojection {
     }
 }
 
-/// Solves `a x = b` in place of `b` when the parameters past the first `nc` fall in
-/// `blocks` (start, size) that no entry of `a` ties to one another: each block is inverted
-/// alone, the first `nc` parameters' reduced system `S = U - sum W_k V_k^-1 W_k^T` is
-/// factored, and the blocks follow by back-substitution. Hundreds of blocks then cost what
-/// the first `nc` parameters cost, not the cube of all. `false` when a block or `S` is not
-/// positive definite.
+/// The reduced system of `a` on its first `nc` parameters, `S = U - sum W_k V_k^-1 W_k^T`,
+/// when the parameters past them fall in `blocks` (start, size) that no entry of `a` ties to
+/// one another, with each block's inverse `V_k^-1`; `None` when a block is not positive
+/// definite.
+fn schur_reduce(
+    a: &DMatrix<f64>,
+    nc: usize,
+    blocks: &[(usize, usize)],
+) -> Option<(DMatrix<f64>, Vec<DMatrix<f64>>)> {
+    let mut s = a.view((0, 0), (nc, nc)).into_owned();
+    let mut inverses = Vec::with_capacity(blocks.len());
+    for &(at, size) in blocks {
+        let vi = a
+            .view((at, at), (size, size))
+            .into_owned()
+            .cholesky()?
+            .inverse();
+        let w = a.view((0, at), (nc, size));
+        s -= w * &vi * w.transpose();
+        inverses.push(vi);
+    }
+    Some((s, inverses))
+}
+
+/// Solves `a x = b` in place of `b` through [`schur_reduce`]: the first `nc` parameters'
+/// reduced system is factored, and the blocks follow by back-substitution. Hundreds of blocks
+/// then cost what the first `nc` parameters cost, not the cube of all. `false` when a block
+/// or `S` is not positive definite.
 pub(crate) fn schur_solve(
     a: &DMatrix<f64>,
     b: &mut DVector<f64>,
     nc: usize,
     blocks: &[(usize, usize)],
 ) -> bool {
-    let mut s = a.view((0, 0), (nc, nc)).into_owned();
+    let Some((s, inverses)) = schur_reduce(a, nc, blocks) else {
+        return false;
+    };
     let mut rc = b.rows(0, nc).into_owned();
-    let mut inverses = Vec::with_capacity(blocks.len());
-    for &(at, size) in blocks {
-        let v = a.view((at, at), (size, size)).into_owned();
-        let Some(vi) = v.cholesky().map(|c| c.inverse()) else {
-            return false;
-        };
-        let w = a.view((0, at), (nc, size));
-        let wv = w * &vi;
-        s -= &wv * w.transpose();
-        rc -= &wv * b.rows(at, size);
-        inverses.push(vi);
+    for (&(at, size), vi) in blocks.iter().zip(&inverses) {
+        rc -= a.view((0, at), (nc, size)) * vi * b.rows(at, size);
     }
     let Some(ch) = s.cholesky() else {
         return false;

@@ -11,7 +11,7 @@ use super::*;
 use crate::body::fit::lm::Problem;
 use crate::geom::{Camera, Distortion};
 
-fn names() -> Vec<String> {
+pub(super) fn names() -> Vec<String> {
     crate::scene::DEMO_CAMERA_NAMES.map(String::from).to_vec()
 }
 
@@ -268,7 +268,7 @@ fn fronto_parallel_and_scarce_views_are_named() {
     );
 }
 
-fn anchor(s: &Capture) -> Anchor {
+pub(super) fn anchor(s: &Capture) -> Anchor {
     s.anchor.unwrap()
 }
 
@@ -483,62 +483,6 @@ fn a_camera_tied_by_too_few_instants_is_named() {
 
 /// The targets over twelve captures (seeds 1 to 12), each camera's figures printed: a
 /// measurement for docs/calibrate.md, ignored in the suite for its minute of solving.
-#[test]
-#[ignore = "a measurement: cargo test --lib calibrate::tests::targets_over_seeds -- --ignored --nocapture"]
-fn targets_over_seeds() {
-    let names = names();
-    let cams = crate::scene::demo_rig();
-    let sizes: Vec<(u32, u32)> = cams.iter().map(|c| (c.width, c.height)).collect();
-    let (mut cameras, mut misses, mut failed) = (0, 0, 0);
-    for seed in 1..=12 {
-        let spec = CaptureSpec {
-            seed,
-            ..CaptureSpec::default()
-        };
-        let s = capture(&board(), &cams, &spec);
-        let input = RigInput {
-            board: &s.board,
-            names: &names,
-            sizes: &sizes,
-            anchor: &anchor(&s),
-            placed: Some(&s.cameras),
-        };
-        let started = std::time::Instant::now();
-        let rig = match calibrate_rig(&input, &s.views, &Settings::default(), &mut |_, _, _| {}) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("seed {seed}: {e}");
-                failed += 1;
-                continue;
-            }
-        };
-        let took = started.elapsed().as_secs_f64();
-        for (c, truth) in cams.iter().enumerate() {
-            let e = errors(truth, &rig.cameras()[c]);
-            let miss = e.focal_pct >= 0.3
-                || e.principal_px >= 1.0
-                || e.distortion_px >= 0.3
-                || e.position_mm >= 2.0
-                || e.rotation_deg >= 0.1;
-            cameras += 1;
-            misses += usize::from(miss);
-            eprintln!(
-                "seed {seed:2} {:5} focal {:.3} % pp {:.2} px lens {:.3} px pos {:.2} mm rot {:.3} deg{} ({took:.1} s)",
-                names[c],
-                e.focal_pct,
-                e.principal_px,
-                e.distortion_px,
-                e.position_mm,
-                e.rotation_deg,
-                if miss { " MISS" } else { "" }
-            );
-        }
-    }
-    eprintln!("{misses} of {cameras} cameras miss a target; {failed} of 12 captures refused");
-    assert_eq!(failed, 0);
-    assert!(misses * 10 <= cameras, "{misses} of {cameras}");
-}
-
 #[test]
 fn k3_is_kept_for_a_wide_lens_only() {
     // The demo's mild lens: `k3` would fit only noise, and is held at zero.

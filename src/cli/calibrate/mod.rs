@@ -291,8 +291,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         corners.views.len(),
         printable(&source.what)
     );
-    for (n, c) in names.iter().zip(&rig.coverage) {
-        println!("  {}: {c}", printable(n));
+    for ((n, c), i) in names.iter().zip(&rig.coverage).zip(&rig.intrinsics) {
+        println!(
+            "  {}: {c}; the views pin the principal point to {:.2} px and the lens to {:.3} px (standard deviations)",
+            printable(n),
+            i.principal_std_px(),
+            i.lens_std_px
+        );
     }
     print!("{}", rig.reprojection.render(args.views));
     let truth_errors = source.truth.as_ref().map(|truth| {
@@ -347,6 +352,11 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
                 "missing_tilts": rig.coverage[i].missing_tilts().iter().map(|t| t.name()).collect::<Vec<_>>(),
             },
             "intrinsics_rms_px": rig.intrinsics[i].rms_px,
+            "intrinsics_std_dev": {
+                "order": ["fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2", "k3"],
+                "values": rig.intrinsics[i].std_dev,
+                "lens_px": rig.intrinsics[i].lens_std_px,
+            },
             "rms_px": rig.extrinsics.per_camera_px[i],
             "truth_errors": truth_errors.as_ref().map(|e| e[i]),
             "truth_shape_errors": shape.as_ref().map(|s| s.shape[i]),
