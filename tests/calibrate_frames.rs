@@ -112,6 +112,16 @@ fn a_recording_of_the_board_calibrates_the_rig() {
     assert!(debug_patterns(&stdout).is_empty(), "{stdout}");
     assert!(stdout.contains("calibrated 4 cameras"), "{stdout}");
     assert!(stdout.contains("with the board"), "{stdout}");
+    // The capture solved each camera's intrinsics as its views came, and its status line
+    // says how far they pin the principal point.
+    let captured: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("frames read"))
+        .collect();
+    assert_eq!(captured.len(), 4, "{stdout}");
+    for line in captured {
+        assert!(line.contains("covered, principal point to 0."), "{line}");
+    }
     let report = read_json(&out.join("report.json"));
     // Every frame of the recording was read, and counted.
     let capture = report["capture"].as_array().unwrap();

@@ -2,7 +2,9 @@
 //! frames read on a thread of its own, one frame per camera examined at each instant (an
 //! instant every [`CaptureSettings::every`] of capture time, from the first frame), its
 //! corners found by the [`BoardDetector`], and each camera's [`Coverage`] told to the
-//! caller as views arrive, for the status line.
+//! caller as views arrive, for the status line. Each time a camera's views grow by half, a
+//! worker thread solves its intrinsics from them, and the coverage records how far they pin
+//! the principal point.
 //!
 //! Views of one instant in several cameras are the board in one pose, which is what ties
 //! the cameras together: the cameras' clocks must agree (V4L2's monotonic stamps on one
@@ -19,7 +21,7 @@ use super::board::AprilGrid;
 use super::coverage::Coverage;
 use super::detect::{BoardDetector, Luma};
 use super::synthetic::MIN_CORNERS_PER_VIEW;
-use super::{BoardView, Corner};
+use super::{calibrate_intrinsics, BoardView, CalibrateError, Corner, Settings};
 use crate::camera::source::{Source, SourceError};
 use crate::camera::stop::Stop;
 
@@ -31,9 +33,10 @@ pub struct CaptureSettings {
     /// Capture time after which the capture ends; `None` runs until every source ends or
     /// the stop is requested.
     pub duration: Option<Duration>,
-    /// The least tilt each way the coverage asks for (degrees): the calibration's own by
-    /// default, so that the status line asks for what the solve checks.
-    pub min_tilt_deg: f64,
+    /// The calibration's settings: the coverage asks for their tilt and the principal point
+    /// they accept, and the capture's interim solves use them, so that the status line asks
+    /// for what the calibration checks.
+    pub calibration: Settings,
 }
 
 impl Default for CaptureSettings {
@@ -41,10 +44,18 @@ impl Default for CaptureSettings {
         Self {
             every: Duration::from_millis(250),
             duration: None,
-            min_tilt_deg: super::Settings::default().min_tilt_deg,
+            calibration: Settings::default(),
         }
     }
 }
+
+/// Views a camera has before its intrinsics are first solved during the capture.
+const FIRST_SOLVE_VIEWS: usize = 16;
+
+/// How much a camera's views grow between its solves during the capture: each solve costs
+/// in proportion to the views, so all of them together cost about three of the last, and
+/// the standard deviation shrinks by a fifth between them.
+const SOLVE_GROWTH: f64 = 1.5;
 
 /// What one camera's capture came to.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -99,15 +110,36 @@ pub enum CaptureError {
     },
 }
 
-/// One camera's message to the collecting thread.
+/// A message to the collecting thread: a camera's view or its end, or a solve's result.
 enum Message {
     View(BoardView),
     Done(usize, CameraTally, Option<CaptureError>),
+    /// The principal point's standard deviation solved from a camera's views (pixels);
+    /// `None` where they gave none yet (too few, or no tilt).
+    Pinned(usize, Option<f64>),
+}
+
+/// The principal point's standard deviation (pixels) that `views` of one camera give, where
+/// they give one: solved as the calibration solves them, a looseness it would refuse
+/// included.
+fn principal_std(
+    name: &str,
+    size: (u32, u32),
+    board: &AprilGrid,
+    views: &[BoardView],
+    settings: &Settings,
+) -> Option<f64> {
+    let views: Vec<&BoardView> = views.iter().collect();
+    match calibrate_intrinsics(name, size, board, &views, settings) {
+        Ok(i) => Some(i.principal_std_px()),
+        Err(CalibrateError::Uncertain { std_px, .. }) => Some(std_px),
+        Err(_) => None,
+    }
 }
 
 /// Captures board views from `sources` (named by `names`, in the rig's order) until they
 /// end, the capture's duration passes or `stop` is requested. `status` is called with every
-/// camera's coverage each time a view arrives.
+/// camera's coverage each time a view or a solve's result arrives.
 ///
 /// # Errors
 /// [`CaptureError::Camera`] for a camera that disconnected (the capture is stopped, and the
@@ -137,14 +169,35 @@ pub fn capture(
     // The first frame's capture time, shared: 0 until a camera sets it.
     let origin = AtomicU64::new(0);
     let (tx, rx) = channel::unbounded::<Message>();
-    let mut coverage: Vec<Coverage> = sources
+    let solve = settings.calibration;
+    let sizes: Vec<(u32, u32)> = sources
         .iter()
-        .map(|s| Coverage::new((s.info().width, s.info().height), settings.min_tilt_deg))
+        .map(|s| (s.info().width, s.info().height))
+        .collect();
+    let mut coverage: Vec<Coverage> = sizes
+        .iter()
+        .map(|&size| Coverage::new(size, solve.min_tilt_deg))
         .collect();
     let mut views = Vec::new();
     let mut tallies = vec![CameraTally::default(); sources.len()];
     let mut failure = None;
+    // Per camera, the views its next solve waits for; `None` while one runs.
+    let mut next_solve: Vec<Option<usize>> = vec![Some(FIRST_SOLVE_VIEWS); sources.len()];
+    let mut running = sources.len();
+    let (jobs_tx, jobs_rx) = channel::unbounded::<(usize, Vec<BoardView>)>();
+    // Dropped once every camera is done, which ends the worker.
+    let mut jobs_tx = (running > 0).then_some(jobs_tx);
     std::thread::scope(|scope| {
+        {
+            let (tx, sizes) = (tx.clone(), &sizes);
+            scope.spawn(move || {
+                for (c, own) in jobs_rx {
+                    let std_px = principal_std(&names[c], sizes[c], board, &own, &solve);
+                    // The collector outlives every sender.
+                    let _ = tx.send(Message::Pinned(c, std_px));
+                }
+            });
+        }
         for (c, mut source) in sources.into_iter().enumerate() {
             let tx = tx.clone();
             let (origin, name) = (&origin, names[c].as_str());
@@ -168,10 +221,29 @@ pub fn capture(
         for message in rx {
             match message {
                 Message::View(view) => {
-                    if let Some(cov) = coverage.get_mut(view.camera) {
+                    let c = view.camera;
+                    if let Some(cov) = coverage.get_mut(c) {
                         cov.add(board, &view);
                     }
                     views.push(view);
+                    let seen = coverage.get(c).map_or(0, Coverage::views);
+                    if let (Some(due), Some(jobs)) = (next_solve.get_mut(c), &jobs_tx) {
+                        if due.is_some_and(|at| seen >= at) {
+                            let own = views.iter().filter(|v| v.camera == c).cloned().collect();
+                            // A worker gone takes no more jobs: the capture goes on without.
+                            let _ = jobs.send((c, own));
+                            *due = None;
+                        }
+                    }
+                    status(&coverage);
+                }
+                Message::Pinned(c, std_px) => {
+                    if let (Some(cov), Some(due)) = (coverage.get_mut(c), next_solve.get_mut(c)) {
+                        if let Some(std_px) = std_px {
+                            cov.set_principal_std(std_px, solve.max_principal_std_px);
+                        }
+                        *due = Some((cov.views() as f64 * SOLVE_GROWTH).ceil() as usize);
+                    }
                     status(&coverage);
                 }
                 Message::Done(c, tally, error) => {
@@ -179,6 +251,11 @@ pub fn capture(
                     if let (Some(e), None) = (error, &failure) {
                         failure = Some(e);
                         stop.request();
+                    }
+                    running -= 1;
+                    if running == 0 {
+                        // No view comes any more: the worker ends after its queue.
+                        jobs_tx = None;
                     }
                 }
             }

@@ -4,7 +4,9 @@
 //! Intrinsics are only as good as this coverage. Where no corner falls, the distortion
 //! polynomial is extrapolated, and the frame's corners are where it bends most. Without
 //! tilt, the focal length trades against the board's distance. So the capture goes on until
-//! every region holds corners and the board has been tilted each way.
+//! every region holds corners and the board has been tilted each way, and, for a narrow lens
+//! whose principal point rests on the board's perspective alone, until the views pin the
+//! principal point (its standard deviation, solved from the views as they come).
 
 use std::fmt;
 
@@ -100,6 +102,9 @@ pub struct Coverage {
     corners: [[usize; GRID]; GRID],
     tilts: [usize; 4],
     views: usize,
+    /// The principal point's standard deviation last solved from the views, and its limit
+    /// (pixels).
+    principal: Option<(f64, f64)>,
 }
 
 impl Coverage {
@@ -112,7 +117,19 @@ impl Coverage {
             corners: [[0; GRID]; GRID],
             tilts: [0; 4],
             views: 0,
+            principal: None,
         }
+    }
+
+    /// Records how far the views solved so far pin the principal point (its standard
+    /// deviation, pixels) against the calibration's limit.
+    pub fn set_principal_std(&mut self, std_px: f64, limit_px: f64) {
+        self.principal = Some((std_px, limit_px));
+    }
+
+    /// The principal point's standard deviation last recorded, pixels.
+    pub fn principal_std_px(&self) -> Option<f64> {
+        self.principal.map(|(std_px, _)| std_px)
     }
 
     /// Adds a view. Its tilt comes from the view's homography with a nominal focal length of
@@ -177,9 +194,12 @@ impl Coverage {
             .collect()
     }
 
-    /// Whether every region and every way of tilting is covered.
+    /// Whether every region and every way of tilting is covered, and the principal point,
+    /// where recorded, is pinned within its limit.
     pub fn complete(&self) -> bool {
-        self.missing_regions().is_empty() && self.missing_tilts().is_empty()
+        self.missing_regions().is_empty()
+            && self.missing_tilts().is_empty()
+            && self.principal.is_none_or(|(std_px, limit)| std_px <= limit)
     }
 }
 
@@ -199,7 +219,7 @@ impl fmt::Display for Coverage {
             GRID * GRID
         )?;
         if regions.is_empty() && tilts.is_empty() {
-            return f.write_str(", covered");
+            f.write_str(", covered")?;
         }
         if !regions.is_empty() {
             // A status line stays on one row: the first few regions, and how many more.
@@ -222,7 +242,14 @@ impl fmt::Display for Coverage {
                 self.min_tilt_deg
             )?;
         }
-        Ok(())
+        match self.principal {
+            Some((std_px, limit)) if std_px > limit => write!(
+                f,
+                "; principal point to {std_px:.2} px, {limit:.2} needed: more views filling the frame, tilted 30 to 50 degrees"
+            ),
+            Some((std_px, _)) => write!(f, ", principal point to {std_px:.2} px"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -312,5 +339,49 @@ mod tests {
             );
         }
         assert_eq!(c.missing_tilts(), vec![Tilt::Up, Tilt::Down]);
+    }
+
+    #[test]
+    fn a_loose_principal_point_keeps_the_coverage_open() {
+        let mut c = Coverage::new((288, 288), 15.0);
+        for (at, turn) in [
+            (Vector3::new(0.0, 0.0, 1.5), Vector3::new(0.0, 0.5, 0.0)),
+            (Vector3::new(0.0, 0.0, 1.5), Vector3::new(0.0, -0.5, 0.0)),
+            (Vector3::new(0.0, 0.0, 1.5), Vector3::new(0.5, 0.0, 0.0)),
+            (Vector3::new(0.0, 0.0, 1.5), Vector3::new(-0.5, 0.0, 0.0)),
+        ] {
+            for _ in 0..VIEWS_PER_TILT {
+                c.add(&board(), &view_of(at, turn));
+            }
+        }
+        for x in [-0.6, -0.3, 0.0, 0.3, 0.6] {
+            for y in [-0.6, -0.3, 0.0, 0.3, 0.6] {
+                for _ in 0..4 {
+                    c.add(
+                        &board(),
+                        &view_of(Vector3::new(x, y, 1.2), Vector3::zeros()),
+                    );
+                }
+            }
+        }
+        assert!(c.missing_regions().is_empty() && c.missing_tilts().is_empty());
+        // No estimate yet: the regions and tilts decide.
+        assert!(c.complete(), "{c}");
+        c.set_principal_std(0.9, 0.5);
+        assert!(!c.complete());
+        let line = c.to_string();
+        assert!(
+            line.contains("principal point to 0.90 px, 0.50 needed"),
+            "{line}"
+        );
+        // Control: pinned within the limit, complete again.
+        c.set_principal_std(0.3, 0.5);
+        assert!(c.complete(), "{c}");
+        assert_eq!(c.principal_std_px(), Some(0.3));
+        assert!(
+            c.to_string()
+                .ends_with("covered, principal point to 0.30 px"),
+            "{c}"
+        );
     }
 }

@@ -84,6 +84,9 @@ pub fn calibrate_rig(
             &own,
             settings,
         )?);
+        if let (Some(cov), Some(i)) = (coverage.get_mut(c), intrinsics.last()) {
+            cov.set_principal_std(i.principal_std_px(), settings.max_principal_std_px);
+        }
         progress(c + 1, steps, name);
     }
     let lenses: Vec<Camera> = intrinsics.iter().map(|i| i.camera).collect();

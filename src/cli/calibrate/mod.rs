@@ -293,9 +293,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     );
     for ((n, c), i) in names.iter().zip(&rig.coverage).zip(&rig.intrinsics) {
         println!(
-            "  {}: {c}; the views pin the principal point to {:.2} px and the lens to {:.3} px (standard deviations)",
+            "  {}: {c}, lens to {:.3} px (standard deviations)",
             printable(n),
-            i.principal_std_px(),
             i.lens_std_px
         );
     }
