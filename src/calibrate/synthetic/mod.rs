@@ -54,7 +54,9 @@ pub struct CaptureSpec {
     /// Corner noise, standard deviation in pixels.
     pub noise_px: f64,
     /// Frames the board lies still on the floor for, fixing the world: its corners are
-    /// averaged over them (noise divided by the square root of the count).
+    /// averaged over them (noise divided by the square root of the count). Three seconds at
+    /// 30 frames a second by default: the world's turn, carried 2.6 m out to the body
+    /// cameras, is what the anchor's views leave of it.
     pub anchor_frames: usize,
     /// The random seed.
     pub seed: u64,
@@ -70,7 +72,7 @@ impl Default for CaptureSpec {
             shared_poses: 240,
             max_tilt_deg: 50.0,
             noise_px: 0.2,
-            anchor_frames: 30,
+            anchor_frames: 90,
             seed: 17,
             render: None,
         }
