@@ -110,13 +110,43 @@ pub enum CaptureError {
     },
 }
 
-/// A message to the collecting thread: a camera's view or its end, or a solve's result.
+/// One camera's message to the collecting thread.
 enum Message {
     View(BoardView),
     Done(usize, CameraTally, Option<CaptureError>),
-    /// The principal point's standard deviation solved from a camera's views (pixels);
-    /// `None` where they gave none yet (too few, or no tilt).
-    Pinned(usize, Option<f64>),
+}
+
+/// A solve's result: the camera, and the principal point's standard deviation its views
+/// gave (pixels), `None` where they gave none yet (too few, or no tilt).
+type Pinned = (usize, Option<f64>);
+
+/// Per camera, the views its next solve waits for; `None` while one runs.
+struct Solves {
+    due: Vec<Option<usize>>,
+    limit_px: f64,
+}
+
+impl Solves {
+    /// Records a solve's result in the camera's coverage and sets its next solve.
+    fn record(&mut self, (c, std_px): Pinned, coverage: &mut [Coverage]) {
+        if let (Some(cov), Some(due)) = (coverage.get_mut(c), self.due.get_mut(c)) {
+            if let Some(std_px) = std_px {
+                cov.set_principal_std(std_px, self.limit_px);
+            }
+            *due = Some((cov.views() as f64 * SOLVE_GROWTH).ceil() as usize);
+        }
+    }
+
+    /// Whether camera `c`, with `seen` views, is due a solve; if so, it is marked running.
+    fn take_due(&mut self, c: usize, seen: usize) -> bool {
+        match self.due.get_mut(c) {
+            Some(due) if due.is_some_and(|at| seen >= at) => {
+                *due = None;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The principal point's standard deviation (pixels) that `views` of one camera give, where
@@ -181,23 +211,21 @@ pub fn capture(
     let mut views = Vec::new();
     let mut tallies = vec![CameraTally::default(); sources.len()];
     let mut failure = None;
-    // Per camera, the views its next solve waits for; `None` while one runs.
-    let mut next_solve: Vec<Option<usize>> = vec![Some(FIRST_SOLVE_VIEWS); sources.len()];
-    let mut running = sources.len();
+    let mut solves = Solves {
+        due: vec![Some(FIRST_SOLVE_VIEWS); sources.len()],
+        limit_px: solve.max_principal_std_px,
+    };
     let (jobs_tx, jobs_rx) = channel::unbounded::<(usize, Vec<BoardView>)>();
-    // Dropped once every camera is done, which ends the worker.
-    let mut jobs_tx = (running > 0).then_some(jobs_tx);
+    let (results_tx, results_rx) = channel::unbounded::<Pinned>();
     std::thread::scope(|scope| {
-        {
-            let (tx, sizes) = (tx.clone(), &sizes);
-            scope.spawn(move || {
-                for (c, own) in jobs_rx {
-                    let std_px = principal_std(&names[c], sizes[c], board, &own, &solve);
-                    // The collector outlives every sender.
-                    let _ = tx.send(Message::Pinned(c, std_px));
-                }
-            });
-        }
+        let sizes = &sizes;
+        scope.spawn(move || {
+            for (c, own) in jobs_rx {
+                let std_px = principal_std(&names[c], sizes[c], board, &own, &solve);
+                // The collector drains every result.
+                let _ = results_tx.send((c, std_px));
+            }
+        });
         for (c, mut source) in sources.into_iter().enumerate() {
             let tx = tx.clone();
             let (origin, name) = (&origin, names[c].as_str());
@@ -218,47 +246,53 @@ pub fn capture(
             });
         }
         drop(tx);
-        for message in rx {
-            match message {
-                Message::View(view) => {
-                    let c = view.camera;
-                    if let Some(cov) = coverage.get_mut(c) {
-                        cov.add(board, &view);
-                    }
-                    views.push(view);
-                    let seen = coverage.get(c).map_or(0, Coverage::views);
-                    if let (Some(due), Some(jobs)) = (next_solve.get_mut(c), &jobs_tx) {
-                        if due.is_some_and(|at| seen >= at) {
+        // A worker that ended early (it does not) leaves a receiver that is always ready:
+        // it is swapped for one that never is.
+        let never = channel::never();
+        let mut results = Some(results_rx);
+        loop {
+            let mut worker_gone = false;
+            channel::select! {
+                recv(rx) -> message => match message {
+                    Ok(Message::View(view)) => {
+                        let c = view.camera;
+                        if let Some(cov) = coverage.get_mut(c) {
+                            cov.add(board, &view);
+                        }
+                        views.push(view);
+                        if solves.take_due(c, coverage.get(c).map_or(0, Coverage::views)) {
                             let own = views.iter().filter(|v| v.camera == c).cloned().collect();
                             // A worker gone takes no more jobs: the capture goes on without.
-                            let _ = jobs.send((c, own));
-                            *due = None;
+                            let _ = jobs_tx.send((c, own));
+                        }
+                        status(&coverage);
+                    }
+                    Ok(Message::Done(c, tally, error)) => {
+                        tallies[c] = tally;
+                        if let (Some(e), None) = (error, &failure) {
+                            failure = Some(e);
+                            stop.request();
                         }
                     }
-                    status(&coverage);
-                }
-                Message::Pinned(c, std_px) => {
-                    if let (Some(cov), Some(due)) = (coverage.get_mut(c), next_solve.get_mut(c)) {
-                        if let Some(std_px) = std_px {
-                            cov.set_principal_std(std_px, solve.max_principal_std_px);
-                        }
-                        *due = Some((cov.views() as f64 * SOLVE_GROWTH).ceil() as usize);
+                    // Every camera's thread has ended.
+                    Err(_) => break,
+                },
+                recv(results.as_ref().unwrap_or(&never)) -> pinned => match pinned {
+                    Ok(pinned) => {
+                        solves.record(pinned, &mut coverage);
+                        status(&coverage);
                     }
-                    status(&coverage);
-                }
-                Message::Done(c, tally, error) => {
-                    tallies[c] = tally;
-                    if let (Some(e), None) = (error, &failure) {
-                        failure = Some(e);
-                        stop.request();
-                    }
-                    running -= 1;
-                    if running == 0 {
-                        // No view comes any more: the worker ends after its queue.
-                        jobs_tx = None;
-                    }
+                    Err(_) => worker_gone = true,
                 }
             }
+            if worker_gone {
+                results = None;
+            }
+        }
+        // No view comes any more: the worker ends after its queue, whose results are kept.
+        drop(jobs_tx);
+        for pinned in results.into_iter().flatten() {
+            solves.record(pinned, &mut coverage);
         }
     });
     if let Some(e) = failure {
