@@ -216,6 +216,7 @@ pub fn capture(
         limit_px: solve.max_principal_std_px,
     };
     let (jobs_tx, jobs_rx) = channel::unbounded::<(usize, Vec<BoardView>)>();
+    let queued = jobs_rx.clone();
     let (results_tx, results_rx) = channel::unbounded::<Pinned>();
     std::thread::scope(|scope| {
         let sizes = &sizes;
@@ -289,7 +290,9 @@ pub fn capture(
                 results = None;
             }
         }
-        // No view comes any more: the worker ends after its queue, whose results are kept.
+        // No view comes any more: the solves not started are dropped (the calibration solves
+        // every camera next), and the worker ends after the one it runs, whose result is kept.
+        while queued.try_recv().is_ok() {}
         drop(jobs_tx);
         for pinned in results.into_iter().flatten() {
             solves.record(pinned, &mut coverage);
