@@ -291,8 +291,19 @@ pub fn capture(
             }
         }
         // No view comes any more: the solves not started are dropped (the calibration solves
-        // every camera next), and the worker ends after the one it runs, whose result is kept.
-        while queued.try_recv().is_ok() {}
+        // every camera next) but a camera's first, so that the summary says how far every
+        // camera's views pin it; the worker ends after those, whose results are kept.
+        let first: Vec<_> = queued
+            .try_iter()
+            .filter(|(c, _)| {
+                coverage
+                    .get(*c)
+                    .is_some_and(|cov| cov.principal_std_px().is_none())
+            })
+            .collect();
+        for job in first {
+            let _ = jobs_tx.send(job);
+        }
         drop(jobs_tx);
         for pinned in results.into_iter().flatten() {
             solves.record(pinned, &mut coverage);
