@@ -15,13 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel as channel;
-use nalgebra::Vector2;
 
 use super::board::AprilGrid;
 use super::coverage::Coverage;
 use super::detect::{BoardDetector, Luma};
 use super::synthetic::MIN_CORNERS_PER_VIEW;
-use super::{calibrate_intrinsics, BoardView, CalibrateError, Corner, Settings};
+use super::{calibrate_intrinsics, BoardView, CalibrateError, CornerMeans, Settings};
 use crate::camera::source::{Source, SourceError};
 use crate::camera::stop::Stop;
 
@@ -424,8 +423,10 @@ pub fn average_still(views: &mut Vec<BoardView>, instant: usize, tolerance_px: f
             continue;
         };
         let anchor = views[first].corners.clone();
-        let mut sums: Vec<(Vector2<f64>, usize)> =
-            anchor.iter().map(|c| (c.pixel.coords, 1)).collect();
+        let mut means = CornerMeans::default();
+        for c in &anchor {
+            means.add(c.id, c.pixel);
+        }
         let mut folded = Vec::new();
         let mut next = instant + 1;
         while let Some(i) = views
@@ -443,23 +444,15 @@ pub fn average_still(views: &mut Vec<BoardView>, instant: usize, tolerance_px: f
                 break;
             }
             for c in &views[i].corners {
-                if let Some(k) = anchor.iter().position(|a| a.id == c.id) {
-                    sums[k].0 += c.pixel.coords;
-                    sums[k].1 += 1;
+                if means.contains(c.id) {
+                    means.add(c.id, c.pixel);
                 }
             }
             folded.push(i);
             next += 1;
         }
         most = most.max(folded.len());
-        views[first].corners = anchor
-            .iter()
-            .zip(&sums)
-            .map(|(a, (sum, n))| Corner {
-                id: a.id,
-                pixel: nalgebra::Point2::from(sum / *n as f64),
-            })
-            .collect();
+        views[first].corners = means.means(1);
         folded.sort_unstable_by(|a, b| b.cmp(a));
         for i in folded {
             views.remove(i);
@@ -473,6 +466,7 @@ mod tests {
     use nalgebra::Point2;
 
     use super::*;
+    use crate::calibrate::Corner;
 
     fn view(camera: usize, pose: usize, x: f64) -> BoardView {
         BoardView {

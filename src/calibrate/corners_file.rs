@@ -27,11 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use super::board::AprilGrid;
 use super::extrinsics::Anchor;
-use super::{BoardView, Corner};
+use super::{BoardView, CornerMeans};
 use crate::limits::{MAX_CALIBRATION_VIEWS as MAX_VIEWS, MAX_CAMERAS, MAX_CAMERA_SIDE};
-
-/// A corner's pixels summed over frames, and how many.
-type Sum = (f64, f64, u32);
 
 /// Why a corners file is refused; each names the file and where in it.
 #[derive(Debug, thiserror::Error)]
@@ -255,7 +252,7 @@ impl CornersFile {
         }
         // A camera's frames of one instant (a board lying still) are one view, each corner
         // averaged over the frames that saw it.
-        let mut merged: BTreeMap<(usize, usize), BTreeMap<u32, Sum>> = BTreeMap::new();
+        let mut merged: BTreeMap<(usize, usize), CornerMeans> = BTreeMap::new();
         for (i, v) in self.views.iter().enumerate() {
             let Some(camera) = self.cameras.iter().position(|c| c.name == v.camera) else {
                 return Err(invalid(
@@ -293,8 +290,7 @@ impl CornersFile {
                         format!("pixel ({x}, {y}) is outside the {w} x {h} image"),
                     ));
                 }
-                let sum = view.entry(id).or_insert((0.0, 0.0, 0));
-                *sum = (sum.0 + x, sum.1 + y, sum.2 + 1);
+                view.add(id, Point2::new(x, y));
             }
         }
         let views = merged
@@ -302,13 +298,7 @@ impl CornersFile {
             .map(|((instant, camera), corners)| BoardView {
                 camera,
                 pose: instant,
-                corners: corners
-                    .into_iter()
-                    .map(|(id, (x, y, n))| Corner {
-                        id,
-                        pixel: Point2::new(x / f64::from(n), y / f64::from(n)),
-                    })
-                    .collect(),
+                corners: corners.means(1),
             })
             .collect();
         Ok(Corners {
@@ -323,6 +313,7 @@ impl CornersFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::Corner;
 
     fn file(views: Vec<ViewEntry>) -> CornersFile {
         CornersFile {

@@ -67,6 +67,39 @@ pub struct Corner {
     pub pixel: Point2<f64>,
 }
 
+/// Corners summed by id over the frames of a board lying still, for their means: averaged,
+/// a corner's detection noise falls with the square root of the frames.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CornerMeans {
+    sums: std::collections::BTreeMap<u32, (Vector2<f64>, usize)>,
+}
+
+impl CornerMeans {
+    /// Adds one frame's sighting of corner `id`.
+    pub(crate) fn add(&mut self, id: u32, pixel: Point2<f64>) {
+        let sum = self.sums.entry(id).or_insert((Vector2::zeros(), 0));
+        sum.0 += pixel.coords;
+        sum.1 += 1;
+    }
+
+    /// Whether corner `id` has been seen.
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        self.sums.contains_key(&id)
+    }
+
+    /// Each corner seen in `at_least` frames or more, at its mean, in the order of the ids.
+    pub(crate) fn means(self, at_least: usize) -> Vec<Corner> {
+        self.sums
+            .into_iter()
+            .filter(|(_, (_, n))| *n >= at_least.max(1))
+            .map(|(id, (sum, n))| Corner {
+                id,
+                pixel: Point2::from(sum / n as f64),
+            })
+            .collect()
+    }
+}
+
 /// The corners one camera saw of the board at one instant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoardView {

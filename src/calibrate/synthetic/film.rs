@@ -10,7 +10,7 @@ use super::{observe, MIN_CORNERS_PER_VIEW};
 use crate::calibrate::board::AprilGrid;
 use crate::calibrate::detect::{BoardDetector, Luma};
 use crate::calibrate::render::{Look, Pattern, Renderer};
-use crate::calibrate::Corner;
+use crate::calibrate::{Corner, CornerMeans};
 use crate::geom::Camera;
 
 /// The cameras' frames of the board, rendered and searched for its corners.
@@ -52,7 +52,7 @@ impl Film {
             return Vec::new();
         }
         let name = format!("camera {c}");
-        let mut sums: std::collections::BTreeMap<u32, (Vector2<f64>, usize)> = Default::default();
+        let mut means = CornerMeans::default();
         let frames = frames.max(1);
         for _ in 0..frames {
             let pixels = renderer.render(pattern, pose, &self.look, rng);
@@ -62,18 +62,10 @@ impl Film {
                 pixels,
             };
             for corner in self.detector.detect(&name, luma).unwrap_or_default() {
-                let e = sums.entry(corner.id).or_insert((Vector2::zeros(), 0));
-                e.0 += corner.pixel.coords;
-                e.1 += 1;
+                means.add(corner.id, corner.pixel);
             }
         }
-        sums.into_iter()
-            .filter(|(_, (_, n))| *n == frames)
-            .map(|(id, (sum, n))| Corner {
-                id,
-                pixel: Point2::from(sum / n as f64),
-            })
-            .collect()
+        means.means(frames)
     }
 }
 
