@@ -58,6 +58,17 @@ impl Intrinsics {
     }
 }
 
+/// The covariance of `fx fy cx cy k1 k2 p1 p2 k3`.
+type Covariance = SMatrix<f64, 9, 9>;
+
+/// The first camera's intrinsics covariance in `problem` at `state`; `None` where the
+/// views leave them undetermined.
+fn covariance_of(problem: &mut Reprojection, state: &State) -> Option<Covariance> {
+    problem
+        .intrinsics_covariance(state)
+        .and_then(|c| c.first().copied())
+}
+
 /// Points per side of the grid [`lens_std_px`] looks over, corners included.
 const LENS_GRID: u32 = 17;
 
@@ -65,7 +76,7 @@ const LENS_GRID: u32 = 17;
 /// frame's corners (pixels), from the covariance of `camera`'s `k1 k2 p1 p2 k3`: at each
 /// point the ray through it is held, the lens terms vary, and the larger axis of the pixel's
 /// spread counts.
-fn lens_std_px(camera: &Camera, covariance: &SMatrix<f64, 9, 9>) -> f64 {
+fn lens_std_px(camera: &Camera, covariance: &Covariance) -> f64 {
     let lens = covariance.fixed_view::<5, 5>(4, 4);
     let mut worst: f64 = 0.0;
     for i in 0..LENS_GRID {
@@ -312,6 +323,8 @@ pub fn calibrate_intrinsics(
         boards,
     };
     let mut state = settle(name, board, views, &hs, &mut problem, state, settings)?;
+    // The covariance at the solution, where a freed term's check already computed it.
+    let mut covariance = None;
     // `p1 p2` on top, kept unless they loosen the principal point: over a narrow field,
     // decentering moves the image much as a shifted principal point does, and the views
     // cannot tell the two apart. No test on the squares: a decentred lens leaves its mark at
@@ -320,7 +333,7 @@ pub fn calibrate_intrinsics(
     if settings.tangential == Term::Auto {
         let free = free_with(true, k3);
         if let Some(better) = if_better(name, &problem, &state, &free, None, settings)? {
-            (problem, state) = better;
+            (problem, state, covariance) = (better.0, better.1, Some(better.2));
             tangential = true;
         }
     }
@@ -329,7 +342,7 @@ pub fn calibrate_intrinsics(
     if settings.k3 == Term::Auto {
         let free = free_with(tangential, true);
         if let Some(better) = if_better(name, &problem, &state, &free, Some(K3_CHI2), settings)? {
-            (problem, state) = better;
+            (problem, state, covariance) = (better.0, better.1, Some(better.2));
             k3 = true;
         }
     }
@@ -356,16 +369,15 @@ pub fn calibrate_intrinsics(
         .map(|((i, _), p)| (views[*i].pose, *p))
         .collect();
     let max_tilt_deg = state.boards.iter().map(tilt_deg).fold(0.0, f64::max);
-    let covariance = problem
-        .intrinsics_covariance(&state)
-        .and_then(|c| c.first().copied())
+    let covariance = covariance
+        .or_else(|| covariance_of(&mut problem, &state))
         .ok_or_else(|| CalibrateError::Degenerate {
             camera: name.to_owned(),
             what: "the views leave the intrinsics undetermined",
         })?;
     let std_dev: [f64; 9] = std::array::from_fn(|i| covariance[(i, i)].max(0.0).sqrt());
     let lens_std_px = lens_std_px(&state.cameras[0], &covariance);
-    let std_px = std_dev[2].max(std_dev[3]);
+    let std_px = principal_std_px(&covariance);
     if std_px > settings.max_principal_std_px {
         return Err(CalibrateError::Uncertain {
             camera: name.to_owned(),
@@ -384,8 +396,8 @@ pub fn calibrate_intrinsics(
     })
 }
 
-/// The problem `held` solves with the parameters of `free` moving, solved from `state`, if it
-/// leaves the principal point pinned (its standard deviation within
+/// The problem `held` solves with the parameters of `free` moving, solved from `state`, with
+/// its covariance, if it leaves the principal point pinned (its standard deviation within
 /// `settings.max_principal_std_px`) and, given a `chi2`, lowers the squares by more than
 /// noise: a likelihood-ratio test, the drop in the sum of squares over the noise variance
 /// the freed fit leaves being chi-squared (with as many degrees of freedom as parameters
@@ -397,7 +409,7 @@ fn if_better(
     free: &Free,
     chi2: Option<f64>,
     settings: &Settings,
-) -> Result<Option<(Reprojection, State)>, CalibrateError> {
+) -> Result<Option<(Reprojection, State, Covariance)>, CalibrateError> {
     let mut freed = Reprojection::new(held.observations().to_vec(), free, settings.huber_px);
     let tried = solver(name, "intrinsics", &mut freed, state.clone(), &settings.lm)?;
     let n = held.observations().len();
@@ -408,23 +420,24 @@ fn if_better(
     );
     let dof = (2 * n).saturating_sub(freed.dim()).max(1);
     let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
-    let principal_std_px = principal_std_px(&mut freed, &tried);
+    let more = freed.dim() - held.dim();
+    if chi2.is_some_and(|chi2| statistic <= chi2) {
+        log::debug!("intrinsics `{name}`: {more} more parameters lower the squares by {statistic:.1} noise variances");
+        return Ok(None);
+    }
+    let Some(covariance) = covariance_of(&mut freed, &tried) else {
+        return Ok(None);
+    };
+    let std_px = principal_std_px(&covariance);
     log::debug!(
-        "intrinsics `{name}`: {} more parameters lower the squares by {statistic:.1} noise variances, principal point to {principal_std_px:.2} px",
-        freed.dim() - held.dim()
+        "intrinsics `{name}`: {more} more parameters lower the squares by {statistic:.1} noise variances, principal point to {std_px:.2} px"
     );
-    Ok((chi2.is_none_or(|chi2| statistic > chi2)
-        && principal_std_px <= settings.max_principal_std_px)
-        .then_some((freed, tried)))
+    Ok((std_px <= settings.max_principal_std_px).then_some((freed, tried, covariance)))
 }
 
-/// The principal point's larger standard deviation (pixels) in the first camera of `problem`
-/// solved at `state`; infinite where the views leave it undetermined.
-fn principal_std_px(problem: &mut Reprojection, state: &State) -> f64 {
-    problem
-        .intrinsics_covariance(state)
-        .and_then(|c| c.first().map(|c| c[(2, 2)].max(c[(3, 3)]).max(0.0).sqrt()))
-        .unwrap_or(f64::INFINITY)
+/// The principal point's larger standard deviation (pixels) from the intrinsics' covariance.
+fn principal_std_px(covariance: &Covariance) -> f64 {
+    covariance[(2, 2)].max(covariance[(3, 3)]).max(0.0).sqrt()
 }
 
 /// Solves from the closed-form start: a pass, then the views left far from their corners

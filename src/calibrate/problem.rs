@@ -256,6 +256,15 @@ impl Reprojection {
 }
 
 impl Reprojection {
+    /// The board poses' parameter blocks (start, size), past the cameras': no corner ties two
+    /// of them, which is what [`schur_reduce`] needs.
+    fn board_blocks(&self) -> Vec<(usize, usize)> {
+        (self.camera_dim..self.dim)
+            .step_by(6)
+            .map(|at| (at, 6))
+            .collect()
+    }
+
     /// Each camera's covariance of `fx fy cx cy k1 k2 p1 p2 k3` (OpenCV's order) at the
     /// solution `s`, zero in the rows and columns of a term held: the inverse of the
     /// Gauss-Newton normal matrix reduced onto the cameras' parameters (the board poses
@@ -273,8 +282,7 @@ impl Reprojection {
         self.linearize(s, &mut jtj, &mut jtr)
             .ok()
             .filter(|c| c.is_finite())?;
-        let blocks: Vec<(usize, usize)> = (nc..dim).step_by(6).map(|at| (at, 6)).collect();
-        let (reduced, _) = schur_reduce(&jtj, nc, &blocks)?;
+        let (reduced, _) = schur_reduce(&jtj, nc, &self.board_blocks())?;
         let inverse = reduced.cholesky()?.inverse();
         let squares: f64 = self
             .residuals(s)
@@ -349,9 +357,7 @@ impl Problem for Reprojection {
     /// The Schur complement on the board poses: no observation ties two boards, so each
     /// board's 6 x 6 block stands alone (`schur_solve`).
     fn solve(&self, a: &DMatrix<f64>, b: &mut DVector<f64>) -> bool {
-        let nc = self.camera_dim;
-        let blocks: Vec<(usize, usize)> = (nc..self.dim).step_by(6).map(|at| (at, 6)).collect();
-        schur_solve(a, b, nc, &blocks)
+        schur_solve(a, b, self.camera_dim, &self.board_blocks())
     }
 
     fn step(&self, s: &State, delta: &[f64]) -> State {

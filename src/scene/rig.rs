@@ -40,11 +40,11 @@ pub fn demo_rig_at(root: Point3<f64>) -> Result<[Camera; 4], CameraError> {
     // with a 24 degree lens: the frame spans 0.21 m at the face, which a 200 mm face fills.
     // A narrow lens bends less: its distortion a quarter of the wide lenses'.
     let narrow = Distortion {
-        k1: -0.02,
-        k2: 0.0025,
-        p1: 0.000125,
-        p2: -0.000075,
-        k3: 0.0,
+        k1: lens.k1 / 4.0,
+        k2: lens.k2 / 4.0,
+        p1: lens.p1 / 4.0,
+        p2: lens.p2 / 4.0,
+        k3: lens.k3 / 4.0,
     };
     let face = Camera::look_at(
         at(0.08, -0.58, 0.69),
