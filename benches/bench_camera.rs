@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hailo_edge::camera::{CameraId, Frame, PixelFormat, PooledBuffer, TimestampSource};
+use hailo_edge::camera::{CameraId, Frame, PixelFormat};
 use hailo_edge::preprocess::{
     mjpeg_decoder, Filter, Fit, InputLayout, InputSpec, Layout, MjpegDecoder, PreprocessConfig,
     Preprocessor,
@@ -143,17 +143,7 @@ fn main() {
             },
         )
         .expect("preprocessor");
-        let frame = Frame {
-            camera: CameraId(0),
-            format,
-            width,
-            height,
-            capture_ns: 0,
-            sequence: 0,
-            timestamp_source: TimestampSource::Synthetic,
-            data: PooledBuffer::detached(data.to_vec()),
-            truth: None,
-        };
+        let frame = Frame::still(CameraId(0), format, width, height, data.to_vec());
         let mut out = vec![0u8; pre.spec().layout.len(side, side)];
         let (median, min) = time(|| {
             pre.run_into(&frame, &mut out).expect("preprocess");

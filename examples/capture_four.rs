@@ -141,10 +141,7 @@ fn main() -> anyhow::Result<()> {
     } else {
         for (i, spec) in o.devices.iter().enumerate() {
             let src = V4l2Source::open(v4l2_config(spec, i as u32)?)?;
-            recorded.push(RecordedCamera {
-                info: src.info().clone(),
-                calibration: None,
-            });
+            recorded.push(src.info().clone().into());
             sources.push(Box::new(src));
         }
     }

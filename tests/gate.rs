@@ -409,9 +409,7 @@ fn the_command_reads_images_prints_the_pairing_and_exits_by_the_bound() {
 #[test]
 fn a_recordings_camera_gives_the_frames_and_a_missing_camera_is_named() {
     use hailo_edge::camera::record::{RecordedCamera, Recorder};
-    use hailo_edge::camera::{
-        CameraId, Frame, PixelFormat, PooledBuffer, SourceInfo, TimestampSource,
-    };
+    use hailo_edge::camera::{CameraId, Frame, PixelFormat, SourceInfo, TimestampSource};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rig.mcap");
     let info = |camera: u32| SourceInfo {
@@ -423,26 +421,15 @@ fn a_recordings_camera_gives_the_frames_and_a_missing_camera_is_named() {
         fps: 30.0,
         timestamp_source: TimestampSource::Synthetic,
     };
-    let cams: Vec<RecordedCamera> = (0..2)
-        .map(|c| RecordedCamera {
-            info: info(c),
-            calibration: None,
-        })
-        .collect();
+    let cams: Vec<RecordedCamera> = (0..2).map(|c| info(c).into()).collect();
     let mut rec = Recorder::create(&path, &cams).unwrap();
     for sequence in 0..3u64 {
         for camera in 0..2u32 {
             let rgb = picture(96, 64, camera * 10 + sequence as u32);
             rec.write(&Frame {
-                camera: CameraId(camera),
-                format: PixelFormat::Rgb24,
-                width: 96,
-                height: 64,
                 capture_ns: 1_000_000 * (sequence + 1),
                 sequence,
-                timestamp_source: TimestampSource::Synthetic,
-                data: PooledBuffer::detached(rgb.into_raw()),
-                truth: None,
+                ..Frame::still(CameraId(camera), PixelFormat::Rgb24, 96, 64, rgb.into_raw())
             })
             .unwrap();
         }

@@ -9,7 +9,6 @@ use std::path::Path;
 
 use common::cli::{admitted, hailo_edge, read_json, succeed};
 use foxglove::messages::{FrameTransforms, ImageAnnotations, SceneUpdate};
-use hailo_edge::camera::pool::PooledBuffer;
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
 use hailo_edge::camera::{CameraId, Frame, PixelFormat, SourceInfo, TimestampSource};
 use prost::Message as _;
@@ -231,15 +230,15 @@ fn recording_elsewhere(path: &Path, frames: u64) -> Vec<hailo_edge::geom::Camera
         for (i, c) in cams.iter().enumerate() {
             let len = (c.width * c.height * 2) as usize;
             rec.write(&Frame {
-                camera: CameraId(i as u32),
-                format: PixelFormat::Yuyv,
-                width: c.width,
-                height: c.height,
                 capture_ns: 1_000_000_000 + k * 8_333_333,
                 sequence: k,
-                timestamp_source: TimestampSource::Synthetic,
-                data: PooledBuffer::detached(vec![(k as u8).wrapping_mul(7); len]),
-                truth: None,
+                ..Frame::still(
+                    CameraId(i as u32),
+                    PixelFormat::Yuyv,
+                    c.width,
+                    c.height,
+                    vec![(k as u8).wrapping_mul(7); len],
+                )
             })
             .unwrap();
         }

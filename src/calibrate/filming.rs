@@ -10,7 +10,6 @@ use rand::SeedableRng;
 use super::render::{Look, Pattern, Renderer};
 use super::synthetic::{observe, Capture};
 use crate::camera::frame::{CameraId, Frame, PixelFormat, TimestampSource};
-use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordError, RecordedCamera, Recorder};
 use crate::camera::source::SourceInfo;
 
@@ -124,17 +123,13 @@ pub fn film(
                         cam.width as usize * cam.height as usize
                     ],
                 };
-                let frame = Frame {
-                    camera: CameraId(c as u32),
-                    format: PixelFormat::Grey,
-                    width: cam.width,
-                    height: cam.height,
-                    capture_ns: 0,
-                    sequence: 0,
-                    timestamp_source: TimestampSource::Synthetic,
-                    data: PooledBuffer::detached(pixels),
-                    truth: None,
-                };
+                let frame = Frame::still(
+                    CameraId(c as u32),
+                    PixelFormat::Grey,
+                    cam.width,
+                    cam.height,
+                    pixels,
+                );
                 shown[c] = Some((pose, frame));
             }
             let Some((_, frame)) = &mut shown[c] else {

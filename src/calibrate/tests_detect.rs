@@ -111,19 +111,9 @@ fn a_mirrored_or_empty_frame_gives_no_corners() {
 
 #[test]
 fn luma_is_read_from_every_camera_format() {
-    use crate::camera::frame::{CameraId, Frame, PixelFormat, TimestampSource};
-    use crate::camera::pool::PooledBuffer;
-    let frame = |format, data: Vec<u8>| Frame {
-        camera: CameraId(0),
-        format,
-        width: 4,
-        height: 2,
-        capture_ns: 0,
-        sequence: 0,
-        timestamp_source: TimestampSource::Synthetic,
-        data: PooledBuffer::detached(data),
-        truth: None,
-    };
+    use crate::camera::frame::{CameraId, Frame, PixelFormat};
+
+    let frame = |format, data: Vec<u8>| Frame::still(CameraId(0), format, 4, 2, data);
     let y: Vec<u8> = (10..18).collect();
     let yuyv: Vec<u8> = y.iter().flat_map(|&v| [v, 128]).collect();
     let nv12: Vec<u8> = y.iter().copied().chain([128; 4]).collect();

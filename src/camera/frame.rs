@@ -157,6 +157,30 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A frame whose bytes came from no camera's stream: a still read from a
+    /// file, a rendered pattern, a benchmark's input. Its time and sequence
+    /// are zero and its stamp is [`TimestampSource::Synthetic`]; a caller that
+    /// knows better sets them with struct update syntax.
+    pub fn still(
+        camera: CameraId,
+        format: PixelFormat,
+        width: u32,
+        height: u32,
+        data: Vec<u8>,
+    ) -> Frame {
+        Frame {
+            camera,
+            format,
+            width,
+            height,
+            capture_ns: 0,
+            sequence: 0,
+            timestamp_source: TimestampSource::Synthetic,
+            data: PooledBuffer::detached(data),
+            truth: None,
+        }
+    }
+
     /// Checks that the sides are within [`MAX_CAMERA_SIDE`] and the data
     /// length matches format and size.
     ///
@@ -237,17 +261,7 @@ mod tests {
     use super::*;
 
     fn frame(format: PixelFormat, len: usize) -> Frame {
-        Frame {
-            camera: CameraId(2),
-            format,
-            width: 4,
-            height: 2,
-            capture_ns: 0,
-            sequence: 0,
-            timestamp_source: TimestampSource::Synthetic,
-            data: PooledBuffer::detached(vec![0; len]),
-            truth: None,
-        }
+        Frame::still(CameraId(2), format, 4, 2, vec![0; len])
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::GateError;
 use crate::camera::replay::{Pacing, Recording};
 use crate::camera::synthetic::{mixed_rig, SyntheticSource};
 use crate::camera::v4l2::{V4l2Config, V4l2Source};
-use crate::camera::{CameraId, Frame, PixelFormat, PooledBuffer, Source, TimestampSource};
+use crate::camera::{CameraId, Frame, PixelFormat, PooledBuffer, Source};
 use crate::preprocess::Preprocessor;
 use crate::scene::MarkerScene;
 
@@ -190,15 +190,8 @@ fn image_frame(path: &Path, sequence: u64) -> Result<Frame, GateError> {
         (PixelFormat::Rgb24, w, h, rgb.into_raw())
     };
     Ok(Frame {
-        camera: CameraId(0),
-        format,
-        width,
-        height,
-        capture_ns: 0,
         sequence,
-        timestamp_source: TimestampSource::Synthetic,
-        data: PooledBuffer::detached(data),
-        truth: None,
+        ..Frame::still(CameraId(0), format, width, height, data)
     })
 }
 

@@ -1,17 +1,10 @@
 use super::*;
-use crate::camera::frame::TimestampSource;
 
 fn frame(format: PixelFormat, w: u32, h: u32, data: Vec<u8>) -> Frame {
     Frame {
-        camera: CameraId(1),
-        format,
-        width: w,
-        height: h,
         capture_ns: 42,
         sequence: 7,
-        timestamp_source: TimestampSource::Synthetic,
-        data: PooledBuffer::detached(data),
-        truth: None,
+        ..Frame::still(CameraId(1), format, w, h, data)
     }
 }
 

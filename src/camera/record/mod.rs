@@ -58,6 +58,16 @@ pub struct RecordedCamera {
     pub calibration: Option<Camera>,
 }
 
+/// A camera recorded without a calibration.
+impl From<SourceInfo> for RecordedCamera {
+    fn from(info: SourceInfo) -> RecordedCamera {
+        RecordedCamera {
+            info,
+            calibration: None,
+        }
+    }
+}
+
 /// Why an MCAP file could not be read or written, naming the file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

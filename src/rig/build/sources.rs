@@ -185,8 +185,8 @@ fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::pool::PooledBuffer;
-    use crate::camera::record::{RecordedCamera, Recorder};
+
+    use crate::camera::record::Recorder;
     use crate::camera::{Frame, SourceInfo, TimestampSource};
 
     /// A recording of one 4x2 grey camera, replayed into a rig camera of
@@ -203,24 +203,10 @@ mod tests {
             fps: 30.0,
             timestamp_source: TimestampSource::Synthetic,
         };
-        let mut rec = Recorder::create(
-            &path,
-            &[RecordedCamera {
-                info,
-                calibration: None,
-            }],
-        )
-        .unwrap();
+        let mut rec = Recorder::create(&path, &[info.into()]).unwrap();
         rec.write(&Frame {
-            camera: CameraId(0),
-            format: PixelFormat::Grey,
-            width: 4,
-            height: 2,
             capture_ns: 1,
-            sequence: 0,
-            timestamp_source: TimestampSource::Synthetic,
-            data: PooledBuffer::detached(vec![0; 8]),
-            truth: None,
+            ..Frame::still(CameraId(0), PixelFormat::Grey, 4, 2, vec![0; 8])
         })
         .unwrap();
         rec.finish().unwrap();

@@ -386,20 +386,14 @@ impl LiveTap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::pool::PooledBuffer;
-    use crate::camera::{CameraId, TimestampSource};
+
+    use crate::camera::CameraId;
 
     fn frame(capture_ns: u64) -> Frame {
         Frame {
-            camera: CameraId(0),
-            format: PixelFormat::Grey,
-            width: 2,
-            height: 2,
             capture_ns,
             sequence: capture_ns,
-            timestamp_source: TimestampSource::Synthetic,
-            data: PooledBuffer::detached(vec![1, 2, 3, 4]),
-            truth: None,
+            ..Frame::still(CameraId(0), PixelFormat::Grey, 2, 2, vec![1, 2, 3, 4])
         }
     }
 

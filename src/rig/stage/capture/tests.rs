@@ -208,21 +208,14 @@ fn a_camera_at_a_thousandth_of_a_frame_per_second_stops_at_once() {
 
 #[test]
 fn a_replayed_frame_stamped_a_million_seconds_ahead_does_not_hold_the_stop() {
-    use crate::camera::record::{RecordedCamera, Recorder};
+    use crate::camera::record::Recorder;
     use crate::camera::replay::{Pacing, Recording};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("far.mcap");
     let src = small_rig(1).remove(0);
     let info = src.info().clone();
     let mut src = src;
-    let mut rec = Recorder::create(
-        &path,
-        &[RecordedCamera {
-            info,
-            calibration: None,
-        }],
-    )
-    .unwrap();
+    let mut rec = Recorder::create(&path, &[info.into()]).unwrap();
     let first = src.next_frame().unwrap();
     let mut far = src.next_frame().unwrap();
     far.capture_ns = first.capture_ns + 1_000_000 * 1_000_000_000;
