@@ -12,7 +12,7 @@ use hailo_edge::camera::PixelFormat;
 use hailo_edge::doctor::budget::Rig;
 use hailo_edge::first_light::{self, FirstLightConfig, Outcome, Status};
 use hailo_edge::metrics::plan::CameraMode;
-use hailo_edge::metrics::utilisation_report::{load_any, Backend, ReportError, ReportKind};
+use hailo_edge::metrics::utilisation_report::{load_any, ReportError, ReportKind};
 use hailo_edge::npu::sim::SimProfile;
 use hailo_edge::rig::{run, RigConfig, RunOptions};
 use serde_json::Value;
@@ -270,7 +270,7 @@ fn plan_reads_a_run_report_and_says_so() {
     let loaded = load_any(&path).unwrap();
     assert_eq!(loaded.kind, ReportKind::Run);
     let r = &loaded.report;
-    assert_eq!(r.backend, Backend::Simulator);
+    assert_eq!(r.backend, hailo_edge::metrics::figure::BackendKind::Sim);
     let sides: Vec<Option<u32>> = r.graphs.iter().map(|g| g.side).collect();
     assert_eq!(sides, [Some(288), Some(432)]);
     for g in &r.graphs {

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use common::{configured, open, tiny_hef};
 use hailo_edge::metrics::ops::builder::{value_info, Dim};
-use hailo_edge::npu::sim::{DeviceProfile, Figure, Link, OutputKind, ReferenceModel, SimProfile};
+use hailo_edge::npu::sim::{
+    DeviceProfile, Link, OutputKind, ProfileFigure, ReferenceModel, SimProfile,
+};
 use hailo_edge::npu::{Direction, FormatType};
 use prost::Message;
 use tract_onnx::pb;
@@ -66,7 +68,7 @@ fn outputs_are_the_reference_graph_quantised() {
     // A device slow enough that 72 ops take one second shows the ops came
     // from the ONNX (the HEF states none).
     let slow = DeviceProfile {
-        int8_ops_per_s: Figure::assumed(240.0, "test: 72 ops at 30 % take 1 s"),
+        int8_ops_per_s: ProfileFigure::assumed(240.0, "test: 72 ops at 30 % take 1 s"),
         ..DeviceProfile::hailo10h().with_link(Link::free())
     };
     let device = open(SimProfile::new(slow).with_reference("ref", reference));

@@ -316,6 +316,14 @@ impl Direction {
             Direction::Output => "output",
         }
     }
+
+    /// The `hailo_stream_direction_t` value: host to device 0, device to host 1.
+    pub fn c_value(self) -> u32 {
+        match self {
+            Direction::Input => 0,
+            Direction::Output => 1,
+        }
+    }
 }
 
 /// Element type of a stream's device buffer.

@@ -6,10 +6,8 @@ use std::path::Path;
 
 use super::{BenchError, PointResult, Sweep};
 use crate::bench::measure::GraphMeasurement;
-use crate::metrics::figure::{Figure, Provenance};
-use crate::metrics::utilisation_report::{
-    Backend, GraphUtilisation, LatencyReport, UtilisationReport,
-};
+use crate::metrics::figure::{BackendKind, Figure, Provenance};
+use crate::metrics::utilisation_report::{GraphUtilisation, LatencyReport, UtilisationReport};
 
 /// The utilisation report of a sweep: one entry per graph, from the point where that graph
 /// reached its highest fps running alone (or, with no such point, in a pair). The planner plans
@@ -58,9 +56,9 @@ pub fn utilisation_report(sweep: &Sweep) -> Result<UtilisationReport, BenchError
         .collect();
     let m = &first.measurement;
     let mut report = if m.on_device {
-        UtilisationReport::new(Backend::Hailort, Some(m.device_id.clone()), graphs)
+        UtilisationReport::new(BackendKind::HailoRt, Some(m.device_id.clone()), graphs)
     } else {
-        UtilisationReport::new(Backend::Simulator, None, graphs)
+        UtilisationReport::new(BackendKind::Sim, None, graphs)
     };
     report.warnings.extend(m.backend_warning.clone());
     Ok(report)
@@ -116,16 +114,16 @@ pub fn check_provenance(report: &UtilisationReport) -> Result<(), ProvenanceErro
         for (name, p) in provenances {
             let field = format!("graphs[{i}].{name}");
             match (report.backend, p) {
-                (Backend::Simulator, Provenance::Measured { device }) => {
+                (BackendKind::Sim, Provenance::Measured { device }) => {
                     return Err(ProvenanceError::MeasuredOnSimulator {
                         field,
                         device: device.clone(),
                     })
                 }
-                (Backend::Simulator, Provenance::Modelled { assumed }) if assumed.is_empty() => {
+                (BackendKind::Sim, Provenance::Modelled { assumed }) if assumed.is_empty() => {
                     return Err(ProvenanceError::NoAssumptions { field })
                 }
-                (Backend::Hailort, _) if report.device.is_none() => {
+                (BackendKind::HailoRt, _) if report.device.is_none() => {
                     return Err(ProvenanceError::NoDevice)
                 }
                 _ => {}

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use hailo_edge::metrics::figure::BackendKind;
 use hailo_edge::metrics::ops;
 use hailo_edge::metrics::plan::{
     self, CameraMode, CheckFile, Comparison, CostModel, CostSource, RigPlan, Utilisation,
@@ -265,7 +266,7 @@ fn fit_status(rig: &RigPlan, exit_zero: bool) -> ExitCode {
 /// How the report's column is labelled: measured on the part, or modelled by the simulator.
 fn report_label(l: &LoadedReport) -> String {
     match &l.report.device {
-        Some(device) if l.report.backend == report::Backend::Hailort => {
+        Some(device) if l.report.backend == BackendKind::HailoRt => {
             format!("report: measured on {device}")
         }
         _ => "report: modelled by the simulator".to_owned(),

@@ -143,6 +143,27 @@ impl fmt::Display for Provenance {
     }
 }
 
+/// The backend a device figure comes from: HailoRT on a real part, or the
+/// simulator. Reports spell it `hailort` or `simulator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BackendKind {
+    /// HailoRT on a real part.
+    #[serde(rename = "hailort")]
+    HailoRt,
+    /// The built-in simulator (its device figures are modelled).
+    #[serde(rename = "simulator")]
+    Sim,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::HailoRt => "HailoRT",
+            BackendKind::Sim => "simulator",
+        })
+    }
+}
+
 /// The unit of a figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use super::figure::{Figure, Provenance, Unit};
+use super::figure::{BackendKind, Figure, Provenance, Unit};
 use super::stats::LatencySummary;
 use super::utilisation::{compute_share, ComputeShare, Precision};
 
@@ -80,16 +80,6 @@ pub enum ReportError {
         /// What was expected.
         reason: String,
     },
-}
-
-/// Which backend produced a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// HailoRT on a real part.
-    Hailort,
-    /// The built-in simulator (its figures are modelled).
-    Simulator,
 }
 
 /// What one graph achieved.
@@ -168,7 +158,7 @@ pub struct UtilisationReport {
     /// Always [`SCHEMA`].
     pub schema: String,
     /// Which backend ran.
-    pub backend: Backend,
+    pub backend: BackendKind,
     /// The device, when a real one ran.
     pub device: Option<String>,
     /// One entry per graph.
@@ -181,7 +171,11 @@ pub struct UtilisationReport {
 
 impl UtilisationReport {
     /// A report of `graphs` run on `backend` (and `device`, when real).
-    pub fn new(backend: Backend, device: Option<String>, graphs: Vec<GraphUtilisation>) -> Self {
+    pub fn new(
+        backend: BackendKind,
+        device: Option<String>,
+        graphs: Vec<GraphUtilisation>,
+    ) -> Self {
         Self {
             schema: SCHEMA.to_owned(),
             backend,
@@ -296,7 +290,7 @@ mod tests {
             Figure::measured(35.65, Unit::Gops, dev),
             Figure::measured(150.0, Unit::Fps, dev),
         );
-        UtilisationReport::new(Backend::Hailort, Some(dev.into()), vec![g])
+        UtilisationReport::new(BackendKind::HailoRt, Some(dev.into()), vec![g])
     }
 
     #[test]

@@ -198,10 +198,19 @@ impl UtilisationCurve {
         } else {
             "given"
         };
-        Ok(Self::constant(
+        Ok(Self::labelled(u, label))
+    }
+
+    /// [`DEFAULT_UTILISATION`], labelled as the planning default.
+    pub fn planning_default() -> Self {
+        Self::labelled(DEFAULT_UTILISATION, "planning default")
+    }
+
+    fn labelled(u: f64, label: &str) -> Self {
+        Self::constant(
             u,
             Provenance::modelled([Assumption::new("utilisation", format!("{u:.2} ({label})"))]),
-        ))
+        )
     }
 
     /// The share of `row` at each batch it publishes, linear in batch between them.

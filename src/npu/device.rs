@@ -34,24 +34,7 @@ pub enum Backend {
     Sim(SimProfile),
 }
 
-/// The backend a device actually runs on; reports spell it `hailort` or `simulator`, as the
-/// utilisation report's backend does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum BackendKind {
-    #[serde(rename = "hailort")]
-    HailoRt,
-    #[serde(rename = "simulator")]
-    Sim,
-}
-
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BackendKind::HailoRt => "HailoRT",
-            BackendKind::Sim => "simulator",
-        })
-    }
-}
+pub use crate::metrics::figure::BackendKind;
 
 /// Which backend ran and on which device, as every report names them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -4,35 +4,13 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hailort_sys::{hes_infer_model, hes_quant_info};
+pub use hef::Direction;
 
 use super::api::Api;
 use super::configured::ConfiguredModel;
 use super::device::{DeviceInner, Handle};
 use super::error::NpuError;
 use super::result;
-
-/// Direction of a stream, seen from the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
-    Input,
-    Output,
-}
-
-impl Direction {
-    pub(crate) fn c_value(self) -> u32 {
-        match self {
-            Direction::Input => 0,
-            Direction::Output => 1,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Direction::Input => "input",
-            Direction::Output => "output",
-        }
-    }
-}
 
 /// Element type of a user buffer (`hailo_format_type_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -41,6 +41,7 @@ pub mod error;
 mod identity;
 mod infer_model;
 mod job;
+pub mod link;
 mod open_params;
 pub mod probe;
 mod reaper;

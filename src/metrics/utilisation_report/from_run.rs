@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Backend, GraphUtilisation, ReportError, UtilisationReport, SCHEMA};
-use crate::metrics::figure::{Figure, Provenance};
+use super::{GraphUtilisation, ReportError, UtilisationReport, SCHEMA};
+use crate::metrics::figure::{BackendKind, Figure, Provenance};
 use crate::metrics::utilisation::Precision;
 
 /// The schema tag of the run report.
@@ -143,8 +143,8 @@ fn from_run_json(path: &str, value: serde_json::Value) -> Result<UtilisationRepo
     };
     let backend = match run.what_ran.backend.as_str() {
         // The documented names, and the variant names of the same schema version.
-        "hailort" | "HailoRt" => Backend::Hailort,
-        "simulator" | "Sim" => Backend::Simulator,
+        "hailort" | "HailoRt" => BackendKind::HailoRt,
+        "simulator" | "Sim" => BackendKind::Sim,
         _ => {
             return Err(field(
                 "what_ran.backend".into(),

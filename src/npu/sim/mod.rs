@@ -44,7 +44,7 @@ pub use self::core::MAX_NETWORK_GROUPS;
 pub use device_stats::{ModelStats, SimStats};
 pub use faults::{Fault, FaultPlan};
 pub use model_spec::{OpsSource, OutputKind};
-pub use profile::{DeviceProfile, Figure, Link, LinkKind, Precision};
+pub use profile::{DeviceProfile, Link, LinkKind, ProfileFigure};
 pub use queue::releases_in_completion;
 pub use reference::{ReferenceError, ReferenceModel};
 pub use time_base::{ManualClock, TimeBase};

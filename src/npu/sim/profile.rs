@@ -14,11 +14,14 @@ use serde::Serialize;
 
 use crate::metrics::figure::Assumption;
 use crate::metrics::published::PublishedError;
+use crate::metrics::utilisation::Precision;
 use crate::metrics::utilisation_source::UtilisationCurve;
+use crate::npu::link::{PcieLink, PCIE_PRACTICAL_SHARE, USB_ETHERNET_BYTES_PER_S};
 
-/// One figure of a profile and its provenance.
+/// One constant of the timing model and where it comes from (a reported figure
+/// with a unit is [`crate::metrics::figure::Figure`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Figure {
+pub struct ProfileFigure {
     pub value: f64,
     /// Whether the value is an assumption rather than a published figure.
     pub assumed: bool,
@@ -26,10 +29,10 @@ pub struct Figure {
     pub source: &'static str,
 }
 
-impl Figure {
+impl ProfileFigure {
     /// A figure from a published source.
-    pub const fn published(value: f64, source: &'static str) -> Figure {
-        Figure {
+    pub const fn published(value: f64, source: &'static str) -> ProfileFigure {
+        ProfileFigure {
             value,
             assumed: false,
             source,
@@ -37,8 +40,8 @@ impl Figure {
     }
 
     /// An assumed figure, with the reason.
-    pub const fn assumed(value: f64, source: &'static str) -> Figure {
-        Figure {
+    pub const fn assumed(value: f64, source: &'static str) -> ProfileFigure {
+        ProfileFigure {
             value,
             assumed: true,
             source,
@@ -50,7 +53,7 @@ impl Figure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum LinkKind {
     /// PCIe DMA (`hailo1x_pci`).
-    Pcie { generation: u8, lanes: u8 },
+    Pcie(PcieLink),
     /// The USB part: hRPC over TCP over a USB-Ethernet gadget (0525:a4a1).
     UsbEthernet,
     /// No transfer cost (for overhead measurements and compute-only models).
@@ -60,7 +63,7 @@ pub enum LinkKind {
 impl std::fmt::Display for LinkKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LinkKind::Pcie { generation, lanes } => write!(f, "PCIe Gen{generation} x{lanes}"),
+            LinkKind::Pcie(l) => write!(f, "PCIe Gen{} x{}", l.gen, l.width),
             LinkKind::UsbEthernet => f.write_str("USB Ethernet"),
             LinkKind::Free => f.write_str("free"),
         }
@@ -72,38 +75,36 @@ impl std::fmt::Display for LinkKind {
 pub struct Link {
     pub kind: LinkKind,
     /// Effective payload bandwidth, bytes per second.
-    pub bytes_per_s: Figure,
+    pub bytes_per_s: ProfileFigure,
     /// Fixed cost per transfer (one per burst and direction), seconds.
-    pub latency_s: Figure,
+    pub latency_s: ProfileFigure,
 }
 
 impl Link {
-    /// PCIe Gen3 x4: 3.94 GB/s raw; ~3.2 GB/s effective assumed (about 80 %
-    /// after TLP and descriptor overhead); 10 us per transfer assumed.
+    /// PCIe Gen3 x4: 3.94 GB/s after 128b/130b coding, [`PCIE_PRACTICAL_SHARE`] of it
+    /// usable (3.15 GB/s, assumed); 10 us per transfer assumed.
     pub const fn pcie_gen3_x4() -> Link {
+        let link = PcieLink { gen: 3, width: 4 };
         Link {
-            kind: LinkKind::Pcie {
-                generation: 3,
-                lanes: 4,
-            },
-            bytes_per_s: Figure::assumed(
-                3.2e9,
-                "PCIe Gen3 x4 is 3.94 GB/s raw; 80 % effective assumed, not measured",
+            kind: LinkKind::Pcie(link),
+            bytes_per_s: ProfileFigure::assumed(
+                link.coded_bytes_per_s() * PCIE_PRACTICAL_SHARE,
+                "PCIe Gen3 x4 is 3.94 GB/s after coding; 80 % usable assumed, not measured",
             ),
-            latency_s: Figure::assumed(10e-6, "per-transfer DMA setup, assumed"),
+            latency_s: ProfileFigure::assumed(10e-6, "per-transfer DMA setup, assumed"),
         }
     }
 
-    /// USB-Ethernet (hRPC over TCP): 350 MB/s and 0.5 ms per transfer, both
-    /// assumed: HailoRT publishes no figure for its USB path.
+    /// USB-Ethernet (hRPC over TCP): [`USB_ETHERNET_BYTES_PER_S`] and 0.5 ms per
+    /// transfer, both assumed: HailoRT publishes no figure for its USB path.
     pub const fn usb_ethernet() -> Link {
         Link {
             kind: LinkKind::UsbEthernet,
-            bytes_per_s: Figure::assumed(
-                350e6,
+            bytes_per_s: ProfileFigure::assumed(
+                USB_ETHERNET_BYTES_PER_S,
                 "TCP over a USB 3 Ethernet gadget, 300-400 MB/s assumed; measure on the part",
             ),
-            latency_s: Figure::assumed(0.5e-3, "hRPC round trip over USB-Ethernet, assumed"),
+            latency_s: ProfileFigure::assumed(0.5e-3, "hRPC round trip over USB-Ethernet, assumed"),
         }
     }
 
@@ -111,8 +112,8 @@ impl Link {
     pub const fn free() -> Link {
         Link {
             kind: LinkKind::Free,
-            bytes_per_s: Figure::assumed(f64::INFINITY, "link time left out on purpose"),
-            latency_s: Figure::assumed(0.0, "link time left out on purpose"),
+            bytes_per_s: ProfileFigure::assumed(f64::INFINITY, "link time left out on purpose"),
+            latency_s: ProfileFigure::assumed(0.0, "link time left out on purpose"),
         }
     }
 
@@ -126,13 +127,6 @@ impl Link {
     }
 }
 
-/// Arithmetic precision the compute time is charged at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Precision {
-    Int8,
-    Int4,
-}
-
 /// Everything the timing model of one simulated device uses.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceProfile {
@@ -140,22 +134,23 @@ pub struct DeviceProfile {
     /// The chip HEFs are checked against.
     pub chip: Chip,
     /// Peak INT8 operations per second.
-    pub int8_ops_per_s: Figure,
+    pub int8_ops_per_s: ProfileFigure,
     /// Peak INT4 operations per second.
-    pub int4_ops_per_s: Figure,
+    pub int4_ops_per_s: ProfileFigure,
     /// On-card memory, bytes.
-    pub memory_bytes: Figure,
+    pub memory_bytes: ProfileFigure,
     pub link: Link,
     /// Time to switch the device from one network group to another, seconds.
-    pub switch_cost_s: Figure,
+    pub switch_cost_s: ProfileFigure,
     /// Share of peak the compute achieves on these graphs, by burst size.
     pub utilisation: UtilisationCurve,
+    /// The precision compute time is charged at (its peak).
     pub precision: Precision,
     /// How long a client asking for a "UNIQUE" VDevice waits for the
     /// device's current holder to close it before HAILO_DEVICE_IN_USE,
     /// seconds. Waited for on the real-time clock only; on a virtual clock
     /// the answer comes at once.
-    pub vdevice_wait_s: Figure,
+    pub vdevice_wait_s: ProfileFigure,
 }
 
 impl Default for DeviceProfile {
@@ -177,26 +172,26 @@ impl DeviceProfile {
         DeviceProfile {
             name: "hailo10h-pcie".into(),
             chip: Chip::Hailo10H,
-            int8_ops_per_s: Figure::published(20e12, "Hailo-10H: 20 TOPS INT8 (vendor figure)"),
-            int4_ops_per_s: Figure::published(40e12, "Hailo-10H: 40 TOPS INT4 (vendor figure)"),
-            memory_bytes: Figure::published(
+            int8_ops_per_s: ProfileFigure::published(
+                Precision::Int8.hailo10h_peak_tops() * 1e12,
+                "Hailo-10H: 20 TOPS INT8 (vendor figure)",
+            ),
+            int4_ops_per_s: ProfileFigure::published(
+                Precision::Int4.hailo10h_peak_tops() * 1e12,
+                "Hailo-10H: 40 TOPS INT4 (vendor figure)",
+            ),
+            memory_bytes: ProfileFigure::published(
                 8.0 * 1024.0 * 1024.0 * 1024.0,
                 "Hailo-10H: 8 GB LPDDR4 on the card",
             ),
             link: Link::pcie_gen3_x4(),
-            switch_cost_s: Figure::assumed(
+            switch_cost_s: ProfileFigure::assumed(
                 1e-3,
                 "no published per-switch cost; HailoRT traces it as ActivateCoreOp duration",
             ),
-            utilisation: UtilisationCurve::constant(
-                crate::metrics::plan::DEFAULT_UTILISATION,
-                crate::metrics::figure::Provenance::modelled([Assumption::new(
-                    "utilisation",
-                    "0.30 (planning default)",
-                )]),
-            ),
+            utilisation: UtilisationCurve::planning_default(),
             precision: Precision::Int8,
-            vdevice_wait_s: Figure::published(
+            vdevice_wait_s: ProfileFigure::published(
                 5.0,
                 "HailoRT 5.2.0 hailort_server.cpp: WAIT_FOR_VDEVICE_TIMEOUT of the card's server",
             ),
@@ -217,10 +212,16 @@ impl DeviceProfile {
     pub fn zero_time() -> DeviceProfile {
         DeviceProfile {
             name: "zero-time".into(),
-            int8_ops_per_s: Figure::assumed(f64::INFINITY, "compute time left out on purpose"),
-            int4_ops_per_s: Figure::assumed(f64::INFINITY, "compute time left out on purpose"),
+            int8_ops_per_s: ProfileFigure::assumed(
+                f64::INFINITY,
+                "compute time left out on purpose",
+            ),
+            int4_ops_per_s: ProfileFigure::assumed(
+                f64::INFINITY,
+                "compute time left out on purpose",
+            ),
             link: Link::free(),
-            switch_cost_s: Figure::assumed(0.0, "switch time left out on purpose"),
+            switch_cost_s: ProfileFigure::assumed(0.0, "switch time left out on purpose"),
             ..DeviceProfile::hailo10h()
         }
     }
@@ -233,7 +234,7 @@ impl DeviceProfile {
 
     /// Same profile with another switch cost (seconds), marked assumed.
     pub fn with_switch_cost(mut self, seconds: f64, source: &'static str) -> DeviceProfile {
-        self.switch_cost_s = Figure::assumed(seconds, source);
+        self.switch_cost_s = ProfileFigure::assumed(seconds, source);
         self
     }
 
@@ -247,7 +248,7 @@ impl DeviceProfile {
     /// Same profile with another wait for a held device (seconds), marked
     /// assumed.
     pub fn with_vdevice_wait(mut self, seconds: f64, source: &'static str) -> DeviceProfile {
-        self.vdevice_wait_s = Figure::assumed(seconds, source);
+        self.vdevice_wait_s = ProfileFigure::assumed(seconds, source);
         self
     }
 
@@ -286,7 +287,7 @@ impl DeviceProfile {
     }
 
     /// Every figure, by name.
-    pub fn figures(&self) -> Vec<(&'static str, Figure)> {
+    pub fn figures(&self) -> Vec<(&'static str, ProfileFigure)> {
         vec![
             ("int8_ops_per_s", self.int8_ops_per_s),
             ("int4_ops_per_s", self.int4_ops_per_s),
@@ -298,7 +299,7 @@ impl DeviceProfile {
     }
 
     /// The figures that are assumptions, by name.
-    pub fn assumed(&self) -> Vec<(&'static str, Figure)> {
+    pub fn assumed(&self) -> Vec<(&'static str, ProfileFigure)> {
         self.figures()
             .into_iter()
             .filter(|(_, f)| f.assumed)
