@@ -81,7 +81,7 @@ fn usb_box_from_sysfs_with_cameras_from_flags() {
     assert_eq!(get("usb.gadget")["verdict"], "ok");
     assert_eq!(get("usb.speed")["verdict"], "ok");
     assert_eq!(get("net.hrpc")["verdict"], "fail");
-    // 432@600: 398.1 MB/s of features on Gen 1's 375 MB/s practical.
+    // 432@600: 398.1 MB/s of features; hRPC over Gen 1's gadget carries 350 MB/s.
     assert_eq!(get("budget.link")["verdict"], "fail");
     assert_eq!(json["budget"]["rig"], "1x432@600");
 }

@@ -11,8 +11,9 @@ use super::backend::BackendArg;
 use anyhow::Context;
 use clap::Args;
 use hailo_edge::doctor::budget::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource};
-use hailo_edge::doctor::{run_checks, DoctorConfig, SysRoot, DEFAULT_CARD_ADDR};
+use hailo_edge::doctor::{run_checks, DoctorConfig, SysRoot};
 use hailo_edge::metrics::plan::CameraMode;
+use hailo_edge::npu::probe::USB_CARD_ADDR;
 use hailo_edge::npu::sim::SimProfile;
 
 #[derive(Debug, Args)]
@@ -43,7 +44,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "ID")]
     device: Option<String>,
     /// The USB part's hRPC address.
-    #[arg(long, default_value_t = DEFAULT_CARD_ADDR)]
+    #[arg(long, default_value_t = USB_CARD_ADDR)]
     card: SocketAddr,
     /// How long to wait for the card's TCP handshake, in milliseconds.
     #[arg(long, default_value_t = 1000)]

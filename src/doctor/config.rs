@@ -20,8 +20,9 @@ use crate::npu::{Api, Backend, Device, DeviceOptions, NpuError};
 use super::budget::Rig;
 use super::{
     diagnose, hailort_compiled_in, identify, smoke, Check, Environment, GetIfAddrs, HostUsb,
-    ProcessAccess, Report, SysRoot, SysfsUsb, UsbBus, DEFAULT_CARD_ADDR,
+    ProcessAccess, Report, SysRoot, SysfsUsb, UsbBus,
 };
+use crate::npu::probe::USB_CARD_ADDR;
 
 /// The report of [`run_checks`]: its `Display` is the table.
 pub type DoctorReport = Report;
@@ -53,7 +54,7 @@ impl DoctorConfig {
     pub fn host(rig: Rig) -> Self {
         Self {
             root: SysRoot::host(),
-            card: DEFAULT_CARD_ADDR,
+            card: USB_CARD_ADDR,
             connect_timeout: Duration::from_secs(1),
             device_id: None,
             backend: Backend::Auto,

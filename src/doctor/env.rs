@@ -10,11 +10,6 @@ use std::time::Duration;
 use super::usb::UsbBus;
 use super::DoctorError;
 
-/// The USB part's hRPC endpoint: the card is 192.168.10.12 on the gadget link
-/// and `hailort_server` listens on TCP port 12133.
-pub const DEFAULT_CARD_ADDR: SocketAddr =
-    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(192, 168, 10, 12)), 12133);
-
 /// A prefix for the absolute paths the checks read (`/sys`, `/dev`, `/etc`,
 /// `/usr/lib`): `/` on the real machine, a temporary tree in tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +132,7 @@ pub struct Environment<'a> {
     pub net: &'a dyn Interfaces,
     /// access(2) for device nodes.
     pub access: &'a dyn Permissions,
-    /// The card's hRPC endpoint ([`DEFAULT_CARD_ADDR`] on a real box).
+    /// The card's hRPC endpoint ([`USB_CARD_ADDR`](crate::npu::probe::USB_CARD_ADDR) on a real box).
     pub card: SocketAddr,
     /// How long to wait for the card's TCP handshake.
     pub connect_timeout: Duration,

@@ -43,9 +43,7 @@ mod verdict;
 pub use config::{run_checks, DoctorConfig, DoctorReport};
 pub use smoke::{smoke_test, SmokeError, SmokeOutcome};
 
-pub use env::{
-    Environment, GetIfAddrs, Interfaces, Permissions, ProcessAccess, SysRoot, DEFAULT_CARD_ADDR,
-};
+pub use env::{Environment, GetIfAddrs, Interfaces, Permissions, ProcessAccess, SysRoot};
 pub use hailort::hailort_compiled_in;
 pub use usb::{HostUsb, SysfsUsb, UsbBus, UsbDevice, UsbSpeed};
 pub use verdict::{Check, Report, Verdict};

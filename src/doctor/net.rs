@@ -6,9 +6,8 @@ use std::time::Instant;
 
 use super::env::Environment;
 use super::{Check, Transports};
+use crate::npu::probe::USB_INTERFACE as INTERFACE;
 
-/// The name the udev rule gives the gadget's interface.
-pub const INTERFACE: &str = "usbnet0";
 /// The host's address on the gadget link.
 pub const HOST_ADDR: Ipv4Addr = Ipv4Addr::new(192, 168, 10, 11);
 

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::env::{Environment, SysRoot};
 use super::{Check, Transports};
+use crate::npu::link::PcieLink;
 
 /// PCI vendor id of Hailo.
 pub const HAILO_VENDOR: u16 = 0x1e60;
@@ -27,63 +28,6 @@ pub fn part(device_id: u16) -> Option<(&'static str, &'static str)> {
         0x43a2 => Some(("Hailo-15L", "hailo1x_pci")),
         0x26a2 => Some(("MARS/Hailo-12L", "hailo1x_pci")),
         _ => None,
-    }
-}
-
-/// A PCIe link: generation and lane count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PcieLink {
-    pub gen: u8,
-    pub width: u8,
-}
-
-impl PcieLink {
-    /// Parses sysfs `*_link_speed` ("8.0 GT/s PCIe", "8 GT/s") and
-    /// `*_link_width` ("4").
-    pub fn parse(speed: &str, width: &str) -> Option<Self> {
-        let gts: f64 = speed.split_whitespace().next()?.parse().ok()?;
-        let gen = match gts {
-            g if (g - 2.5).abs() < 0.01 => 1,
-            g if (g - 5.0).abs() < 0.01 => 2,
-            g if (g - 8.0).abs() < 0.01 => 3,
-            g if (g - 16.0).abs() < 0.01 => 4,
-            g if (g - 32.0).abs() < 0.01 => 5,
-            g if (g - 64.0).abs() < 0.01 => 6,
-            _ => return None,
-        };
-        let width = width.trim().parse().ok().filter(|w| *w > 0)?;
-        Some(Self { gen, width })
-    }
-
-    /// Raw transfer rate per lane in GT/s.
-    pub fn gts_per_lane(self) -> f64 {
-        match self.gen {
-            1 => 2.5,
-            2 => 5.0,
-            3 => 8.0,
-            4 => 16.0,
-            5 => 32.0,
-            _ => 64.0,
-        }
-    }
-
-    /// Bytes/s per direction after line coding (8b/10b up to Gen 2,
-    /// 128b/130b from Gen 3; Gen 6 FLIT overhead is not modelled).
-    pub fn coded_bytes_per_s(self) -> f64 {
-        let coding = if self.gen <= 2 { 0.8 } else { 128.0 / 130.0 };
-        self.gts_per_lane() * 1e9 * coding / 8.0 * f64::from(self.width)
-    }
-}
-
-impl std::fmt::Display for PcieLink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Gen{} x{} ({} GT/s per lane)",
-            self.gen,
-            self.width,
-            self.gts_per_lane()
-        )
     }
 }
 

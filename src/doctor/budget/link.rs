@@ -3,13 +3,12 @@
 
 use serde::Serialize;
 
-use crate::doctor::pcie::{PciFunction, PcieLink};
+use crate::doctor::pcie::PciFunction;
 use crate::doctor::usb::{UsbDevice, UsbSpeed};
+use crate::npu::link::{PcieLink, PCIE_PRACTICAL_SHARE, USB_ETHERNET_BYTES_PER_S};
 
 /// Share of a USB link's coded rate assumed usable for bulk transfers.
 pub const USB_PRACTICAL_SHARE: f64 = 0.75;
-/// Share of a PCIe link's coded rate assumed usable after TLP/DLLP overhead.
-pub const PCIE_PRACTICAL_SHARE: f64 = 0.80;
 /// Practical USB 2.0 High Speed throughput assumed (35-40 MB/s is typical).
 pub const USB2_PRACTICAL_BYTES_PER_S: f64 = 37.5e6;
 
@@ -31,7 +30,9 @@ pub struct Link {
 }
 
 impl Link {
-    /// A USB link at `speed`.
+    /// The USB part's link at `speed`: the bus's usable rate, bounded by what hRPC
+    /// over the part's Ethernet gadget is assumed to carry ([`USB_ETHERNET_BYTES_PER_S`],
+    /// the simulator's USB link), so that the budget and the simulator agree.
     pub fn usb(speed: UsbSpeed, basis: impl Into<String>) -> Self {
         let raw = speed.raw_bits_per_s() as f64;
         let (coded, practical, full_duplex, assumption) = match speed {
@@ -61,6 +62,24 @@ impl Link {
             ),
             _ => (raw / 8.0, raw / 8.0 * 0.6, false, "60% of raw (assumed)"),
         };
+        // The USB part is reached by hRPC over its Ethernet gadget, whose path the
+        // simulator's USB link assumes; the narrower of bus and path bounds the budget.
+        let path = USB_ETHERNET_BYTES_PER_S;
+        let assumption = if practical > path {
+            format!(
+                "{assumption}: {:.0} MB/s on the bus, but hRPC over the USB-Ethernet gadget is \
+                 assumed to carry {:.0} MB/s (not measured), which bounds it",
+                practical / 1e6,
+                path / 1e6
+            )
+        } else {
+            format!(
+                "{assumption}; below the {:.0} MB/s hRPC over the USB-Ethernet gadget is \
+                 assumed to carry (not measured)",
+                path / 1e6
+            )
+        };
+        let practical = practical.min(path);
         Self {
             name: speed.name().to_owned(),
             basis: basis.into(),
@@ -68,9 +87,7 @@ impl Link {
             coded_bytes_per_s: coded,
             practical_bytes_per_s: practical,
             full_duplex,
-            assumption: format!(
-                "{assumption}; the hRPC-over-TCP path of the USB part is not measured yet"
-            ),
+            assumption,
         }
     }
 

@@ -19,9 +19,7 @@ use super::Check;
 use crate::metrics::plan::CameraMode;
 
 pub use demand::{backbone_camera, graphs_from_hefs, GraphIo, Rig, ShapeSource};
-pub use link::{
-    pick_link, Link, PCIE_PRACTICAL_SHARE, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE,
-};
+pub use link::{pick_link, Link, USB2_PRACTICAL_BYTES_PER_S, USB_PRACTICAL_SHARE};
 
 /// Per-camera load, for reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,7 +104,7 @@ impl LinkBudget {
                 "shared"
             }
         );
-        let fix = "fewer cameras or a lower fps, or a faster link (USB 3.1 Gen 2 port, PCIe)";
+        let fix = "fewer cameras or a lower fps, or a faster link (the PCIe part; a USB 3 port for a USB 2 link)";
         if u > 1.0 {
             Check::fail(ID, detail, fix)
         } else if u > WARN_UTILISATION {
@@ -165,15 +163,16 @@ impl fmt::Display for LinkBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::pcie::PcieLink;
     use crate::doctor::UsbSpeed;
+    use crate::npu::link::PcieLink;
 
     #[test]
     fn demo_rig_fits_gen1_at_the_design_split_not_at_the_taps_nor_usb2() {
         let rig = Rig::demo();
         let gen2 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::SuperPlus, "t")));
         assert_eq!(gen2.check().verdict, super::super::Verdict::Ok);
-        // Two (g, g, 256) maps a frame: 185.8 MB/s out, 50 % of Gen 1's 375 MB/s.
+        // Two (g, g, 256) maps a frame: 185.8 MB/s out, 53 % of the 350 MB/s the
+        // gadget's hRPC path is assumed to carry.
         let gen1 = LinkBudget::new(&rig, Some(Link::usb(UsbSpeed::Super, "t")));
         assert_eq!(gen1.check().verdict, super::super::Verdict::Ok);
         assert!((gen1.out_bytes_per_s - 185_794_560.0).abs() < 1.0);
@@ -207,9 +206,41 @@ mod tests {
     }
 
     #[test]
+    fn the_usb_part_is_bounded_by_the_hrpc_path_the_simulator_assumes() {
+        let sim = crate::npu::sim::Link::usb_ethernet().bytes_per_s.value;
+        for speed in [UsbSpeed::Super, UsbSpeed::SuperPlus, UsbSpeed::SuperPlusX2] {
+            let link = Link::usb(speed, "t");
+            assert!(
+                link.coded_bytes_per_s * USB_PRACTICAL_SHARE > sim,
+                "{speed:?}"
+            );
+            assert_eq!(link.practical_bytes_per_s, sim, "{speed:?}");
+            assert!(link.assumption.contains("350 MB/s"), "{}", link.assumption);
+        }
+        // The control: USB 2.0 carries less than the path, and the bus bounds it.
+        let usb2 = Link::usb(UsbSpeed::High, "t");
+        assert_eq!(usb2.practical_bytes_per_s, USB2_PRACTICAL_BYTES_PER_S);
+        assert!(usb2.practical_bytes_per_s < sim);
+    }
+
+    #[test]
+    fn a_pcie_gen3_x4_link_carries_what_the_simulator_assumes() {
+        let sim = crate::npu::sim::Link::pcie_gen3_x4().bytes_per_s.value;
+        let gen3 = Link::pcie(PcieLink { gen: 3, width: 4 }, "t");
+        assert!((gen3.practical_bytes_per_s - sim).abs() < 1.0, "{sim}");
+        // The control: a Gen3 x1 link is a quarter of it.
+        let x1 = Link::pcie(PcieLink { gen: 3, width: 1 }, "t");
+        assert!((x1.practical_bytes_per_s * 4.0 - sim).abs() < 1.0);
+        assert!((x1.practical_bytes_per_s - sim).abs() > 1e9);
+        // The gate's control: the simulator's former 3.2 GB/s would not pass it.
+        assert!((gen3.practical_bytes_per_s - 3.2e9).abs() >= 1.0);
+    }
+
+    #[test]
     fn budget_warns_near_capacity() {
-        // A 432 camera's features (663,552 B a frame) on Gen 1's 375 MB/s practical:
-        // 120 fps 79.6 MB/s (21%), 510 fps 338.4 MB/s (90%), 600 fps 398.1 MB/s (106%).
+        // A 432 camera's features (663,552 B a frame) on the 350 MB/s Gen 1 carries
+        // through the gadget: 120 fps 79.6 MB/s (23%), 510 fps 338.4 MB/s (97%),
+        // 600 fps 398.1 MB/s (114%).
         let gen1 = || Some(Link::usb(UsbSpeed::Super, "t"));
         let rig = |fps| Rig::with_backbone(vec![CameraMode::new(432, fps)]).unwrap();
         assert_eq!(
