@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// One view's residuals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ViewError {
+pub struct ViewResiduals {
     /// What the view is: a frame number, a timestamp, a board pose's name.
     pub view: String,
     /// Points compared.
@@ -25,21 +25,21 @@ pub struct ViewError {
 
 /// One camera's views.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CameraError {
+pub struct CameraResiduals {
     /// The camera's name.
     pub camera: String,
     /// Its views, in the order they were added.
-    pub views: Vec<ViewError>,
+    pub views: Vec<ViewResiduals>,
 }
 
 /// The reprojection error of a calibration, per camera and per view.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReprojectionReport {
     /// The cameras, in the order they were first added.
-    pub cameras: Vec<CameraError>,
+    pub cameras: Vec<CameraResiduals>,
 }
 
-impl ViewError {
+impl ViewResiduals {
     /// A view from its residuals (pixel distances); non-finite residuals count as
     /// infinitely large, so a failed projection never hides in the mean.
     pub fn from_residuals(view: impl Into<String>, residuals_px: &[f64]) -> Self {
@@ -58,7 +58,7 @@ impl ViewError {
             })
             .fold(0.0, f64::max);
         let n = residuals_px.len();
-        ViewError {
+        ViewResiduals {
             view: view.into(),
             points: n,
             rms_px: if n == 0 { 0.0 } else { (sq / n as f64).sqrt() },
@@ -67,7 +67,7 @@ impl ViewError {
     }
 }
 
-impl CameraError {
+impl CameraResiduals {
     /// Points over all views.
     pub fn points(&self) -> usize {
         self.views.iter().map(|v| v.points).sum()
@@ -86,7 +86,7 @@ impl CameraError {
     }
 
     /// The view with the largest RMS.
-    pub fn worst_view(&self) -> Option<&ViewError> {
+    pub fn worst_view(&self) -> Option<&ViewResiduals> {
         self.views
             .iter()
             .max_by(|a, b| a.rms_px.total_cmp(&b.rms_px))
@@ -96,10 +96,10 @@ impl CameraError {
 impl ReprojectionReport {
     /// Adds a view of `camera` from its residuals (pixel distances).
     pub fn add_view(&mut self, camera: &str, view: impl Into<String>, residuals_px: &[f64]) {
-        let v = ViewError::from_residuals(view, residuals_px);
+        let v = ViewResiduals::from_residuals(view, residuals_px);
         match self.cameras.iter_mut().find(|c| c.camera == camera) {
             Some(c) => c.views.push(v),
-            None => self.cameras.push(CameraError {
+            None => self.cameras.push(CameraResiduals {
                 camera: camera.to_string(),
                 views: vec![v],
             }),
@@ -108,7 +108,7 @@ impl ReprojectionReport {
 
     /// Root mean square over every camera's points; `None` without points.
     pub fn rms_px(&self) -> Option<f64> {
-        let n: usize = self.cameras.iter().map(CameraError::points).sum();
+        let n: usize = self.cameras.iter().map(CameraResiduals::points).sum();
         let sq: f64 = self
             .cameras
             .iter()
