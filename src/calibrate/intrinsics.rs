@@ -332,8 +332,8 @@ pub fn calibrate_intrinsics(
     // third of a pixel while the squares barely move.
     if settings.tangential == Term::Auto {
         let free = free_with(true, k3);
-        if let Some(better) = if_better(name, &problem, &state, &free, None, settings)? {
-            (problem, state, covariance) = (better.0, better.1, Some(better.2));
+        if let Some((p, s, c)) = if_better(name, &problem, &state, &free, None, settings)? {
+            (problem, state, covariance) = (p, s, Some(c));
             tangential = true;
         }
     }
@@ -341,8 +341,9 @@ pub fn calibrate_intrinsics(
     // else constrains the polynomial.
     if settings.k3 == Term::Auto {
         let free = free_with(tangential, true);
-        if let Some(better) = if_better(name, &problem, &state, &free, Some(K3_CHI2), settings)? {
-            (problem, state, covariance) = (better.0, better.1, Some(better.2));
+        if let Some((p, s, c)) = if_better(name, &problem, &state, &free, Some(K3_CHI2), settings)?
+        {
+            (problem, state, covariance) = (p, s, Some(c));
             k3 = true;
         }
     }

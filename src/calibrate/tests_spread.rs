@@ -305,11 +305,11 @@ fn without_decentring_over_seeds() {
         .map(|s| s.errors.principal_px)
         .collect();
     face.sort_by(f64::total_cmp);
+    assert_eq!((refused, face.len()), (0, 12));
     eprintln!(
         "face principal point {:.2} to {:.2} px off, median {:.2}",
         face[0],
         face[face.len() - 1],
         (face[5] + face[6]) / 2.0
     );
-    assert_eq!((refused, face.len()), (0, 12));
 }
