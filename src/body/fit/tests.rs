@@ -150,31 +150,15 @@ fn toy_limits(rig: &KeypointRig) -> Vec<Option<JointLimit>> {
         .collect()
 }
 
+/// A random pose of every bone, within 0.2 m of the origin.
 fn random_pose(
     rig: &KeypointRig,
     limits: &[Option<JointLimit>],
     rng: &mut impl Rng,
     amount: f64,
 ) -> Pose {
-    let mut pose = Pose::identity(rig.bones());
-    pose.translation = Vector3::new(
-        rng.gen_range(-0.2..0.2),
-        rng.gen_range(-0.2..0.2),
-        rng.gen_range(-0.05..0.05),
-    );
-    for (j, r) in pose.rotations.iter_mut().enumerate() {
-        let v = Vector3::new(
-            rng.gen_range(-1.0..1.0),
-            rng.gen_range(-1.0..1.0),
-            rng.gen_range(-1.0..1.0),
-        );
-        let a = if j == 0 { 0.4 * amount } else { amount };
-        *r = UnitQuaternion::from_scaled_axis(v * a);
-        if let Some(l) = &limits[j] {
-            *r = l.clamp(r).unwrap();
-        }
-    }
-    pose
+    let every: Vec<usize> = (0..rig.bones()).collect();
+    crate::scene::motion::random_pose(rig, limits, &every, amount, 0.2, rng)
 }
 
 fn observe(
