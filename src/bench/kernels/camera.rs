@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use super::{median_ms, thread_cpu_time, Kernel, KernelBenchError, Row, Work};
-use crate::camera::frame::{CameraId, Frame, PixelFormat, TimestampSource};
-use crate::camera::pool::PooledBuffer;
+use super::{median_ms, Kernel, KernelBenchError, Row, Work};
+use crate::camera::frame::{CameraId, Frame, PixelFormat};
+use crate::geom::time::ThreadCpu;
 use crate::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
 
 /// The camera sizes the table covers (width, height): 720p and 1080p.
@@ -37,17 +37,7 @@ fn frame(width: u32, height: u32) -> Frame {
             ((i / 2 % width as usize) as u32 * 200 / width + (seed >> 28)) as u8
         })
         .collect();
-    Frame {
-        camera: CameraId(0),
-        format: PixelFormat::Yuyv,
-        width,
-        height,
-        capture_ns: 0,
-        sequence: 0,
-        timestamp_source: TimestampSource::Synthetic,
-        data: PooledBuffer::detached(data),
-        truth: None,
-    }
+    Frame::still(CameraId(0), PixelFormat::Yuyv, width, height, data)
 }
 
 /// One row per camera size: the frame preprocessed `runs` times into a `side` tensor.
@@ -72,9 +62,10 @@ pub fn rows(side: usize, runs: usize) -> Result<Vec<Row>, KernelBenchError> {
             pre.run_into(&frame, &mut out).map_err(fail)?;
             let mut times: Vec<Duration> = Vec::with_capacity(runs);
             for _ in 0..runs.max(1) {
-                let t = thread_cpu_time();
+                // Thread CPU time: on a shared machine it leaves out waits for a core.
+                let t = ThreadCpu::start();
                 pre.run_into(&frame, &mut out).map_err(fail)?;
-                times.push(thread_cpu_time() - t);
+                times.push(t.elapsed().unwrap_or_default());
             }
             let work = work(side as u64);
             Ok(Row {

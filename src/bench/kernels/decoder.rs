@@ -8,8 +8,9 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::internal::format_err;
 use tract_onnx::tract_hir::tract_core::plan::eval;
 
-use super::{median_ms, thread_cpu_time, work, Kernel, KernelBenchError, Row, Work};
+use super::{median_ms, work, Kernel, KernelBenchError, Row, Work};
 use crate::decode::engine::tract::{prepare, read, TractKernels};
+use crate::geom::time::ThreadCpu;
 
 /// Deterministic inputs of the graph's input shapes, values in [-1, 1).
 ///
@@ -62,10 +63,11 @@ pub fn rows(path: &Path, side: usize, runs: usize) -> Result<Vec<Row>, KernelBen
         let mut run: BTreeMap<Kernel, Duration> = BTreeMap::new();
         state
             .run_plan_with_eval(inputs.clone(), |ctx, op_state, node, input| {
-                let t = thread_cpu_time();
+                // Thread CPU time: on a shared machine it leaves out waits for a core.
+                let t = ThreadCpu::start();
                 let r = eval(ctx, op_state, node, input);
                 let k = class.get(&node.id).copied().unwrap_or(Kernel::Other);
-                *run.entry(k).or_default() += thread_cpu_time() - t;
+                *run.entry(k).or_default() += t.elapsed().unwrap_or_default();
                 r
             })
             .map_err(fail)?;

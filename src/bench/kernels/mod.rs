@@ -258,14 +258,6 @@ fn median_ms(mut runs: Vec<Duration>) -> f64 {
     runs[runs.len() / 2].as_secs_f64() * 1e3
 }
 
-/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): on a shared machine it does
-/// not count the time the thread waited for a core.
-fn thread_cpu_time() -> Duration {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map(Duration::from)
-        .unwrap_or_default()
-}
-
 /// The rows as a text table: per side, each kernel's work, path, measured and modelled ms.
 pub fn render(rows: &[Row], core: &Core) -> String {
     use std::fmt::Write as _;
