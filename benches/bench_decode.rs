@@ -21,10 +21,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-mod common;
-
 use hailo_edge::decode::engine::tract::{TractDecoder, TractKernels};
 use hailo_edge::decode::{Decoder, FeatureMaps, MapSpec, Split};
+use hailo_edge::geom::time::ThreadCpu;
 
 /// Fills `values` with a fixed pseudo-random sequence in [-1, 1).
 fn fill_values<'a>(values: impl Iterator<Item = &'a mut f32>) {
@@ -78,9 +77,9 @@ fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
     let mut cpu = Vec::with_capacity(runs);
     for i in 0..warmup + runs {
         view.refill();
-        let (t, c) = (Instant::now(), common::thread_cpu_time());
+        let (t, c) = (Instant::now(), ThreadCpu::start());
         view.view()?;
-        let cpu_ms = (common::thread_cpu_time() - c).as_secs_f64() * 1e3;
+        let cpu_ms = c.elapsed().unwrap_or_default().as_secs_f64() * 1e3;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         if i >= warmup {
             times.push(ms);
@@ -93,13 +92,19 @@ fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
         TractKernels::Fast => "tract (hailo-edge ops)",
         TractKernels::Stock => "tract (stock 0.23)",
     };
-    println!(
-        "{{\"model\":{:?},\"engine\":\"{engine}\",\"threads\":1,\"runs\":{runs},\"median_ms\":{:.2},\"p90_ms\":{:.2},\"cpu_median_ms\":{:.2},\"load_s\":{load_s:.2}}}",
-        path.display().to_string(),
-        percentile(&times, 0.5),
-        percentile(&times, 0.9),
-        percentile(&cpu, 0.5),
-    );
+    // Milliseconds to two decimals, as the comparison script prints them.
+    let ms = |v: f64| (v * 100.0).round() / 100.0;
+    let line = serde_json::json!({
+        "model": path.display().to_string(),
+        "engine": engine,
+        "threads": 1,
+        "runs": runs,
+        "median_ms": ms(percentile(&times, 0.5)),
+        "p90_ms": ms(percentile(&times, 0.9)),
+        "cpu_median_ms": ms(percentile(&cpu, 0.5)),
+        "load_s": ms(load_s),
+    });
+    println!("{line}");
     Ok(())
 }
 
@@ -191,16 +196,16 @@ fn bench_linear(calls: usize) {
         let (mut out_p, mut out_g) = (vec![0f32; m * n], vec![0f32; m * n]);
         let (mut tp, mut tg) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
         for c in 0..calls {
-            let t = common::thread_cpu_time();
+            let t = ThreadCpu::start();
             panels[c % copies]
                 .apply(&x, &mut out_p)
                 .expect("panel product");
-            tp.push((common::thread_cpu_time() - t).as_secs_f64() * 1e3);
-            let t = common::thread_cpu_time();
+            tp.push(t.elapsed().unwrap_or_default().as_secs_f64() * 1e3);
+            let t = ThreadCpu::start();
             gemm[(c + copies / 2) % copies]
                 .apply(&x, &mut out_g)
                 .expect("gemm product");
-            tg.push((common::thread_cpu_time() - t).as_secs_f64() * 1e3);
+            tg.push(t.elapsed().unwrap_or_default().as_secs_f64() * 1e3);
         }
         tp.sort_by(f64::total_cmp);
         tg.sort_by(f64::total_cmp);

@@ -262,8 +262,9 @@ fn bench(c: &mut Criterion) {
         let (problem, report) = peer_lm.minimize(problem);
         if i == 0 {
             println!(
-                "peer on the first frame: {:?} after {} evaluations",
-                report.termination, report.number_of_evaluations
+                "peer on the first frame: {} after {} evaluations",
+                termination(&report.termination),
+                report.number_of_evaluations
             );
         }
         std::hint::black_box(problem.x);
@@ -280,3 +281,22 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
+
+/// Why the peer stopped, in words.
+fn termination(reason: &levenberg_marquardt::TerminationReason) -> String {
+    use levenberg_marquardt::TerminationReason as R;
+    match reason {
+        R::Converged { ftol, xtol } => match (ftol, xtol) {
+            (true, true) => "converged (cost and step tolerances)".into(),
+            (true, false) => "converged (cost tolerance)".into(),
+            _ => "converged (step tolerance)".into(),
+        },
+        R::ResidualsZero => "converged (residuals zero)".into(),
+        R::Orthogonal => "converged (residuals orthogonal to the Jacobian)".into(),
+        R::LostPatience => "stopped: evaluation limit reached".into(),
+        R::NoImprovementPossible(why) => format!("stopped: no improvement possible ({why})"),
+        R::User(why) | R::Numerical(why) | R::WrongDimensions(why) => format!("failed: {why}"),
+        R::NoParameters => "failed: no parameters".into(),
+        R::NoResiduals => "failed: no residuals".into(),
+    }
+}

@@ -100,8 +100,8 @@ fn demo() -> Option<f64> {
     );
     for c in &report.cameras {
         println!(
-            "   {:<6} {:.1} fps captured, {:.1} fps fitted, dropped {:?}",
-            c.name, c.captured_fps, c.processed_fps, c.frames.dropped
+            "   {:<6} {:.1} fps captured, {:.1} fps fitted; frames: {}",
+            c.name, c.captured_fps, c.processed_fps, c.frames
         );
     }
     let h = &report.host;

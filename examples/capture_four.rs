@@ -229,7 +229,7 @@ fn main() -> anyhow::Result<()> {
             0.0
         };
         println!(
-            "cam{c:<2} {:>7} {:>8.1} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>10.3}  {:?}",
+            "cam{c:<2} {:>7} {:>8.1} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>10.3}  {}",
             st.frames,
             fps,
             st.driver_drops,
@@ -242,12 +242,19 @@ fn main() -> anyhow::Result<()> {
             st.state
         );
     }
+    let unused: Vec<String> = s
+        .unused
+        .iter()
+        .enumerate()
+        .map(|(c, n)| format!("cam{c} {n}"))
+        .collect();
+    let unused = unused.join(", ");
     println!(
-        "sync (anchor cam{}): {} complete groups, {} incomplete; unused frames per camera {:?}",
+        "sync (anchor cam{}): {} complete groups, {} incomplete; unused frames per camera: {}",
         sync.anchor(),
         s.complete,
         s.incomplete,
-        s.unused
+        unused
     );
     if o.devices.is_empty() {
         println!(

@@ -13,11 +13,8 @@ use std::time::Duration;
 
 use hailo_edge::bench::kernels::probe_inputs;
 use hailo_edge::decode::engine::tract::{prepare, read, TractKernels};
+use hailo_edge::geom::time::ThreadCpu;
 use tract_onnx::prelude::*;
-
-#[path = "../benches/common/mod.rs"]
-mod common;
-use common::thread_cpu_time as cpu_time;
 
 /// Per-op CPU time of a decoder graph in tract.
 #[derive(clap::Parser)]
@@ -50,16 +47,16 @@ fn main() -> TractResult<()> {
     let inputs = probe_inputs(plan.model())?;
     state.run(inputs.clone())?;
     let mut per_node: HashMap<usize, Duration> = HashMap::new();
-    let t0 = cpu_time();
+    let t0 = ThreadCpu::start();
     for _ in 0..runs {
         state.run_plan_with_eval(inputs.clone(), |ctx, op_state, node, input| {
-            let t = cpu_time();
+            let t = ThreadCpu::start();
             let r = tract_onnx::tract_hir::tract_core::plan::eval(ctx, op_state, node, input);
-            *per_node.entry(node.id).or_default() += cpu_time() - t;
+            *per_node.entry(node.id).or_default() += t.elapsed().unwrap_or_default();
             r
         })?;
     }
-    let total = (cpu_time() - t0).as_secs_f64() * 1e3 / runs as f64;
+    let total = t0.elapsed().unwrap_or_default().as_secs_f64() * 1e3 / runs as f64;
     let model = plan.model();
     let mut per_op: HashMap<String, (f64, usize)> = HashMap::new();
     for (&id, d) in &per_node {
@@ -83,24 +80,26 @@ fn main() -> TractResult<()> {
     println!("slowest nodes:");
     for (id, d) in nodes.iter().take(args.nodes) {
         let n = model.node(*id);
-        let facts: Vec<String> = n
-            .outputs
-            .iter()
-            .map(|o| format!("{:?}", o.fact.shape))
-            .collect();
+        let facts: Vec<String> = n.outputs.iter().map(|o| shape(&o.fact.shape)).collect();
         let ins: Vec<String> = n
             .inputs
             .iter()
-            .map(|i| format!("{:?}", model.outlet_fact(*i).unwrap().shape))
+            .map(|i| shape(&model.outlet_fact(*i).unwrap().shape))
             .collect();
         println!(
-            "{:>9.2} ms  {} ({}) {:?} -> {:?}",
+            "{:>9.2} ms  {} ({}) {} -> {}",
             d.as_secs_f64() * 1e3 / runs as f64,
             n.name,
             n.op().name(),
-            ins,
-            facts
+            ins.join(" "),
+            facts.join(" ")
         );
     }
     Ok(())
+}
+
+/// A shape as text, `(1, 256, S, 24)`: symbolic dimensions keep their names.
+fn shape(s: &ShapeFact) -> String {
+    let dims: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+    format!("({})", dims.join(", "))
 }

@@ -36,6 +36,7 @@
 //! | [`publish`] | results where people and tools look: Foxglove messages and server, Zenoh |
 //! | [`fuse`] | `hailo-edge fuse`: one body from the Zenoh views of several boxes |
 //! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
+//! | [`text`] | values as errors and reports print them: tensor shapes |
 
 pub mod bench;
 pub mod body;
@@ -58,6 +59,7 @@ pub mod publish;
 pub mod rig;
 pub mod scene;
 pub mod serve;
+pub mod text;
 
 pub use hef;
 

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hailo_edge::decode::graph::{HostGraph, Width, DEFAULT_SEED};
 use hailo_edge::decode::{KeypointSlots, Split};
+use hailo_edge::text::dims;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum SplitArg {
@@ -76,9 +77,4 @@ pub fn run(args: DecoderGraphArgs) -> anyhow::Result<ExitCode> {
         encoded.bytes.len() as f64 / 1e6
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn dims(shape: &[usize]) -> String {
-    let d: Vec<String> = shape.iter().map(usize::to_string).collect();
-    format!("({})", d.join(", "))
 }

@@ -247,6 +247,28 @@ pub struct FrameCounts {
     pub in_flight: u64,
 }
 
+/// `captured 120, processed 117, dropped 3 (queue_full 2, stale 1), in flight 0`.
+impl std::fmt::Display for FrameCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "captured {}, processed {}, dropped {}",
+            self.captured,
+            self.processed,
+            self.dropped_total()
+        )?;
+        if !self.dropped.is_empty() {
+            let reasons: Vec<String> = self
+                .dropped
+                .iter()
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
+            write!(f, " ({})", reasons.join(", "))?;
+        }
+        write!(f, ", in flight {}", self.in_flight)
+    }
+}
+
 impl FrameCounts {
     /// Total dropped over all reasons.
     pub fn dropped_total(&self) -> u64 {
@@ -281,6 +303,26 @@ impl FrameCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_counts_read_as_text_with_each_drop_reason() {
+        let mut c = FrameCounts {
+            captured: 120,
+            processed: 117,
+            ..FrameCounts::default()
+        };
+        assert_eq!(
+            c.to_string(),
+            "captured 120, processed 117, dropped 0, in flight 0"
+        );
+        c.drop_frame("stale");
+        c.drop_frame("queue_full");
+        c.drop_frame("queue_full");
+        assert_eq!(
+            c.to_string(),
+            "captured 120, processed 117, dropped 3 (queue_full 2, stale 1), in flight 0"
+        );
+    }
 
     #[test]
     fn percentiles_and_jitter() {

@@ -110,7 +110,7 @@ impl InputSpec {
         };
         if layout != InputLayout::Rgb && (width % 2 != 0 || height % 2 != 0) {
             return Err(bad(format!(
-                "{width}x{height} is odd; {layout:?} needs even sizes"
+                "{width}x{height} is odd; {layout} needs even sizes"
             )));
         }
         Ok(Self {

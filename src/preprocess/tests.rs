@@ -352,6 +352,16 @@ fn input_spec_from_hef_stream() {
         InputSpec::from_stream(&s).unwrap().layout,
         InputLayout::Nv12
     );
+    s.shape = hef::StreamShape::Image {
+        height: 288,
+        width: 289,
+        features: 3,
+    };
+    let err = InputSpec::from_stream(&s).unwrap_err().to_string();
+    assert!(err.contains("289x288 is odd; NV12 needs even sizes"), "{err}");
+    // The control: an RGB input takes an odd width.
+    s.host_order = hef::FormatOrder::Nhwc;
+    assert_eq!(InputSpec::from_stream(&s).unwrap().width, 289);
     s.data_type = hef::DataType::Uint16;
     let err = InputSpec::from_stream(&s).unwrap_err().to_string();
     assert!(

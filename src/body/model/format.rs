@@ -28,6 +28,7 @@ use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 
 use crate::body::BodyError;
+use crate::output::printable;
 
 /// Value of the `format` metadata key.
 pub const FORMAT: &str = "hailo-edge-anny/1";
@@ -190,13 +191,13 @@ impl ModelData {
         let meta = meta.metadata().clone().unwrap_or_default();
         let header: Header = serde_json::from_str(
             meta.get(HEADER_KEY)
-                .ok_or_else(|| bad(format!("metadata key {HEADER_KEY:?} missing")))?,
+                .ok_or_else(|| bad(format!("metadata key '{HEADER_KEY}' missing")))?,
         )
         .map_err(|e| bad(format!("metadata {HEADER_KEY}: {e}")))?;
         if header.format != FORMAT {
             return Err(bad(format!(
-                "format {:?}, expected {FORMAT:?}",
-                header.format
+                "format '{}', expected '{FORMAT}'",
+                printable(&header.format)
             )));
         }
         let st =
@@ -207,7 +208,7 @@ impl ModelData {
                 .map_err(|_| bad(format!("tensor {key} missing")))?;
             if t.dtype() != dtype {
                 return Err(bad(format!(
-                    "tensor {key} is {:?}, expected {dtype:?}",
+                    "tensor {key} is {}, expected {dtype}",
                     t.dtype()
                 )));
             }

@@ -10,6 +10,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::quant::{Precision, Quantiser};
 use super::UnrolledError;
 use crate::metrics::ops::builder::{Attr, Dim, GraphBuilder};
+use crate::text::dims;
 
 /// The operator set: MatMul, Gather, Mul, Add, ReduceSum, Min, Concat, Reshape (Where is
 /// allowed too, but its condition would need a comparison, which the set lacks; selects are
@@ -195,12 +196,6 @@ impl Eval {
         a2.zip(b2)
             .ok_or_else(|| shape_error(op, name, "cannot broadcast".into()))
     }
-}
-
-/// A shape as text, `(2, 3)`.
-pub fn dims(s: &[usize]) -> String {
-    let parts: Vec<String> = s.iter().map(ToString::to_string).collect();
-    format!("({})", parts.join(", "))
 }
 
 impl Ops for Eval {

@@ -11,6 +11,8 @@
 
 use super::graph_patch::single_successor;
 use tract_onnx::tract_hir::internal::*;
+
+use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Reduce, Reducer};
 
@@ -148,13 +150,16 @@ impl super::Kernel for FastDeformSample {
         let gs = grid.shape();
         ensure!(
             gs.len() == 4 && gs[0] == vs[0] && gs[3] == 2,
-            "FastDeformSample: grid {gs:?} for value {vs:?}"
+            "FastDeformSample: grid {} for value {}",
+            dims(gs),
+            dims(&vs)
         );
         let (lq, points) = (gs[1], gs[2]);
         ensure!(
             weights.len() == vs[0] * lq * points,
-            "FastDeformSample: weights {:?} for grid {gs:?}",
-            weights.shape()
+            "FastDeformSample: weights {} for grid {}",
+            dims(weights.shape()),
+            dims(gs)
         );
         let mut out = Tensor::zero::<f32>(&[vs[0], vs[1], lq, 1])?;
         let inputs = DeformInputs {

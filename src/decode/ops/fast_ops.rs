@@ -13,6 +13,8 @@
 //! replace (up to float rounding) and are checked against tract's ops in the tests.
 
 use tract_onnx::tract_hir::internal::*;
+
+use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Softmax, SoftmaxKind};
 
@@ -38,6 +40,16 @@ impl BinKind {
             _ => return None,
         })
     }
+
+    /// The ONNX operator's name.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Add => "Add",
+            Self::Sub => "Sub",
+            Self::Mul => "Mul",
+            Self::Div => "Div",
+        }
+    }
 }
 
 /// Broadcasting f32 binary op (see the module docs).
@@ -50,7 +62,7 @@ pub struct FastBroadcast {
 
 impl super::Kernel for FastBroadcast {
     fn kernel_name(&self) -> StaticName {
-        format!("FastBroadcast{:?}", self.kind).into()
+        format!("FastBroadcast{}", self.kind.name()).into()
     }
 
     fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
@@ -76,14 +88,24 @@ super::tract_op!(FastBroadcast);
 
 /// Element strides of a dense tensor of `shape` read as `out` (0 along broadcast axes).
 fn broadcast_strides(shape: &[usize], out: &[usize]) -> TractResult<Vec<usize>> {
-    ensure!(shape.len() == out.len(), "rank {shape:?} vs {out:?}");
+    ensure!(
+        shape.len() == out.len(),
+        "cannot broadcast {} to {}: the ranks differ",
+        dims(shape),
+        dims(out)
+    );
     let mut strides = vec![0; out.len()];
     let mut s = 1;
     for i in (0..out.len()).rev() {
         if shape[i] == out[i] {
             strides[i] = s;
         } else {
-            ensure!(shape[i] == 1, "cannot broadcast {shape:?} to {out:?}");
+            ensure!(
+                shape[i] == 1,
+                "cannot broadcast {} to {}",
+                dims(shape),
+                dims(out)
+            );
         }
         s *= shape[i];
     }

@@ -8,6 +8,8 @@
 //! strides instead, for any axis.
 
 use tract_onnx::tract_hir::internal::*;
+
+use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::array::GatherElements;
 
 use super::graph_patch::apply_each;
@@ -40,7 +42,9 @@ impl FastGatherElements {
                 && self.axis < rank
                 && (0..rank).all(|a| a == self.axis || index_shape[a] <= data_shape[a])
                 && out.len() == indices.len(),
-            "GatherElements: data {data_shape:?}, indices {index_shape:?}, axis {}",
+            "GatherElements: data {}, indices {}, axis {}",
+            dims(data_shape),
+            dims(index_shape),
             self.axis
         );
         if indices.is_empty() {

@@ -21,6 +21,9 @@
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::tract_hir::internal::*;
+
+use crate::output::printable;
+use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::nn::grid_sample::{
     GridSample, InterpolationMode, PaddingMode,
 };
@@ -144,23 +147,26 @@ impl super::Kernel for FastGridSample {
 
     fn details(&self) -> Vec<String> {
         vec![format!(
-            "bilinear, padding {:?}, align_corners {}",
-            self.padding, self.align_corners
+            "bilinear, padding {}, align_corners {}",
+            match self.padding {
+                FastPadding::Zeros => "zeros",
+                FastPadding::Border => "border",
+            },
+            self.align_corners
         )]
     }
 
     fn run(&self, inputs: TVec<TValue>) -> TractResult<Tensor> {
         let (x, grid) = args_2!(inputs);
-        let xs: [usize; 4] = x
-            .shape()
-            .try_into()
-            .map_err(|_| format_err!("FastGridSample: input must be 4-D, got {:?}", x.shape()))?;
+        let xs: [usize; 4] = x.shape().try_into().map_err(|_| {
+            format_err!("FastGridSample: input must be 4-D, got {}", dims(x.shape()))
+        })?;
         let gshape = grid.shape();
         ensure!(
             gshape.len() == 4 && gshape[0] == xs[0] && gshape[3] == 2,
-            "FastGridSample: grid must be (N={}, Ho, Wo, 2), got {:?}",
+            "FastGridSample: grid must be (N={}, Ho, Wo, 2), got {}",
             xs[0],
-            gshape
+            dims(gshape)
         );
         let gs = [gshape[0], gshape[1], gshape[2]];
         let xv = super::f32s(&x)?;
@@ -268,15 +274,20 @@ fn build(
         "bilinear" | "linear" => InterpolationMode::Bilinear,
         "nearest" => InterpolationMode::Nearest,
         "bicubic" | "cubic" => InterpolationMode::Bicubic,
-        s => bail!("GridSample node {}: unsupported mode {s:?}", node.name),
+        s => bail!(
+            "GridSample node {}: unsupported mode '{}'",
+            node.name,
+            printable(s)
+        ),
     };
     let padding = match node.get_attr_opt("padding_mode")?.unwrap_or("zeros") {
         "zeros" => PaddingMode::Zeros,
         "border" => PaddingMode::Border,
         "reflection" => PaddingMode::Reflection,
         s => bail!(
-            "GridSample node {}: unsupported padding_mode {s:?}",
-            node.name
+            "GridSample node {}: unsupported padding_mode '{}'",
+            node.name,
+            printable(s)
         ),
     };
     let align_corners = node.get_attr_opt::<i64>("align_corners")?.unwrap_or(0) != 0;

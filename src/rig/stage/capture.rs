@@ -53,6 +53,19 @@ pub enum CameraState {
     Stopped,
 }
 
+impl std::fmt::Display for CameraState {
+    /// The state as the status line and reports spell it: `streaming`, `reconnecting`,
+    /// `ended` or `stopped`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CameraState::Streaming => "streaming",
+            CameraState::Reconnecting => "reconnecting",
+            CameraState::Ended => "ended",
+            CameraState::Stopped => "stopped",
+        })
+    }
+}
+
 impl CameraState {
     fn from_u8(v: u8) -> Self {
         match v {

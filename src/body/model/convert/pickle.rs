@@ -44,6 +44,17 @@ pub enum Dtype {
     I64,
 }
 
+/// The element type as PyTorch names it: `float64`, `float32`, `int64`.
+impl std::fmt::Display for Dtype {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::F64 => "float64",
+            Self::F32 => "float32",
+            Self::I64 => "int64",
+        })
+    }
+}
+
 impl Dtype {
     fn from_storage_class(name: &str) -> Option<Self> {
         match name {

@@ -5,6 +5,7 @@ use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
 use crate::digest::sha256_hex;
+use crate::output::printable;
 
 use super::pickle::{self, Dtype, TensorRef, Value};
 use super::ConvertError;
@@ -163,7 +164,7 @@ impl Pth {
     pub fn get(&self, key: &str) -> Result<&Value, ConvertError> {
         self.root.get(key).ok_or_else(|| ConvertError::Format {
             file: self.name.clone(),
-            what: format!("missing key {key:?}"),
+            what: format!("missing key '{}'", printable(key)),
         })
     }
 

@@ -23,6 +23,8 @@
 
 use tract_onnx::tract_hir::internal::*;
 
+use crate::text;
+
 mod kernel;
 #[cfg(target_arch = "aarch64")]
 mod neon;
@@ -81,7 +83,10 @@ struct Walk {
 fn walk(shape: &[usize], roles: &[Role]) -> TractResult<Walk> {
     ensure!(
         shape.len() == roles.len(),
-        "rank {shape:?} vs roles {roles:?}"
+        "shape {} has {} axes for {} roles",
+        text::dims(shape),
+        shape.len(),
+        roles.len()
     );
     let mut w = Walk::default();
     let mut stride = 1;
@@ -151,11 +156,12 @@ impl FastAttention {
                 && dims.m0 < dims.m1
                 && dim_of(k.1, &self.k, Role::K) == dims.k
                 && dim_of(v.1, &self.v, Role::N) == dims.n,
-            "attention operands {:?} {:?} {:?} do not fit rows {:?}",
-            q.1,
-            k.1,
-            v.1,
-            self.rows
+            "attention operands {} {} {} do not fit rows {} to {}",
+            text::dims(q.1),
+            text::dims(k.1),
+            text::dims(v.1),
+            self.rows.0,
+            self.rows.1
         );
         let batches: Vec<usize> = (0u8..)
             .map_while(|i| {

@@ -7,6 +7,8 @@
 
 use tract_onnx::tract_hir::internal::*;
 
+use crate::text::dims;
+
 /// Side of the square tiles the transpose walks: a tile's rows and columns both stay in
 /// the L1 cache, so neither the reads nor the strided writes miss on every element.
 const TILE: usize = 16;
@@ -164,8 +166,8 @@ impl super::super::Kernel for TokenMajor {
         let (d, s) = (self.channels, self.tokens);
         ensure!(
             memory.len() == d * s && memory.shape().iter().find(|&&x| x != 1) == Some(&d),
-            "TokenMajor: memory {:?}, expected {d} channels of {s} tokens",
-            memory.shape()
+            "TokenMajor: memory {}, expected {d} channels of {s} tokens",
+            dims(memory.shape())
         );
         let mut out = Tensor::zero::<f32>(&[1, s, d])?;
         self.transpose(

@@ -21,6 +21,8 @@ use super::grid_sample::FastGridSample;
 use super::linear::{matmul, Operand};
 use tract_onnx::tract_hir::internal::*;
 
+use crate::text::dims;
+
 /// `Σ_p a · bilinear(memory · W + b)` per head and query, projecting only the sampled
 /// rows: `memory (1, S, D)`, `grid (H, Lq, P, 2)`, `weights (H, ·, Lq, P)` ->
 /// `(H, dh, Lq, 1)`, as the [`FastDeformSample`](super::deform_sample::FastDeformSample) it replaces.
@@ -213,19 +215,21 @@ impl super::Kernel for FastDeformProject {
         };
         ensure!(
             memory.len() == tokens * d && width == Some(&d),
-            "FastDeformProject: memory {:?}, expected {tokens} tokens of {d}",
-            memory.shape()
+            "FastDeformProject: memory {}, expected {tokens} tokens of {d}",
+            dims(memory.shape())
         );
         let gs = grid.shape();
         ensure!(
             gs.len() == 4 && gs[0] == heads && gs[3] == 2,
-            "FastDeformProject: grid {gs:?} for {heads} heads"
+            "FastDeformProject: grid {} for {heads} heads",
+            dims(gs)
         );
         let (queries, points) = (gs[1], gs[2]);
         ensure!(
             weights.len() == heads * queries * points,
-            "FastDeformProject: weights {:?} for grid {gs:?}",
-            weights.shape()
+            "FastDeformProject: weights {} for grid {}",
+            dims(weights.shape()),
+            dims(gs)
         );
         let mut out = Tensor::zero::<f32>(&[heads, dh, queries, 1])?;
         let inputs = ProjectInputs {

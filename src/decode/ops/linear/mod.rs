@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use tract_onnx::tract_hir::internal::*;
 
+use crate::text::dims;
+
 use super::{f32s, f32s_mut};
 
 /// How a tensor of a fixed shape is read as a matrix: `rows` rows, with `row_stride` and
@@ -149,7 +151,8 @@ impl FastLinear {
         let ws = self.weight.shape();
         ensure!(
             (ws.len() == 2 || ws.len() == 3 && ws[2] == 32) && ws.iter().all(|&d| d > 0),
-            "FastLinear: weight {ws:?} is neither a non-empty matrix nor its column panels"
+            "FastLinear: weight {} is neither a non-empty matrix nor its column panels",
+            dims(ws)
         );
         let (k, n, m) = self.dims();
         ensure!(
@@ -159,13 +162,13 @@ impl FastLinear {
         );
         ensure!(
             m * k == self.input.len(),
-            "FastLinear: input {:?} is not rows of {k}",
-            self.input.shape
+            "FastLinear: input {} is not rows of {k}",
+            dims(&self.input.shape)
         );
         ensure!(
             m * n == self.output.len(),
-            "FastLinear: output {:?} is not {m} rows of {n}",
-            self.output.shape
+            "FastLinear: output {} is not {m} rows of {n}",
+            dims(&self.output.shape)
         );
         if let Some(b) = &self.bias {
             ensure!(
@@ -183,11 +186,11 @@ impl FastLinear {
         let (k, n, m) = self.dims();
         ensure!(
             x.len() == self.input.len() && out.len() == self.output.len(),
-            "FastLinear: {} and {} elements for input {:?} and output {:?}",
+            "FastLinear: {} and {} elements for input {} and output {}",
             x.len(),
             out.len(),
-            self.input.shape,
-            self.output.shape
+            dims(&self.input.shape),
+            dims(&self.output.shape)
         );
         let w = f32s(&self.weight)?;
         let (ors, ocs) = (self.output.row_stride, self.output.col_stride);
@@ -247,9 +250,9 @@ impl super::Kernel for FastLinear {
         let x = args_1!(inputs);
         ensure!(
             x.shape() == &*self.input.shape,
-            "FastLinear: input {:?}, built for {:?}",
-            x.shape(),
-            self.input.shape
+            "FastLinear: input {}, built for {}",
+            dims(x.shape()),
+            dims(&self.input.shape)
         );
         // Zeroed, not uninitialised: gemm copies the output's edge tiles in before it
         // overwrites them, even when it does not accumulate.

@@ -229,3 +229,18 @@ fn a_replayed_frame_stamped_a_million_seconds_ahead_does_not_hold_the_stop() {
     let status = stop_after_the_first_frame(Box::new(replay));
     assert_eq!(status.snapshot().frames, 1);
 }
+
+#[test]
+fn a_camera_state_reads_as_its_report_spelling() {
+    let states = [
+        CameraState::Streaming,
+        CameraState::Reconnecting,
+        CameraState::Ended,
+        CameraState::Stopped,
+    ];
+    for state in states {
+        let json = serde_json::to_value(state).unwrap();
+        assert_eq!(json.as_str(), Some(state.to_string().as_str()));
+    }
+    assert_eq!(CameraState::Reconnecting.to_string(), "reconnecting");
+}
