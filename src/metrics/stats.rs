@@ -247,7 +247,8 @@ pub struct FrameCounts {
     pub in_flight: u64,
 }
 
-/// `captured 120, processed 117, dropped 3 (queue_full 2, stale 1), in flight 0`.
+/// `captured 120, processed 117, dropped 3 (queue_full 2, stale 1), in flight 0`: the
+/// reasons that dropped no frame are left out.
 impl std::fmt::Display for FrameCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -257,12 +258,13 @@ impl std::fmt::Display for FrameCounts {
             self.processed,
             self.dropped_total()
         )?;
-        if !self.dropped.is_empty() {
-            let reasons: Vec<String> = self
-                .dropped
-                .iter()
-                .map(|(r, n)| format!("{r} {n}"))
-                .collect();
+        let reasons: Vec<String> = self
+            .dropped
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        if !reasons.is_empty() {
             write!(f, " ({})", reasons.join(", "))?;
         }
         write!(f, ", in flight {}", self.in_flight)
@@ -311,6 +313,11 @@ mod tests {
             processed: 117,
             ..FrameCounts::default()
         };
+        assert_eq!(
+            c.to_string(),
+            "captured 120, processed 117, dropped 0, in flight 0"
+        );
+        c.dropped.insert("decode".into(), 0);
         assert_eq!(
             c.to_string(),
             "captured 120, processed 117, dropped 0, in flight 0"

@@ -358,7 +358,10 @@ fn input_spec_from_hef_stream() {
         features: 3,
     };
     let err = InputSpec::from_stream(&s).unwrap_err().to_string();
-    assert!(err.contains("289x288 is odd; NV12 needs even sizes"), "{err}");
+    assert!(
+        err.contains("289x288 is odd; NV12 needs even sizes"),
+        "{err}"
+    );
     // The control: an RGB input takes an odd width.
     s.host_order = hef::FormatOrder::Nhwc;
     assert_eq!(InputSpec::from_stream(&s).unwrap().width, 289);

@@ -172,7 +172,10 @@ fn layouts_with_axes_on_both_sides_and_bad_sizes_are_refused() {
     );
     let x = Tensor::from_shape(&[1, 5, 7], &[0f32; 35]).unwrap();
     let err = super::super::Kernel::run(&good, tvec![x.into_tvalue()]).unwrap_err();
-    assert!(format!("{err}").contains("input (1, 5, 7), built for (1, 7, 5)"), "{err}");
+    assert!(
+        format!("{err}").contains("input (1, 5, 7), built for (1, 7, 5)"),
+        "{err}"
+    );
 }
 
 /// `x -> EinSum(axes, W) -> Add(b) -> Max(0)` as tract's ONNX loader wires a linear
