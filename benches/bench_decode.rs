@@ -92,17 +92,17 @@ fn bench(path: &Path, kernel: TractKernels, runs: usize) -> Result<(), String> {
         TractKernels::Fast => "tract (hailo-edge ops)",
         TractKernels::Stock => "tract (stock 0.23)",
     };
-    // Milliseconds to two decimals, as the comparison script prints them.
-    let ms = |v: f64| (v * 100.0).round() / 100.0;
+    // Two decimals, as the comparison script prints them.
+    let round = |v: f64| (v * 100.0).round() / 100.0;
     let line = serde_json::json!({
         "model": path.display().to_string(),
         "engine": engine,
         "threads": 1,
         "runs": runs,
-        "median_ms": ms(percentile(&times, 0.5)),
-        "p90_ms": ms(percentile(&times, 0.9)),
-        "cpu_median_ms": ms(percentile(&cpu, 0.5)),
-        "load_s": ms(load_s),
+        "median_ms": round(percentile(&times, 0.5)),
+        "p90_ms": round(percentile(&times, 0.9)),
+        "cpu_median_ms": round(percentile(&cpu, 0.5)),
+        "load_s": round(load_s),
     });
     println!("{line}");
     Ok(())

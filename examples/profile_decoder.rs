@@ -14,6 +14,7 @@ use std::time::Duration;
 use hailo_edge::bench::kernels::probe_inputs;
 use hailo_edge::decode::engine::tract::{prepare, read, TractKernels};
 use hailo_edge::geom::time::ThreadCpu;
+use hailo_edge::text::dims;
 use tract_onnx::prelude::*;
 
 /// Per-op CPU time of a decoder graph in tract.
@@ -80,11 +81,11 @@ fn main() -> TractResult<()> {
     println!("slowest nodes:");
     for (id, d) in nodes.iter().take(args.nodes) {
         let n = model.node(*id);
-        let facts: Vec<String> = n.outputs.iter().map(|o| shape(&o.fact.shape)).collect();
+        let facts: Vec<String> = n.outputs.iter().map(|o| dims(&o.fact.shape)).collect();
         let ins: Vec<String> = n
             .inputs
             .iter()
-            .map(|i| shape(&model.outlet_fact(*i).unwrap().shape))
+            .map(|i| dims(&model.outlet_fact(*i).unwrap().shape))
             .collect();
         println!(
             "{:>9.2} ms  {} ({}) {} -> {}",
@@ -96,10 +97,4 @@ fn main() -> TractResult<()> {
         );
     }
     Ok(())
-}
-
-/// A shape as text, `(1, 256, S, 24)`: symbolic dimensions keep their names.
-fn shape(s: &ShapeFact) -> String {
-    let dims: Vec<String> = s.iter().map(|d| d.to_string()).collect();
-    format!("({})", dims.join(", "))
 }

@@ -23,7 +23,8 @@ use ndarray::{ArrayView4, ArrayViewMut2, ArrayViewMut4};
 use tract_onnx::prelude::{IntoTValue, TValue, TVec, Tensor, TractResult};
 use tract_onnx::tract_hir::internal::ensure;
 
-use super::{shape_text, DecodeError};
+use super::DecodeError;
+use crate::text::dims;
 
 /// One input of a decoder graph: its name and its NCHW f32 shape `(1, C, H, W)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,7 +62,7 @@ impl MapSpec {
 
 impl fmt::Display for MapSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.name, shape_text(&self.shape))
+        write!(f, "{} {}", self.name, dims(&self.shape))
     }
 }
 
@@ -165,8 +166,8 @@ impl FeatureMaps {
                 want.iter().product::<usize>() == self.specs[i].len(),
                 "input {} fed as {}, the map is {}",
                 self.specs[i].name,
-                shape_text(want),
-                shape_text(&logical)
+                dims(want),
+                dims(&logical)
             );
             if self.maps[i].shape() != want {
                 self.elements_mut(i);

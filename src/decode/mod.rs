@@ -68,12 +68,6 @@ pub enum DecodeError {
     Buffer { stream: String, message: String },
 }
 
-/// A shape as `(a, b, c)`, for messages.
-pub(crate) fn shape_text(shape: &[usize]) -> String {
-    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-    format!("({})", dims.join(", "))
-}
-
 /// Which inference engine runs the decoder graph (config key `decoder.engine`).
 ///
 /// Parsed from its key (`"tract"`, `"ort"`), also when deserialised from a config file,
@@ -281,7 +275,7 @@ impl DecoderSignature {
                 let is_f32 = t.as_ref().is_some_and(|t| t.elem_type == 1);
                 let found = shape
                     .as_deref()
-                    .map_or("without a shape".into(), shape_text);
+                    .map_or("without a shape".into(), crate::text::dims);
                 engine::map_spec(path, &v.name, shape, is_f32, &found)
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 use ndarray::{Array, ArrayViewD, Axis, Dimension};
 
-use super::{keypoints, shape_text, DecodeError, FeatureMaps, MapSpec, RawOutput};
+use super::{keypoints, DecodeError, FeatureMaps, MapSpec, RawOutput};
+use crate::text::dims;
 
 /// Output names of the RF-DETR export, in the order [`RawOutput`] is built from.
 pub const OUTPUT_NAMES: [&str; 3] = ["dets", "labels", "keypoints"];
@@ -126,9 +127,9 @@ pub(crate) fn raw_output(
     {
         return Err(DecodeError::Run(format!(
             "outputs dets {}, labels {}, keypoints {}; expected (1,Q,4), (1,Q,C), (1,S,K,{}) with S ≤ Q",
-            shape_text(ds),
-            shape_text(ls),
-            shape_text(ks),
+            dims(ds),
+            dims(ls),
+            dims(ks),
             keypoints::FIELDS
         )));
     }

@@ -11,12 +11,11 @@
 
 use super::graph_patch::single_successor;
 use tract_onnx::tract_hir::internal::*;
-
-use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Reduce, Reducer};
 
 use super::grid_sample::FastGridSample;
+use crate::text::dims;
 
 /// `sum_p w[n,q,p] * bilinear(value[n,c], grid[n,q,p])` into `(N, C, Lq, 1)`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -13,10 +13,10 @@
 //! replace (up to float rounding) and are checked against tract's ops in the tests.
 
 use tract_onnx::tract_hir::internal::*;
-
-use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_hir::tract_core::ops::nn::{Softmax, SoftmaxKind};
+
+use crate::text::dims;
 
 /// Longest softmax row [`FastSoftmax`] takes over.
 const SHORT_ROW: usize = 16;

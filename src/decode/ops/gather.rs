@@ -8,11 +8,10 @@
 //! strides instead, for any axis.
 
 use tract_onnx::tract_hir::internal::*;
-
-use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::array::GatherElements;
 
 use super::graph_patch::apply_each;
+use crate::text::dims;
 
 /// ONNX `GatherElements` on f32 data: `out[c] = data[c with axis := indices[c]]` over every
 /// coordinate `c` of `indices`; a negative index counts from the end of the axis.

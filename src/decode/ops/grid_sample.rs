@@ -21,12 +21,12 @@
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
 use tract_onnx::tract_hir::internal::*;
-
-use crate::output::printable;
-use crate::text::dims;
 use tract_onnx::tract_hir::tract_core::ops::nn::grid_sample::{
     GridSample, InterpolationMode, PaddingMode,
 };
+
+use crate::output::printable;
+use crate::text::dims;
 
 /// Padding modes the fast kernel handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
