@@ -10,11 +10,12 @@ use crossbeam_channel::Receiver;
 use hailort_sys::hes_configured_model;
 
 use super::buffer::PagePool;
-use super::device::{BackendKind, DeviceInner, Handle};
+use super::device::{DeviceInner, Handle};
 use super::error::NpuError;
 use super::infer_model::{Model, StreamDesc};
 use super::job::{on_complete, Bindings, Completion, InFlight, Job, Route};
 use super::sim::OutputKind;
+use super::BackendKind;
 use super::{reaper, result};
 
 /// How long dropping a configured model waits for aborted jobs to report

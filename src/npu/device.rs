@@ -14,7 +14,7 @@ use super::open_params::GroupId;
 use super::probe::Probe;
 use super::result;
 use super::sim::{self, SimProfile, SimStats};
-use crate::metrics::figure::Assumption;
+use crate::metrics::figure::{Assumption, BackendKind};
 
 /// Which implementation of the table to open.
 /// (`Sim` carries a whole profile; a device is opened rarely, so it is not boxed.)
@@ -33,8 +33,6 @@ pub enum Backend {
     /// The simulator with this profile.
     Sim(SimProfile),
 }
-
-pub use crate::metrics::figure::BackendKind;
 
 /// Which backend ran and on which device, as every report names them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -4,7 +4,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hailort_sys::{hes_infer_model, hes_quant_info};
-pub use hef::Direction;
+use hef::Direction;
 
 use super::api::Api;
 use super::configured::ConfiguredModel;

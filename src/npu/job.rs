@@ -21,9 +21,9 @@ use super::buffer::PageBuf;
 use super::configured::CmShared;
 use super::device::Handle;
 use super::error::{NpuError, Status};
-use super::infer_model::Direction;
 use super::result;
 use super::sim::OutputKind;
+use super::Direction;
 
 /// The buffers of one frame: one page-aligned buffer per input and output,
 /// registered with the backend once.

@@ -48,14 +48,18 @@ mod reaper;
 pub mod result;
 pub mod sim;
 
+/// Re-exported where the NPU's users look for them: the stream direction is the HEF's,
+/// the backend kind the reports'.
+pub use crate::metrics::figure::BackendKind;
 pub use api::Api;
 pub(crate) use auto::open as auto_open;
 pub use buffer::{page_size, DmaMapper, PageBuf, PagePool};
 pub use configured::ConfiguredModel;
-pub use device::{scan_hailort, Backend, BackendKind, Device, DeviceOptions, RanOn, Scheduling};
+pub use device::{scan_hailort, Backend, Device, DeviceOptions, RanOn, Scheduling};
 pub use error::{NpuError, Status};
+pub use hef::Direction;
 pub use identity::Identity;
-pub use infer_model::{Direction, FormatType, Model, StreamDesc};
+pub use infer_model::{FormatType, Model, StreamDesc};
 pub use job::{Bindings, Completion, Job};
 pub use open_params::{BadGroupId, GroupId};
 pub use sim::OutputKind;
