@@ -11,7 +11,7 @@ use clap::Args;
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::output::printable;
 use hailo_edge::rig::config::{BackendChoice, PublishTarget, RecordFrames};
-use hailo_edge::rig::{run, RigConfig, RunOptions};
+use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -100,67 +100,8 @@ pub struct RunArgs {
 const DEVICE_LOST: u8 = 5;
 
 pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
-    let (mut rig, origin) = match (&args.config, &args.replay) {
-        (Some(path), _) => (RigConfig::load(path)?, path.display().to_string()),
-        (None, Some(file)) => {
-            let dir = RigConfig::demo_fixtures_dir()?;
-            let recording = hailo_edge::camera::replay::Recording::open(file)?;
-            let cameras: Vec<_> = recording.cameras().cloned().collect();
-            anyhow::ensure!(
-                !cameras.is_empty(),
-                "{}: the recording holds no camera",
-                file.display()
-            );
-            eprintln!(
-                "replay: {} cameras of {} at their recorded timing, calibrations from the file, \
-                 on the simulated Hailo-10H; the fit takes the decoder's keypoints",
-                cameras.len(),
-                file.display()
-            );
-            (
-                RigConfig::demo(&dir).replaying(file, &cameras),
-                file.display().to_string(),
-            )
-        }
-        (None, None) => {
-            let dir = RigConfig::demo_fixtures_dir()?;
-            eprintln!(
-                "demo rig: 3 synthetic body cameras at 288x288 and a face camera at 432x432, 120 fps, \
-                 on the simulated Hailo-10H (real-time clock), demo HEFs from {}, generated real-width decoders",
-                dir.display()
-            );
-            eprintln!(
-                "note: the decoder runs for real on the NPU features (its cost is real), but its weights \
-                 are random, so the fit takes the synthetic scene's 2D keypoints with 2 px noise instead \
-                 of the decoder's"
-            );
-            (RigConfig::demo(&dir), "demo".to_string())
-        }
-    };
-    if let Some(u) = &args.utilisation {
-        rig.device.utilisation = u.clone();
-    }
-    if args.report.is_some() {
-        rig.output.report = args.report.clone();
-    }
-    if args.jsonl.is_some() {
-        rig.output.jsonl = args.jsonl.clone();
-    }
-    if args.record.is_some() {
-        rig.output.record = args.record.clone();
-    }
-    if let Some(f) = args.record_frames {
-        rig.output.record_frames = f;
-    }
-    if args.foxglove.is_some() {
-        rig.output.foxglove = args.foxglove;
-    }
-    if args.publish.is_some() {
-        rig.output.publish = args.publish.clone();
-    }
-    if args.publish_as.is_some() {
-        rig.output.publish_as = args.publish_as.clone();
-    }
+    let (mut rig, origin) = load_rig(&args)?;
+    apply_overrides(&mut rig, &args);
     // Bound before anything slow, so an address in use ends the run at once.
     let server = args
         .serve
@@ -169,47 +110,12 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     if let Some(s) = &server {
         eprintln!("dashboard: http://{}/", s.address());
     }
-    let duration = args
-        .duration
-        .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
-        .transpose()?;
-    if duration == Some(Duration::ZERO) {
-        anyhow::bail!("--duration: 0 s is not a positive number of seconds");
-    }
-    anyhow::ensure!(
-        args.drain_timeout.is_finite() && (0.0..=3600.0).contains(&args.drain_timeout),
-        "--drain-timeout: {} is not between 0 and 3600 seconds",
-        args.drain_timeout
-    );
-    let publish_skew_ns = match args.publish_skew_ms {
-        Some(ms) if ms.is_finite() && ms.abs() <= 3.6e6 => (ms * 1e6).round() as i64,
-        Some(ms) => anyhow::bail!("--publish-skew-ms: {ms} is not within an hour either way"),
-        None => 0,
-    };
-    let mut npu_faults = hailo_edge::npu::sim::FaultPlan::none();
-    for spec in &args.sim_fault {
-        npu_faults = npu_faults
-            .with_spec(spec)
-            .map_err(|e| anyhow::anyhow!("--sim-fault {e}"))?;
-    }
-    anyhow::ensure!(
-        args.sim_fault.is_empty() || rig.device.backend == BackendChoice::Sim,
-        "--sim-fault: the faults are the simulator's, and the rig's device.backend is not \"sim\""
-    );
-    let options = RunOptions {
-        live: server.as_ref().map(hailo_edge::serve::Server::tap),
-        faults: hailo_edge::rig::inject::Faults {
-            npu: npu_faults,
-            ..Default::default()
-        },
-        scene_clock: args.scene_clock,
-        publish_skew_ns,
-        duration,
-        status: !(args.no_status || quiet),
-        overwrite: args.force,
-        drain_timeout: Duration::from_secs_f64(args.drain_timeout),
-        ..RunOptions::default()
-    };
+    let options = run_options(
+        &args,
+        &rig,
+        quiet,
+        server.as_ref().map(hailo_edge::serve::Server::tap),
+    )?;
     // With the JSON lines on standard output, the summary goes to standard
     // error. The summary is a courtesy: the report file is the record, so a
     // closed pipe ends the summary quietly instead of failing the run.
@@ -258,6 +164,138 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         s.stop();
     }
     let report = report?;
+    print_summary(&mut out, &rig, &report);
+    Ok(exit_status(&report, args.exit_zero))
+}
+
+/// The rig to run and where it came from: the rig file, a recording replayed into the demo
+/// rig, or the demo rig itself.
+fn load_rig(args: &RunArgs) -> anyhow::Result<(RigConfig, String)> {
+    Ok(match (&args.config, &args.replay) {
+        (Some(path), _) => (RigConfig::load(path)?, path.display().to_string()),
+        (None, Some(file)) => {
+            let dir = RigConfig::demo_fixtures_dir()?;
+            let recording = hailo_edge::camera::replay::Recording::open(file)?;
+            let cameras: Vec<_> = recording.cameras().cloned().collect();
+            anyhow::ensure!(
+                !cameras.is_empty(),
+                "{}: the recording holds no camera",
+                file.display()
+            );
+            eprintln!(
+                "replay: {} cameras of {} at their recorded timing, calibrations from the file, \
+                 on the simulated Hailo-10H; the fit takes the decoder's keypoints",
+                cameras.len(),
+                file.display()
+            );
+            (
+                RigConfig::demo(&dir).replaying(file, &cameras),
+                file.display().to_string(),
+            )
+        }
+        (None, None) => {
+            let dir = RigConfig::demo_fixtures_dir()?;
+            eprintln!(
+                "demo rig: 3 synthetic body cameras at 288x288 and a face camera at 432x432, 120 fps, \
+                 on the simulated Hailo-10H (real-time clock), demo HEFs from {}, generated real-width decoders",
+                dir.display()
+            );
+            eprintln!(
+                "note: the decoder runs for real on the NPU features (its cost is real), but its weights \
+                 are random, so the fit takes the synthetic scene's 2D keypoints with 2 px noise instead \
+                 of the decoder's"
+            );
+            (RigConfig::demo(&dir), "demo".to_string())
+        }
+    })
+}
+
+/// The command line's settings over the rig file's.
+fn apply_overrides(rig: &mut RigConfig, args: &RunArgs) {
+    if let Some(u) = &args.utilisation {
+        rig.device.utilisation = u.clone();
+    }
+    if args.report.is_some() {
+        rig.output.report = args.report.clone();
+    }
+    if args.jsonl.is_some() {
+        rig.output.jsonl = args.jsonl.clone();
+    }
+    if args.record.is_some() {
+        rig.output.record = args.record.clone();
+    }
+    if let Some(f) = args.record_frames {
+        rig.output.record_frames = f;
+    }
+    if args.foxglove.is_some() {
+        rig.output.foxglove = args.foxglove;
+    }
+    if args.publish.is_some() {
+        rig.output.publish = args.publish.clone();
+    }
+    if args.publish_as.is_some() {
+        rig.output.publish_as = args.publish_as.clone();
+    }
+}
+
+/// The run's options from the command line, each value checked and named by its flag.
+fn run_options(
+    args: &RunArgs,
+    rig: &RigConfig,
+    quiet: bool,
+    live: Option<hailo_edge::rig::stage::live::LiveTap>,
+) -> anyhow::Result<RunOptions> {
+    let duration = args
+        .duration
+        .map(|d| hailo_edge::limits::duration("--duration", d, hailo_edge::limits::MAX_RUN))
+        .transpose()?;
+    if duration == Some(Duration::ZERO) {
+        anyhow::bail!("--duration: 0 s is not a positive number of seconds");
+    }
+    anyhow::ensure!(
+        args.drain_timeout.is_finite() && (0.0..=3600.0).contains(&args.drain_timeout),
+        "--drain-timeout: {} is not between 0 and 3600 seconds",
+        args.drain_timeout
+    );
+    let publish_skew_ns = match args.publish_skew_ms {
+        Some(ms) if ms.is_finite() && ms.abs() <= 3.6e6 => (ms * 1e6).round() as i64,
+        Some(ms) => anyhow::bail!("--publish-skew-ms: {ms} is not within an hour either way"),
+        None => 0,
+    };
+    let mut npu_faults = hailo_edge::npu::sim::FaultPlan::none();
+    for spec in &args.sim_fault {
+        npu_faults = npu_faults
+            .with_spec(spec)
+            .map_err(|e| anyhow::anyhow!("--sim-fault {e}"))?;
+    }
+    anyhow::ensure!(
+        args.sim_fault.is_empty() || rig.device.backend == BackendChoice::Sim,
+        "--sim-fault: the faults are the simulator's, and the rig's device.backend is not \"sim\""
+    );
+    Ok(RunOptions {
+        live,
+        faults: hailo_edge::rig::inject::Faults {
+            npu: npu_faults,
+            ..Default::default()
+        },
+        scene_clock: args.scene_clock,
+        publish_skew_ns,
+        duration,
+        status: !(args.no_status || quiet),
+        overwrite: args.force,
+        drain_timeout: Duration::from_secs_f64(args.drain_timeout),
+        ..RunOptions::default()
+    })
+}
+
+/// The summary of a finished run: what ran, each camera's and graph's counts, latency, the
+/// fit, the verdict, and what did not end well (a drain cut short, a failed output).
+fn print_summary(out: &mut dyn Write, rig: &RigConfig, report: &Report) {
+    macro_rules! say {
+        ($($arg:tt)*) => {
+            let _ = writeln!(out, $($arg)*);
+        };
+    }
     let w = &report.what_ran;
     say!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
     if let Some(warning) = &w.ran_on.backend_warning {
@@ -373,11 +411,13 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             f.items_lost
         );
     }
-    // Exit 0: the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained,
-    // every frame is accounted for and the rate was sustained; 1: a frame is
-    // unaccounted for or an output failed; 5: the device is gone; 3: the rate
-    // was not sustained.
-    Ok(if !report.accounting_ok {
+}
+
+/// The exit status: 0 when the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained,
+/// every frame is accounted for and the rate was sustained; 1 when a frame is unaccounted for
+/// or an output failed; 5 when the device is gone; 3 when the rate was not sustained.
+fn exit_status(report: &Report, exit_zero: bool) -> ExitCode {
+    if !report.accounting_ok {
         eprintln!("error: frame accounting does not add up (see the report)");
         ExitCode::FAILURE
     } else if !report.output_failures.is_empty() {
@@ -392,9 +432,9 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     } else if !report.verdict.sustained {
         super::falls_short(
             "the rig's rate was not sustained (see the verdict)",
-            args.exit_zero,
+            exit_zero,
         )
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
