@@ -19,60 +19,40 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use std::time::Duration;
 
 use crate::body::fit::PoseFitter;
-use crate::camera::record::{RecordError, Recorder};
+use crate::camera::record::Recorder;
 use crate::camera::synthetic::SceneClock;
 use crate::camera::{take, Source, SourceInfo, Stop};
 use crate::decode::{Decoder, Pairing};
-use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
 use crate::npu::sim::DeviceProfile;
-use crate::npu::{Device, NpuError};
+use crate::npu::Device;
 use crate::preprocess::Preprocessor;
 use crate::publish::foxglove_ws::FoxgloveServer;
 use crate::publish::zenoh::ZenohPublisher;
 use crate::scene::{BodyRig, BodyScene};
 
 use super::build;
-use super::config::{KeypointsFrom, RecordFrames, RigConfig, SwitchingConfig};
+use super::config::RigConfig;
 use super::decoders::{self, DecoderChoice};
 use super::inject::Faults;
 use super::report::{Report, RunFacts};
-use super::stage::capture::{Backoff, CaptureThread, QueuePolicy};
-use super::stage::decode::{DecodeWorker, GraphDecode};
-use super::stage::fit::{Arrivals, FitStage, KeypointSource};
+use super::stage::decode::GraphDecode;
 use super::stage::live::{LiveRig, LiveTap};
-use super::stage::npu::{InstantSets, Lane, NpuStage, Switching};
-use super::stage::record;
-use super::stage::sinks::{Item, Recorded, Recording, SinkFailures, Sinks};
-use super::stage::sync::SyncConfig;
-use super::stage::{start, Running};
+use super::stage::npu::Lane;
 use super::stats::LiveStats;
-use super::work::{DecodeWork, Returned, ViewResult};
-use super::{CameraSetupError, RunError};
+use super::RunError;
 
 mod drain;
 mod outputs;
+mod start;
 mod wait;
 use drain::drain;
 use outputs::{open_foxglove, open_jsonl, open_recorder, open_zenoh, prepare_outputs};
+use start::{start_stages, Channels, Stages, Started};
 use wait::wait;
-
-/// How long no view of a camera may reach the sync, while others do, before
-/// its groups go ahead without it. Views arrive skewed by their place in the
-/// decoder queues and each camera's admitted frames can be several periods
-/// apart, so this is well above any frame period; an unplugged camera holds
-/// the fit up this long once.
-const SILENT_CAMERA: Duration = Duration::from_secs(1);
-
-/// The same on a virtual clock, in the cameras' time. The cameras wait for room there
-/// rather than drop, so one graph's views can trail another's by every frame the queues
-/// and decoders hold; only a camera that has ended falls this far behind.
-const SILENT_CAMERA_VIRTUAL: Duration = Duration::from_secs(30);
 
 /// How to run a rig (what the rig file does not say).
 #[derive(Debug, Clone)]
@@ -339,248 +319,6 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         framing,
     })
 }
-
-/// The bounded queues between the stages (the recycle queue is unbounded:
-/// it carries at most the frames in flight).
-struct Channels {
-    /// Frames each camera queue holds before it drops its oldest.
-    camera_depth: usize,
-    /// Frames admitted past the camera queues and not yet decoded, at most.
-    in_flight: usize,
-    decode: Vec<(Sender<DecodeWork>, Receiver<DecodeWork>)>,
-    views: (Sender<ViewResult>, Receiver<ViewResult>),
-    recycle: (Sender<Returned>, Receiver<Returned>),
-    record: (Sender<Item>, Receiver<Item>),
-}
-
-impl Channels {
-    fn new(rig: &RigConfig, options: &RunOptions) -> Self {
-        // Admission holds at most `in_flight` frames past the camera queues, so a
-        // decoder queue of that size never blocks the NPU stage.
-        let in_flight = rig.in_flight();
-        Self {
-            camera_depth: options.queue_depth.max(1),
-            in_flight,
-            decode: (0..rig.decoder.threads.max(1))
-                .map(|_| bounded(in_flight))
-                .collect(),
-            views: bounded(16),
-            recycle: unbounded(),
-            record: bounded(match rig.output.record_frames {
-                RecordFrames::Admitted => 64,
-                // The cameras do not wait for the recorder: room for a quarter
-                // second of four 120 fps cameras rides out a slow chunk write.
-                RecordFrames::All => RECORD_EVERY_QUEUE,
-            }),
-        }
-    }
-}
-
-/// The running stages, in the order the frame meets them.
-struct Stages {
-    captures: Vec<CaptureThread>,
-    recording: Option<Running<Result<Recorded, RecordError>>>,
-    npu: Running<Result<(), NpuError>>,
-    decoders: Vec<Running<()>>,
-    fit: Running<std::io::Result<()>>,
-    /// Tells the recorder to finish with what reached it.
-    abandon: Stop,
-    failures: SinkFailures,
-}
-
-/// The stages, when they started and the process CPU time then.
-struct Started {
-    stages: Stages,
-    at: Instant,
-    cpu_ns: u64,
-}
-
-/// Starts the capture threads, then the recorder, the NPU stage, the decoder
-/// pool and the fit.
-fn start_stages(
-    rig: &RigConfig,
-    options: &RunOptions,
-    parts: Parts,
-    channels: Channels,
-    stats: &Arc<LiveStats>,
-) -> Result<Started, RunError> {
-    let clock: Arc<dyn Clock> = Arc::new(MonotonicClock);
-    let thread = |source: std::io::Error| RunError::Spawn { source };
-    // The recorder starts first: with every captured frame recorded, the cameras
-    // feed it from their first frame.
-    let (record_tx, record_rx) = channels.record;
-    let abandon = Stop::new();
-    let failures = SinkFailures::default();
-    let not_recorded = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let recording = parts
-        .recorder
-        .map(|recorder| {
-            start(Recording {
-                recorder,
-                items: record_rx,
-                skeleton: parts.body.naming.clone(),
-                cameras: parts.placed,
-                which_frames: rig.output.record_frames,
-                not_recorded: Arc::clone(&not_recorded),
-                abandon: abandon.clone(),
-                failures: failures.clone(),
-            })
-        })
-        .transpose()
-        .map_err(thread)?;
-    let record_tx = recording.as_ref().map(|_| record_tx);
-    let record_every = rig.output.record_frames == RecordFrames::All;
-    let mut captures = Vec::new();
-    let mut camera_rxs = Vec::new();
-    for (i, source) in parts.sources.into_iter().enumerate() {
-        let source: Box<dyn Source> = match (&record_tx, record_every) {
-            (Some(tx), true) => Box::new(record::record_every(
-                source,
-                tx.clone(),
-                Arc::clone(&not_recorded),
-            )),
-            _ => source,
-        };
-        let (tx, rx) = bounded(channels.camera_depth);
-        // On a virtual clock the sources are not paced by real time: they wait for room
-        // instead of dropping, so the cameras advance in step whatever the host's speed.
-        let policy = if rig.device.clock.is_real_time() {
-            QueuePolicy::DropOldest
-        } else {
-            QueuePolicy::Wait
-        };
-        let thread = CaptureThread::spawn_with(source, tx, rx.clone(), Backoff::default(), policy)
-            .map_err(|e| RunError::Camera {
-                camera: rig.cameras[i].name.clone(),
-                source: CameraSetupError::CaptureThread(e),
-            })?;
-        captures.push(thread);
-        camera_rxs.push(rx);
-    }
-    let at = Instant::now();
-    let cpu_ns = crate::geom::time::process_cpu_ns();
-
-    let (view_tx, view_rx) = channels.views;
-    let (recycle_tx, recycle_rx) = channels.recycle;
-    let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) = channels.decode.into_iter().unzip();
-
-    let mut npu = NpuStage::new(
-        parts.lanes,
-        parts.preprocessors,
-        parts.graph_of,
-        camera_rxs,
-        decode_txs,
-        recycle_rx,
-        switching(rig),
-        Arc::clone(stats),
-        Arc::clone(&clock),
-    );
-    if !record_every {
-        npu.record = record_tx.clone();
-    }
-    npu.foxglove = parts.foxglove.clone();
-    npu.live = options.live.clone();
-    npu.stop = Some(options.stop.clone());
-    npu.set_in_flight_limit(channels.in_flight);
-    // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
-    let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
-    if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
-        let period_ns = (1e9 / rates[0]) as u64;
-        npu.instant_sets = Some(if rig.device.clock.is_real_time() {
-            InstantSets::real_time(period_ns)
-        } else {
-            InstantSets::virtual_time(period_ns)
-        });
-    }
-    if options.pipeline_only {
-        npu.bypass = Some(view_tx.clone());
-    }
-    let npu = start(npu).map_err(thread)?;
-    let mut decoders = Vec::new();
-    for (index, (worker_decoders, rx)) in parts.decoders.into_iter().zip(decode_rxs).enumerate() {
-        let worker = DecodeWorker {
-            index,
-            nice: rig.decoder.nice,
-            decoders: worker_decoders,
-            graphs: parts.decode_info.clone(),
-            input: rx,
-            output: view_tx.clone(),
-            recycle: recycle_tx.clone(),
-            stats: Arc::clone(stats),
-            clock: Arc::clone(&clock),
-        };
-        decoders.push(start(worker).map_err(thread)?);
-    }
-    drop(view_tx);
-    drop(recycle_tx);
-    let keypoints = match rig.body.keypoints {
-        KeypointsFrom::GroundTruth => KeypointSource::GroundTruth {
-            noise_px: rig.body.noise_px,
-            seed: options.seed,
-        },
-        KeypointsFrom::Decoder => KeypointSource::Decoder,
-    };
-    let (arrivals, stall) = if rig.device.clock.is_real_time() {
-        (Arrivals::Wall, SILENT_CAMERA)
-    } else {
-        (Arrivals::CaptureTime, SILENT_CAMERA_VIRTUAL)
-    };
-    let fit = FitStage {
-        input: view_rx,
-        cameras: rig.cameras.len(),
-        fitter: parts.fitter,
-        keypoints,
-        keypoint_count: parts.body.rig.keypoints(),
-        stats: Arc::clone(stats),
-        clock,
-        sinks: Sinks {
-            jsonl: parts.jsonl,
-            jsonl_path: rig.output.jsonl.clone().unwrap_or_default(),
-            record: record_tx,
-            foxglove: parts.foxglove,
-            zenoh: parts.zenoh,
-            failures: failures.clone(),
-            live: options.live.clone(),
-        },
-        arrivals,
-        sync: SyncConfig {
-            stall_ns: Some(stall.as_nanos() as u64),
-            ..SyncConfig::for_rates(&rig.cameras.iter().map(|c| c.fps).collect::<Vec<_>>())
-        },
-        bone_names: parts.body.rig.names().to_vec(),
-        active: parts.body.active.clone(),
-        stature_m: parts.body.stature_m,
-        naming: parts.body.naming.clone(),
-        delay: options.fit_delay,
-    };
-    let fit = start(fit).map_err(thread)?;
-    Ok(Started {
-        stages: Stages {
-            captures,
-            recording,
-            npu,
-            decoders,
-            fit,
-            abandon,
-            failures,
-        },
-        at,
-        cpu_ns,
-    })
-}
-
-/// How the rig's graphs share the device.
-fn switching(rig: &RigConfig) -> Switching {
-    match rig.switching {
-        SwitchingConfig::Scheduler => Switching::Scheduler,
-        SwitchingConfig::Manual { frames_per_switch } => Switching::Manual {
-            frames_per_switch: u64::from(frames_per_switch),
-        },
-    }
-}
-
-/// Frames queued for the recorder when it records every captured frame.
-const RECORD_EVERY_QUEUE: usize = 128;
 
 /// How long the recorder may take to finish its file once a drain that ran
 /// out of time abandons it.
