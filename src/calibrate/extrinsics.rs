@@ -78,106 +78,11 @@ pub fn calibrate_extrinsics(
     settings: &Settings,
 ) -> Result<Extrinsics, CalibrateError> {
     let name = |c: usize| names.get(c).cloned().unwrap_or_else(|| format!("#{c}"));
-    let mut seen = vec![false; cameras.len()];
-    let mut per_pose: BTreeMap<usize, Seen> = BTreeMap::new();
-    for v in views {
-        if v.camera >= cameras.len() {
-            return Err(CalibrateError::NeverSeen {
-                camera: name(v.camera),
-            });
-        }
-        check_views(&name(v.camera), board, &[v])?;
-        let Some(pose) = view_pose(board, &cameras[v.camera], v) else {
-            continue;
-        };
-        seen[v.camera] = true;
-        per_pose
-            .entry(v.pose)
-            .or_default()
-            .push((v.camera, pose, v));
-    }
-    if let Some(c) = seen.iter().position(|s| !s) {
-        return Err(CalibrateError::NeverSeen { camera: name(c) });
-    }
-    if !settings.refine_intrinsics {
-        // With the lenses held, an instant one camera saw fixes only its own board pose.
-        per_pose.retain(|&p, vs| vs.len() >= 2 || p == anchor.pose);
-    }
-    if !per_pose.contains_key(&anchor.pose) {
-        return Err(CalibrateError::Degenerate {
-            camera: "rig".into(),
-            what: "no camera sees the board at the anchor instant",
-        });
-    }
-    // Chain poses outwards from the anchor, in rounds: every camera that sees a placed board
-    // is placed, then every board a placed camera sees (T_cw = T_cb T_wb^-1,
-    // T_wb = T_cw^-1 T_cb). Where several views offer a pose, the one that explains all of
-    // them best is taken, so that one view's pose flipped by foreshortening does not carry
-    // a camera, and every board chained through it, away.
-    let mut cam_pose: Vec<Option<Isometry3<f64>>> = vec![None; cameras.len()];
-    let mut board_pose: BTreeMap<usize, Isometry3<f64>> = BTreeMap::new();
-    board_pose.insert(anchor.pose, anchor.world_from_board);
-    let misfit = |c: usize, cw: &Isometry3<f64>, wb: &Isometry3<f64>, v: &BoardView| {
-        misfit(board, &with_pose(&cameras[c], cw), wb, v).0
-    };
-    loop {
-        let mut changed = false;
-        for (c, placed) in cam_pose.iter_mut().enumerate() {
-            if placed.is_some() {
-                continue;
-            }
-            let mut known: Vec<(Isometry3<f64>, Isometry3<f64>, &BoardView)> = per_pose
-                .iter()
-                .filter_map(|(p, vs)| board_pose.get(p).map(|wb| (wb, vs)))
-                .flat_map(|(wb, vs)| {
-                    vs.iter()
-                        .filter(|(o, _, _)| *o == c)
-                        .map(move |(_, cb, v)| (*wb, *cb, *v))
-                })
-                .collect();
-            known.sort_by_key(|(_, _, v)| std::cmp::Reverse(v.corners.len()));
-            let best = known
-                .iter()
-                .take(CHAIN_CANDIDATES)
-                .map(|(wb, cb, _)| cb * wb.inverse())
-                .map(|cw| {
-                    let e: f64 = known.iter().map(|(wb, _, v)| misfit(c, &cw, wb, v)).sum();
-                    (e, cw)
-                })
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            if let Some((_, cw)) = best {
-                *placed = Some(cw);
-                changed = true;
-            }
-        }
-        for (p, vs) in &per_pose {
-            if board_pose.contains_key(p) {
-                continue;
-            }
-            let placed: Vec<(usize, Isometry3<f64>, Isometry3<f64>, &BoardView)> = vs
-                .iter()
-                .filter_map(|(c, cb, v)| cam_pose[*c].map(|cw| (*c, cw, *cb, *v)))
-                .collect();
-            let best = placed
-                .iter()
-                .map(|(_, cw, cb, _)| cw.inverse() * cb)
-                .map(|wb| {
-                    let e: f64 = placed
-                        .iter()
-                        .map(|(c, cw, _, v)| misfit(*c, cw, &wb, v))
-                        .sum();
-                    (e, wb)
-                })
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            if let Some((_, wb)) = best {
-                board_pose.insert(*p, wb);
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let per_pose = instants_seen(board, cameras, views, anchor, settings, &name)?;
+    let Chained {
+        cameras: cam_pose,
+        boards: board_pose,
+    } = chain(board, cameras, &per_pose, anchor);
     if let Some(c) = cam_pose.iter().position(Option::is_none) {
         let others: Vec<String> = (0..cameras.len())
             .filter(|&o| cam_pose[o].is_some())
@@ -196,21 +101,6 @@ pub fn calibrate_extrinsics(
     )?;
     let instants: Vec<usize> = board_pose.keys().copied().collect();
     let index: BTreeMap<usize, usize> = instants.iter().enumerate().map(|(i, &p)| (p, i)).collect();
-    let mut observations = Vec::new();
-    for (p, vs) in &per_pose {
-        let Some(&b) = index.get(p) else { continue };
-        for (c, _, v) in vs {
-            observations.extend(v.corners.iter().filter_map(|k| {
-                board.corner(k.id).map(|point| Observation {
-                    camera: *c,
-                    board: b,
-                    id: k.id,
-                    point,
-                    pixel: k.pixel,
-                })
-            }));
-        }
-    }
     let mut state = State {
         cameras: cameras
             .iter()
@@ -219,53 +109,26 @@ pub fn calibrate_extrinsics(
             .collect(),
         boards: instants.iter().map(|p| board_pose[p]).collect(),
     };
-    let free = Free {
-        intrinsics: vec![settings.refine_intrinsics; cameras.len()],
-        k3: cameras
-            .iter()
-            .map(|c| settings.k3.moves(c.distortion.k3 != 0.0))
-            .collect(),
-        tangential: cameras
-            .iter()
-            .map(|c| {
-                let d = c.distortion;
-                settings.tangential.moves(d.p1 != 0.0 || d.p2 != 0.0)
-            })
-            .collect(),
-        camera_poses: vec![true; cameras.len()],
-        boards: instants.iter().map(|&p| p != anchor.pose).collect(),
-    };
-    let mut problem = Reprojection::new(observations, &free, settings.huber_px);
+    let free = free(cameras, &instants, anchor, settings);
+    let problem = Reprojection::new(
+        observations(board, &per_pose, &index),
+        &free,
+        settings.huber_px,
+    );
     // The chain's first pose of each instant, bettered where another camera's view explains
     // the instant better; a corner the start still puts behind its camera cannot be
     // linearised and is left out.
     repose(board, &mut state, &per_pose, &index, anchor, settings);
-    let residuals = problem.residuals(&state);
-    if residuals.iter().any(Option::is_none) {
-        let kept: Vec<Observation> = problem
-            .observations()
-            .iter()
-            .zip(&residuals)
-            .filter(|(_, r)| r.is_some())
-            .map(|(o, _)| *o)
-            .collect();
-        log::debug!(
-            "extrinsics: {} corners left out, behind their camera at the start",
-            residuals.len() - kept.len()
-        );
-        problem = Reprojection::new(kept, &free, settings.huber_px);
-    }
-    let mut state = solver_pass(&mut problem, state, &settings.lm)?;
-    // A board pose chained through one camera's foreshortened view can settle in the wrong
-    // minimum; such an instant is posed again from the view of each camera that saw it, the
-    // candidate that explains its corners best kept, and the solve repeated.
-    for _ in 0..MAX_REPOSES {
-        if !repose(board, &mut state, &per_pose, &index, anchor, settings) {
-            break;
-        }
-        state = solver_pass(&mut problem, state, &settings.lm)?;
-    }
-    let state = solver("rig", "extrinsics", &mut problem, state, &settings.lm)?;
+    let mut problem = without_corners_behind(problem, &state, &free, settings.huber_px);
+    let state = solve(
+        board,
+        &mut problem,
+        state,
+        &per_pose,
+        &index,
+        anchor,
+        settings,
+    )?;
     let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
         .map(|c| problem.rms_of(&residuals, |o| o.camera == c))
@@ -305,6 +168,238 @@ pub fn calibrate_extrinsics(
             .collect(),
         cameras: state.cameras,
     })
+}
+
+/// The views grouped by instant, each with its board-to-camera pose from the homography;
+/// views whose pose cannot be found are passed over. With the lenses held, an instant one
+/// camera saw fixes only its own board pose and is left out (but the anchor's).
+///
+/// # Errors
+/// [`CalibrateError::NeverSeen`] for a camera without a posed view (or a view naming no
+/// camera of the rig), [`CalibrateError::BadCorner`], and [`CalibrateError::Degenerate`]
+/// when no camera sees the anchor instant.
+fn instants_seen<'a>(
+    board: &AprilGrid,
+    cameras: &[Camera],
+    views: &'a [BoardView],
+    anchor: &Anchor,
+    settings: &Settings,
+    name: &dyn Fn(usize) -> String,
+) -> Result<BTreeMap<usize, Seen<'a>>, CalibrateError> {
+    let mut seen = vec![false; cameras.len()];
+    let mut per_pose: BTreeMap<usize, Seen> = BTreeMap::new();
+    for v in views {
+        if v.camera >= cameras.len() {
+            return Err(CalibrateError::NeverSeen {
+                camera: name(v.camera),
+            });
+        }
+        check_views(&name(v.camera), board, &[v])?;
+        let Some(pose) = view_pose(board, &cameras[v.camera], v) else {
+            continue;
+        };
+        seen[v.camera] = true;
+        per_pose
+            .entry(v.pose)
+            .or_default()
+            .push((v.camera, pose, v));
+    }
+    if let Some(c) = seen.iter().position(|s| !s) {
+        return Err(CalibrateError::NeverSeen { camera: name(c) });
+    }
+    if !settings.refine_intrinsics {
+        per_pose.retain(|&p, vs| vs.len() >= 2 || p == anchor.pose);
+    }
+    if !per_pose.contains_key(&anchor.pose) {
+        return Err(CalibrateError::Degenerate {
+            camera: "rig".into(),
+            what: "no camera sees the board at the anchor instant",
+        });
+    }
+    Ok(per_pose)
+}
+
+/// The poses chained from the anchor.
+struct Chained {
+    /// Per camera, world to camera; none for a camera the chain never reached.
+    cameras: Vec<Option<Isometry3<f64>>>,
+    /// Per instant reached, board to world.
+    boards: BTreeMap<usize, Isometry3<f64>>,
+}
+
+/// Chains poses outwards from the anchor, in rounds: every camera that sees a placed board
+/// is placed, then every board a placed camera sees (T_cw = T_cb T_wb^-1,
+/// T_wb = T_cw^-1 T_cb). Where several views offer a pose, the one that explains all of
+/// them best is taken, so that one view's pose flipped by foreshortening does not carry
+/// a camera, and every board chained through it, away. Returns each camera's world-to-camera
+/// pose and each reached instant's board pose.
+fn chain(
+    board: &AprilGrid,
+    cameras: &[Camera],
+    per_pose: &BTreeMap<usize, Seen>,
+    anchor: &Anchor,
+) -> Chained {
+    let mut cam_pose: Vec<Option<Isometry3<f64>>> = vec![None; cameras.len()];
+    let mut board_pose: BTreeMap<usize, Isometry3<f64>> = BTreeMap::new();
+    board_pose.insert(anchor.pose, anchor.world_from_board);
+    let misfit = |c: usize, cw: &Isometry3<f64>, wb: &Isometry3<f64>, v: &BoardView| {
+        misfit(board, &with_pose(&cameras[c], cw), wb, v).0
+    };
+    loop {
+        let mut changed = false;
+        for (c, placed) in cam_pose.iter_mut().enumerate() {
+            if placed.is_some() {
+                continue;
+            }
+            let mut known: Vec<(Isometry3<f64>, Isometry3<f64>, &BoardView)> = per_pose
+                .iter()
+                .filter_map(|(p, vs)| board_pose.get(p).map(|wb| (wb, vs)))
+                .flat_map(|(wb, vs)| {
+                    vs.iter()
+                        .filter(|(o, _, _)| *o == c)
+                        .map(move |(_, cb, v)| (*wb, *cb, *v))
+                })
+                .collect();
+            known.sort_by_key(|(_, _, v)| std::cmp::Reverse(v.corners.len()));
+            let best = known
+                .iter()
+                .take(CHAIN_CANDIDATES)
+                .map(|(wb, cb, _)| cb * wb.inverse())
+                .map(|cw| {
+                    let e: f64 = known.iter().map(|(wb, _, v)| misfit(c, &cw, wb, v)).sum();
+                    (e, cw)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, cw)) = best {
+                *placed = Some(cw);
+                changed = true;
+            }
+        }
+        for (p, vs) in per_pose {
+            if board_pose.contains_key(p) {
+                continue;
+            }
+            let placed: Vec<(usize, Isometry3<f64>, Isometry3<f64>, &BoardView)> = vs
+                .iter()
+                .filter_map(|(c, cb, v)| cam_pose[*c].map(|cw| (*c, cw, *cb, *v)))
+                .collect();
+            let best = placed
+                .iter()
+                .map(|(_, cw, cb, _)| cw.inverse() * cb)
+                .map(|wb| {
+                    let e: f64 = placed
+                        .iter()
+                        .map(|(c, cw, _, v)| misfit(*c, cw, &wb, v))
+                        .sum();
+                    (e, wb)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, wb)) = best {
+                board_pose.insert(*p, wb);
+                changed = true;
+            }
+        }
+        if !changed {
+            return Chained {
+                cameras: cam_pose,
+                boards: board_pose,
+            };
+        }
+    }
+}
+
+/// Every board corner of every chained instant's views, as the solve's observations.
+fn observations(
+    board: &AprilGrid,
+    per_pose: &BTreeMap<usize, Seen>,
+    index: &BTreeMap<usize, usize>,
+) -> Vec<Observation> {
+    let mut observations = Vec::new();
+    for (p, vs) in per_pose {
+        let Some(&b) = index.get(p) else { continue };
+        for (c, _, v) in vs {
+            observations.extend(v.corners.iter().filter_map(|k| {
+                board.corner(k.id).map(|point| Observation {
+                    camera: *c,
+                    board: b,
+                    id: k.id,
+                    point,
+                    pixel: k.pixel,
+                })
+            }));
+        }
+    }
+    observations
+}
+
+/// What the solve moves: every camera's pose, every board pose but the anchor's, and the
+/// intrinsics (each lens term as `settings` says) when they are refined with the rig.
+fn free(cameras: &[Camera], instants: &[usize], anchor: &Anchor, settings: &Settings) -> Free {
+    Free {
+        intrinsics: vec![settings.refine_intrinsics; cameras.len()],
+        k3: cameras
+            .iter()
+            .map(|c| settings.k3.moves(c.distortion.k3 != 0.0))
+            .collect(),
+        tangential: cameras
+            .iter()
+            .map(|c| {
+                let d = c.distortion;
+                settings.tangential.moves(d.p1 != 0.0 || d.p2 != 0.0)
+            })
+            .collect(),
+        camera_poses: vec![true; cameras.len()],
+        boards: instants.iter().map(|&p| p != anchor.pose).collect(),
+    }
+}
+
+/// `problem` without the corners `state` puts behind their camera (they cannot be
+/// linearised there).
+fn without_corners_behind(
+    problem: Reprojection,
+    state: &State,
+    free: &Free,
+    huber_px: f64,
+) -> Reprojection {
+    let residuals = problem.residuals(state);
+    if residuals.iter().all(Option::is_some) {
+        return problem;
+    }
+    let kept: Vec<Observation> = problem
+        .observations()
+        .iter()
+        .zip(&residuals)
+        .filter(|(_, r)| r.is_some())
+        .map(|(o, _)| *o)
+        .collect();
+    log::debug!(
+        "extrinsics: {} corners left out, behind their camera at the start",
+        residuals.len() - kept.len()
+    );
+    Reprojection::new(kept, free, huber_px)
+}
+
+/// Solves the rig from `state`. A board pose chained through one camera's foreshortened view
+/// can settle in the wrong minimum; such an instant is posed again from the view of each
+/// camera that saw it, the candidate that explains its corners best kept, and the solve
+/// repeated, up to [`MAX_REPOSES`] times before the final, checked solve.
+fn solve(
+    board: &AprilGrid,
+    problem: &mut Reprojection,
+    state: State,
+    per_pose: &BTreeMap<usize, Seen>,
+    index: &BTreeMap<usize, usize>,
+    anchor: &Anchor,
+    settings: &Settings,
+) -> Result<State, CalibrateError> {
+    let mut state = solver_pass(problem, state, &settings.lm)?;
+    for _ in 0..MAX_REPOSES {
+        if !repose(board, &mut state, per_pose, index, anchor, settings) {
+            break;
+        }
+        state = solver_pass(problem, state, &settings.lm)?;
+    }
+    solver("rig", "extrinsics", problem, state, &settings.lm)
 }
 
 /// Poses again every instant (but the anchor) whose corners the state explains worse than
