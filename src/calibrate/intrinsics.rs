@@ -4,16 +4,18 @@
 
 use std::collections::BTreeMap;
 
-use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, SMatrix, Vector2, Vector3};
+use nalgebra::{Isometry3, Matrix3, Point2, Rotation3, Vector2, Vector3};
 
 use super::board::AprilGrid;
 use super::homography::{
     focal_at_centre, homography, pose_from_homography, view_pose, zhang_intrinsics,
 };
-use super::problem::{Free, Observation, Reprojection, State};
+use super::problem::{Observation, Reprojection, State};
 use super::{check_views, rms, solver, solver_pass, BoardView, CalibrateError, Settings, Term};
-use crate::body::fit::lm::Problem;
 use crate::geom::{Camera, Distortion};
+
+mod lens;
+use lens::{covariance_of, lens_free, lens_std_px, lens_terms, principal_std_px};
 
 /// Corners (six tags) a view needs to enter the closed-form start, when enough views have
 /// them.
@@ -21,10 +23,6 @@ const CLOSED_FORM_CORNERS: usize = 24;
 
 /// Views with [`CLOSED_FORM_CORNERS`] the closed form needs before it takes only those.
 const CLOSED_FORM_VIEWS: usize = 6;
-
-/// The chi-squared value (one degree of freedom, 0.1 % tail) freeing `k3` must beat to be
-/// kept ([`Term::Auto`]).
-const K3_CHI2: f64 = 10.83;
 
 /// Times views left far from their corners are posed again and the solve repeated.
 pub(crate) const MAX_REPOSES: usize = 2;
@@ -56,47 +54,6 @@ impl Intrinsics {
     pub fn principal_std_px(&self) -> f64 {
         self.std_dev[2].max(self.std_dev[3])
     }
-}
-
-/// The covariance of `fx fy cx cy k1 k2 p1 p2 k3`.
-type Covariance = SMatrix<f64, 9, 9>;
-
-/// The first camera's intrinsics covariance in `problem` at `state`; `None` where the
-/// views leave them undetermined.
-fn covariance_of(problem: &mut Reprojection, state: &State) -> Option<Covariance> {
-    problem
-        .intrinsics_covariance(state)
-        .and_then(|c| c.first().copied())
-}
-
-/// Points per side of the grid [`lens_std_px`] looks over, corners included.
-const LENS_GRID: u32 = 17;
-
-/// The largest standard deviation of the distortion's image-space shift over a grid to the
-/// frame's corners (pixels), from the covariance of `camera`'s `k1 k2 p1 p2 k3`: at each
-/// point the ray through it is held, the lens terms vary, and the larger axis of the pixel's
-/// spread counts.
-fn lens_std_px(camera: &Camera, covariance: &Covariance) -> f64 {
-    let lens = covariance.fixed_view::<5, 5>(4, 4);
-    let mut worst: f64 = 0.0;
-    for i in 0..LENS_GRID {
-        for j in 0..LENS_GRID {
-            let span = f64::from(LENS_GRID - 1);
-            let pixel = Point2::new(
-                f64::from(camera.width) * f64::from(i) / span,
-                f64::from(camera.height) * f64::from(j) / span,
-            );
-            let ray = camera.normalize(&pixel).push(1.0);
-            let Some(jac) = camera.intrinsics_jacobian(&ray) else {
-                continue;
-            };
-            let jd = jac.fixed_view::<2, 5>(0, 4);
-            let spread = jd * lens * jd.transpose();
-            let largest = spread.symmetric_eigenvalues().max();
-            worst = worst.max(largest.max(0.0).sqrt());
-        }
-    }
-    worst
 }
 
 /// The camera matrix of `c`.
@@ -190,6 +147,82 @@ pub fn calibrate_intrinsics(
     views: &[&BoardView],
     settings: &Settings,
 ) -> Result<Intrinsics, CalibrateError> {
+    let hs = homographies(name, board, views, settings)?;
+    let (start, k) = closed_form(name, size, views, &hs, settings)?;
+    let hs = in_front(name, board, views, hs, &start, &k, settings)?;
+    let (boards, observations) = posed_corners(name, board, views, &hs, &k)?;
+    let free = lens_free(
+        boards.len(),
+        settings.tangential == Term::Free,
+        settings.k3 == Term::Free,
+    );
+    let mut problem = Reprojection::new(observations, &free, settings.huber_px);
+    let state = State {
+        cameras: vec![start],
+        boards,
+    };
+    let state = settle(name, board, views, &hs, &mut problem, state, settings)?;
+    let (mut problem, state, covariance) = lens_terms(name, problem, state, settings)?;
+    let residuals = problem.residuals(&state);
+    let rms_px = rms(residuals.iter());
+    if rms_px > settings.max_rms_px {
+        return Err(CalibrateError::HighResidual {
+            camera: name.to_owned(),
+            stage: "intrinsics",
+            rms_px,
+            limit_px: settings.max_rms_px,
+        });
+    }
+    check_layout(name, board, &state, problem.observations(), settings)?;
+    let per_view_px: Vec<(usize, f64)> = hs
+        .iter()
+        .enumerate()
+        .map(|(b, (i, _))| (views[*i].pose, problem.rms_of(&residuals, |o| o.board == b)))
+        .collect();
+    let board_poses = hs
+        .iter()
+        .zip(&state.boards)
+        .map(|((i, _), p)| (views[*i].pose, *p))
+        .collect();
+    let max_tilt_deg = state.boards.iter().map(tilt_deg).fold(0.0, f64::max);
+    let covariance = covariance
+        .or_else(|| covariance_of(&mut problem, &state))
+        .ok_or_else(|| CalibrateError::Degenerate {
+            camera: name.to_owned(),
+            what: "the views leave the intrinsics undetermined",
+        })?;
+    let std_px = principal_std_px(&covariance);
+    if std_px > settings.max_principal_std_px {
+        return Err(CalibrateError::Uncertain {
+            camera: name.to_owned(),
+            std_px,
+            limit_px: settings.max_principal_std_px,
+        });
+    }
+    Ok(Intrinsics {
+        camera: state.cameras[0],
+        rms_px,
+        per_view_px,
+        board_poses,
+        max_tilt_deg,
+        std_dev: std::array::from_fn(|i| covariance[(i, i)].max(0.0).sqrt()),
+        lens_std_px: lens_std_px(&state.cameras[0], &covariance),
+    })
+}
+
+/// Each view's index with its plane-to-pixel homography, views whose corners fix none
+/// passed over.
+///
+/// # Errors
+/// [`CalibrateError::BadCorner`], [`CalibrateError::NeverSeen`] without views,
+/// [`CalibrateError::TooFewViews`] under `settings.min_views` homographies, and the board
+/// plane's check ([`check_plane`]).
+fn homographies(
+    name: &str,
+    board: &AprilGrid,
+    views: &[&BoardView],
+    settings: &Settings,
+) -> Result<Vec<(usize, Matrix3<f64>)>, CalibrateError> {
     check_views(name, board, views)?;
     if views.is_empty() {
         return Err(CalibrateError::NeverSeen {
@@ -209,6 +242,23 @@ pub fn calibrate_intrinsics(
         });
     }
     check_plane(name, board, views, &hs)?;
+    Ok(hs)
+}
+
+/// The solve's start: the camera matrix from the homographies' closed form (Zhang's, or
+/// the focal length at the frame's centre where that is implausible), no distortion; and
+/// the matrix itself.
+///
+/// # Errors
+/// [`CalibrateError::FrontoParallel`] when no view is tilted `settings.min_tilt_deg`, and
+/// [`CalibrateError::Degenerate`] when neither closed form gives a plausible matrix.
+fn closed_form(
+    name: &str,
+    size: (u32, u32),
+    views: &[&BoardView],
+    hs: &[(usize, Matrix3<f64>)],
+    settings: &Settings,
+) -> Result<(Camera, Matrix3<f64>), CalibrateError> {
     let (w, h) = (f64::from(size.0), f64::from(size.1));
     let guess = Camera::new(
         [w, w, w / 2.0, h / 2.0],
@@ -260,13 +310,29 @@ pub fn calibrate_intrinsics(
         })?;
     let mut start = guess;
     [start.fx, start.fy, start.cx, start.cy] = [k[(0, 0)], k[(1, 1)], k[(0, 2)], k[(1, 2)]];
-    // A view whose start pose puts a corner behind the camera (a homography the lens bent
-    // too far) would stall the solver at an infinite cost; it is left out, and counted.
+    Ok((start, k))
+}
+
+/// The views whose start pose (from `k`) puts every corner in front of `start`. A view whose
+/// homography the lens bent too far would stall the solver at an infinite cost; it is left
+/// out, and counted.
+///
+/// # Errors
+/// [`CalibrateError::TooFewViews`] when fewer than `settings.min_views` are left.
+fn in_front(
+    name: &str,
+    board: &AprilGrid,
+    views: &[&BoardView],
+    hs: Vec<(usize, Matrix3<f64>)>,
+    start: &Camera,
+    k: &Matrix3<f64>,
+    settings: &Settings,
+) -> Result<Vec<(usize, Matrix3<f64>)>, CalibrateError> {
     let before = hs.len();
     let hs: Vec<(usize, Matrix3<f64>)> = hs
         .into_iter()
         .filter(|(i, h)| {
-            pose_from_homography(h, &k).is_some_and(|pose| {
+            pose_from_homography(h, k).is_some_and(|pose| {
                 views[*i].corners.iter().all(|c| {
                     board
                         .corner(c.id)
@@ -288,10 +354,25 @@ pub fn calibrate_intrinsics(
             needed: settings.min_views,
         });
     }
+    Ok(hs)
+}
+
+/// Each view's start board pose (from its homography and `k`) and the corners it saw, as the
+/// solve's observations (board `b` is the `b`th of `hs`).
+///
+/// # Errors
+/// [`CalibrateError::Degenerate`] for a homography that gives no pose.
+fn posed_corners(
+    name: &str,
+    board: &AprilGrid,
+    views: &[&BoardView],
+    hs: &[(usize, Matrix3<f64>)],
+    k: &Matrix3<f64>,
+) -> Result<(Vec<Isometry3<f64>>, Vec<Observation>), CalibrateError> {
     let mut boards = Vec::with_capacity(hs.len());
     let mut observations = Vec::new();
     for (b, (i, h)) in hs.iter().enumerate() {
-        let pose = pose_from_homography(h, &k).ok_or_else(|| CalibrateError::Degenerate {
+        let pose = pose_from_homography(h, k).ok_or_else(|| CalibrateError::Degenerate {
             camera: name.to_owned(),
             what: "a view's homography gives no board pose",
         })?;
@@ -306,139 +387,7 @@ pub fn calibrate_intrinsics(
             })
         }));
     }
-    let views_used = boards.len();
-    let free_with = |tangential: bool, k3: bool| Free {
-        intrinsics: vec![true],
-        k3: vec![k3],
-        tangential: vec![tangential],
-        camera_poses: vec![false],
-        boards: vec![true; views_used],
-    };
-    let mut tangential = settings.tangential == Term::Free;
-    let mut k3 = settings.k3 == Term::Free;
-    let mut problem =
-        Reprojection::new(observations, &free_with(tangential, k3), settings.huber_px);
-    let state = State {
-        cameras: vec![start],
-        boards,
-    };
-    let mut state = settle(name, board, views, &hs, &mut problem, state, settings)?;
-    // The covariance at the solution, where a freed term's check already computed it.
-    let mut covariance = None;
-    // `p1 p2` on top, kept unless they loosen the principal point: over a narrow field,
-    // decentering moves the image much as a shifted principal point does, and the views
-    // cannot tell the two apart. No test on the squares: a decentred lens leaves its mark at
-    // the frame's corners, where few corners fall, and held there it misses the lens by a
-    // third of a pixel while the squares barely move.
-    if settings.tangential == Term::Auto {
-        let free = free_with(true, k3);
-        if let Some((p, s, c)) = if_better(name, &problem, &state, &free, None, settings)? {
-            (problem, state, covariance) = (p, s, Some(c));
-            tangential = true;
-        }
-    }
-    // `k3` likewise: on a mild lens it fits the noise at the frame's corners, where nothing
-    // else constrains the polynomial.
-    if settings.k3 == Term::Auto {
-        let free = free_with(tangential, true);
-        if let Some((p, s, c)) = if_better(name, &problem, &state, &free, Some(K3_CHI2), settings)?
-        {
-            (problem, state, covariance) = (p, s, Some(c));
-            k3 = true;
-        }
-    }
-    log::debug!("intrinsics `{name}`: p1 p2 {tangential}, k3 {k3}");
-    let residuals = problem.residuals(&state);
-    let rms_px = rms(residuals.iter());
-    let per_view_px: Vec<(usize, f64)> = hs
-        .iter()
-        .enumerate()
-        .map(|(b, (i, _))| (views[*i].pose, problem.rms_of(&residuals, |o| o.board == b)))
-        .collect();
-    if rms_px > settings.max_rms_px {
-        return Err(CalibrateError::HighResidual {
-            camera: name.to_owned(),
-            stage: "intrinsics",
-            rms_px,
-            limit_px: settings.max_rms_px,
-        });
-    }
-    check_layout(name, board, &state, problem.observations(), settings)?;
-    let board_poses = hs
-        .iter()
-        .zip(&state.boards)
-        .map(|((i, _), p)| (views[*i].pose, *p))
-        .collect();
-    let max_tilt_deg = state.boards.iter().map(tilt_deg).fold(0.0, f64::max);
-    let covariance = covariance
-        .or_else(|| covariance_of(&mut problem, &state))
-        .ok_or_else(|| CalibrateError::Degenerate {
-            camera: name.to_owned(),
-            what: "the views leave the intrinsics undetermined",
-        })?;
-    let std_dev: [f64; 9] = std::array::from_fn(|i| covariance[(i, i)].max(0.0).sqrt());
-    let lens_std_px = lens_std_px(&state.cameras[0], &covariance);
-    let std_px = principal_std_px(&covariance);
-    if std_px > settings.max_principal_std_px {
-        return Err(CalibrateError::Uncertain {
-            camera: name.to_owned(),
-            std_px,
-            limit_px: settings.max_principal_std_px,
-        });
-    }
-    Ok(Intrinsics {
-        camera: state.cameras[0],
-        rms_px,
-        per_view_px,
-        board_poses,
-        max_tilt_deg,
-        std_dev,
-        lens_std_px,
-    })
-}
-
-/// The problem `held` solves with the parameters of `free` moving, solved from `state`, with
-/// its covariance, if it leaves the principal point pinned (its standard deviation within
-/// `settings.max_principal_std_px`) and, given a `chi2`, lowers the squares by more than
-/// noise: a likelihood-ratio test, the drop in the sum of squares over the noise variance
-/// the freed fit leaves being chi-squared (with as many degrees of freedom as parameters
-/// freed) where the freed parameters are zero.
-fn if_better(
-    name: &str,
-    held: &Reprojection,
-    state: &State,
-    free: &Free,
-    chi2: Option<f64>,
-    settings: &Settings,
-) -> Result<Option<(Reprojection, State, Covariance)>, CalibrateError> {
-    let mut freed = Reprojection::new(held.observations().to_vec(), free, settings.huber_px);
-    let tried = solver(name, "intrinsics", &mut freed, state.clone(), &settings.lm)?;
-    let n = held.observations().len();
-    let sum_sq = |rms_px: f64| rms_px * rms_px * n as f64;
-    let (without, with) = (
-        sum_sq(rms(held.residuals(state).iter())),
-        sum_sq(rms(freed.residuals(&tried).iter())),
-    );
-    let dof = (2 * n).saturating_sub(freed.dim()).max(1);
-    let statistic = (without - with) / (with / dof as f64).max(f64::MIN_POSITIVE);
-    let more = freed.dim() - held.dim();
-    if chi2.is_some_and(|chi2| statistic <= chi2) {
-        log::debug!("intrinsics `{name}`: {more} more parameters lower the squares by {statistic:.1} noise variances");
-        return Ok(None);
-    }
-    let Some(covariance) = covariance_of(&mut freed, &tried) else {
-        return Ok(None);
-    };
-    let std_px = principal_std_px(&covariance);
-    log::debug!(
-        "intrinsics `{name}`: {more} more parameters lower the squares by {statistic:.1} noise variances, principal point to {std_px:.2} px"
-    );
-    Ok((std_px <= settings.max_principal_std_px).then_some((freed, tried, covariance)))
-}
-
-/// The principal point's larger standard deviation (pixels) from the intrinsics' covariance.
-fn principal_std_px(covariance: &Covariance) -> f64 {
-    covariance[(2, 2)].max(covariance[(3, 3)]).max(0.0).sqrt()
+    Ok((boards, observations))
 }
 
 /// Solves from the closed-form start: a pass, then the views left far from their corners
