@@ -8,11 +8,10 @@
 //! beside the observations.
 
 use nalgebra::{Isometry3, Point2, Point3, Translation3, UnitQuaternion, Vector2, Vector3};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
 use super::board::AprilGrid;
-use super::coverage::{Coverage, GRID};
 use super::extrinsics::Anchor;
 use super::render::Look;
 use super::{BoardView, Corner};
@@ -20,8 +19,9 @@ use crate::body::model::rest::special_procrustes;
 use crate::geom::Camera;
 
 mod film;
+mod shoot;
 
-use film::{edge_tag_at, Film};
+use shoot::Shoot;
 
 /// Steepest view of the board face a corner is still detected at (degrees from its normal).
 const MAX_VIEW_ANGLE_DEG: f64 = 75.0;
@@ -32,15 +32,8 @@ const COVERAGE_TILT_DEG: f64 = 15.0;
 /// The floor under the demo's subject, whose root stands about 0.9 m above it (metres).
 pub const FLOOR_Z: f64 = -0.9;
 
-/// Farthest from a camera the board is held (metres): across the demo rig, whose body
-/// cameras stand 2.6 m from its middle.
-const REACH_M: f64 = 5.0;
-
 /// Fewest corners (two tags) that make a view.
 pub const MIN_CORNERS_PER_VIEW: usize = 8;
-
-/// Places tried for each shared pose before the last is kept.
-const SHARED_TRIES: usize = 20;
 
 /// How the synthetic capture is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,230 +167,33 @@ pub fn observe<R: Rng>(
 
 /// The capture: `spec.poses_per_camera` poses before each camera at distances where the board
 /// fills a quarter to three quarters of the image width (a narrow lens's, within 5 m), held as
-/// a user follows the status line ([`Coverage`]): aimed at the image region with the fewest
-/// corners and tilted the way still missing, then anywhere (so some views are partial); then
-/// `spec.shared_poses` poses in the rig's middle facing a random pair of cameras, held again
-/// until both find a quarter of the board; last the board lying still on the floor
-/// ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world. Where no two cameras
-/// find the board on the floor, it then stands still in the rig's middle for as many frames,
-/// facing the camera nearest it, and fixes the world instead. Every pose is seen by every camera that can.
+/// a user follows the status line ([`Coverage`](super::coverage::Coverage)): aimed at the
+/// image region with the fewest corners and tilted the way still missing, then anywhere (so
+/// some views are partial); then `spec.shared_poses` poses in the rig's middle facing a random
+/// pair of cameras, held again until both find a quarter of the board; last the board lying
+/// still on the floor ([`FLOOR_Z`]) for `spec.anchor_frames` frames, which fixes the world.
+/// Where no two cameras find the board on the floor, it then stands still in the rig's middle
+/// for as many frames, facing the camera nearest it, and fixes the world instead. Every pose
+/// is seen by every camera that can.
 ///
 /// # Panics
 /// Never: the noise's standard deviation is clamped to a finite non-negative value.
 pub fn capture(board: &AprilGrid, cameras: &[Camera], spec: &CaptureSpec) -> Capture {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(spec.seed);
-    let sigma = if spec.noise_px.is_finite() {
-        spec.noise_px.max(0.0)
-    } else {
-        0.0
-    };
-    let noise = Normal::new(0.0, sigma).unwrap_or_else(|_| unreachable!());
-    let (w, _) = board.extent();
-    let mut poses = Vec::new();
-    // The coverage is judged on noiseless corners from an rng of its own, so that following
-    // it leaves the noise drawn below as it would be.
-    let mut quiet = rand::rngs::StdRng::seed_from_u64(spec.seed ^ 0x5eed);
-    // Rendered, the status line follows what the detector finds, and those views are kept.
-    let mut film = spec.render.map(|look| Film::new(board, cameras, look));
-    let mut shot: std::collections::HashMap<(usize, usize), Vec<Corner>> = Default::default();
-    // A rendered board is found only where its tags are some 15 pixels or more: held nearer.
-    let fills = if film.is_some() { 0.3..0.8 } else { 0.25..0.75 };
-    let overfills = if film.is_some() { 0.75..1.0 } else { 0.75..1.5 };
-    let still = Normal::new(0.0, 0.0).unwrap_or_else(|_| unreachable!());
-    for (c, cam) in cameras.iter().enumerate() {
-        let eye = centre(cam);
-        let mut coverage = Coverage::new((cam.width, cam.height), COVERAGE_TILT_DEG);
-        let (cw, ch) = (f64::from(cam.width), f64::from(cam.height));
-        for _ in 0..spec.poses_per_camera {
-            // Where the board fills its share of the width.
-            let filling = |fill: f64| cam.fx * w / (fill * f64::from(cam.width));
-            let distance = filling(rng.gen_range(fills.clone()));
-            // Where the board fills that much of a narrow lens only from farther than the
-            // room, it is held within reach, filling the frame or overfilling it by half;
-            // rendered, no more than filling it, for tags small enough to sit in the frame's
-            // corners.
-            let distance = if distance > REACH_M {
-                filling(rng.gen_range(overfills.clone())).min(REACH_M)
-            } else {
-                distance
-            };
-            // Aimed where the status line asks for corners, then anywhere.
-            // Rendered, a region the detector cannot reach at this pose would hold the aim
-            // for good: any missing region is aimed at instead of the first.
-            let missing = coverage.missing_regions();
-            let pick = if film.is_some() {
-                rng.gen_range(0..missing.len().max(1))
-            } else {
-                0
-            };
-            let (ax, ay) = match missing.get(pick) {
-                Some(r) => {
-                    let (x, y) = r.centre();
-                    let half = 0.5 / GRID as f64;
-                    (
-                        x + rng.gen_range(-half..half),
-                        y + rng.gen_range(-half..half),
-                    )
-                }
-                None => (rng.gen_range(0.0..1.0), rng.gen_range(0.0..1.0)),
-            };
-            let aim = Point2::new(ax * cw, ay * ch);
-            let ray = cam.rotation.transpose() * cam.normalize(&aim).push(1.0).normalize();
-            let at = eye + ray * distance;
-            // Tilted from square to the optical axis, so that a zero tilt is fronto-parallel;
-            // the way the status line asks for first.
-            let axis = cam.rotation.transpose() * Vector3::z();
-            let directed = spec.max_tilt_deg > COVERAGE_TILT_DEG + 5.0;
-            let normal = match coverage.missing_tilts().first().filter(|_| directed) {
-                Some(t) => {
-                    let (dx, dy) = t.direction();
-                    let lean = rng
-                        .gen_range(COVERAGE_TILT_DEG + 5.0..spec.max_tilt_deg)
-                        .to_radians();
-                    let side = cam.rotation.transpose() * Vector3::new(dx, dy, 0.0);
-                    -axis * lean.cos() + side * lean.sin()
-                }
-                None => tilt(&mut rng, -axis, spec.max_tilt_deg),
-            };
-            let roll = rng.gen_range(-0.5..0.5);
-            let pose = facing(board, at, normal, roll);
-            // Rendered, a region by the frame's edge is shown the board's outermost tag that
-            // way, as a user reaches a corner with the board's edge: its middle tag there
-            // would hang off the frame, for a board larger than the region.
-            let pose = match (&film, missing.get(pick)) {
-                (Some(_), Some(_)) => edge_tag_at(board, cam, &pose, &at, &aim),
-                _ => pose,
-            };
-            let corners = match &mut film {
-                Some(film) => {
-                    let corners = film.shoot(c, &pose, 1, &mut quiet);
-                    shot.insert((poses.len(), c), corners.clone());
-                    corners
-                }
-                None => observe(board, cam, &pose, &still, &mut quiet),
-            };
-            if corners.len() >= MIN_CORNERS_PER_VIEW {
-                coverage.add(
-                    board,
-                    &BoardView {
-                        camera: c,
-                        pose: poses.len(),
-                        corners,
-                    },
-                );
-            }
-            poses.push(pose);
-        }
+    let mut shoot = Shoot::new(board, cameras, spec);
+    for c in 0..cameras.len() {
+        shoot.before_camera(c);
     }
-    let centres: Vec<_> = cameras.iter().map(centre).collect();
-    let middle = capture_volume(cameras);
-    // A user holds the board where the pair it is turned to both find it, trying again where
-    // one of them does not (a camera framed tight on the subject sees a piece of a board in
-    // the rig's middle from most places).
-    let quarter = board.corners() as usize / 4;
-    // Rendered, a tag is found where its sides are some 15 pixels or more.
-    let min_side_px = if film.is_some() { 15.0 } else { 0.0 };
-    let finds = |c: usize, pose: &Isometry3<f64>, rng: &mut rand::rngs::StdRng| {
-        let corners = observe(board, &cameras[c], pose, &still, rng);
-        let found = corners
-            .chunks_exact(4)
-            .filter(|t| (0..4).all(|k| (t[k].pixel - t[(k + 1) % 4].pixel).norm() >= min_side_px))
-            .count();
-        4 * found >= quarter
-    };
-    for _ in 0..spec.shared_poses {
-        let mut pose = Isometry3::identity();
-        for _ in 0..SHARED_TRIES {
-            let at = Point3::new(
-                middle.x + rng.gen_range(-0.5..0.5),
-                middle.y + rng.gen_range(-0.5..0.5),
-                rng.gen_range(0.0..0.9),
-            );
-            let a = rng.gen_range(0..centres.len().max(1));
-            let b = (a + rng.gen_range(1..centres.len().max(2))) % centres.len().max(1);
-            let towards = |c: &Point3<f64>| (c - at).normalize();
-            let normal = towards(&centres[a]) + towards(&centres[b]);
-            let normal = if normal.norm() < 1e-6 {
-                towards(&centres[a])
-            } else {
-                normal
-            };
-            let normal = tilt(&mut rng, normal, 15.0);
-            pose = facing(board, at, normal, rng.gen_range(-0.5..0.5));
-            if finds(a, &pose, &mut quiet) && finds(b, &pose, &mut quiet) {
-                break;
-            }
-        }
-        poses.push(pose);
-    }
-    // The board lying face up on the floor in the rig's middle, still.
-    let floor = poses.len();
-    poses.push(facing(
-        board,
-        Point3::new(middle.x, middle.y, FLOOR_Z),
-        Vector3::z(),
-        0.0,
-    ));
-    let frames = spec.anchor_frames.max(1) as f64;
-    let averaged = Normal::new(0.0, sigma / frames.sqrt()).unwrap_or_else(|_| unreachable!());
-    // One pose's views in every camera that finds it; a still pose (`frames` of it) averages
-    // its corners over the frames.
-    let mut shoot = |p: usize, pose: &Isometry3<f64>, still: bool, views: &mut Vec<BoardView>| {
-        for (c, cam) in cameras.iter().enumerate() {
-            let corners = match &mut film {
-                Some(film) => match shot.remove(&(p, c)) {
-                    Some(corners) => corners,
-                    None => {
-                        let frames = if still { spec.anchor_frames } else { 1 };
-                        film.shoot(c, pose, frames, &mut rng)
-                    }
-                },
-                None => {
-                    let noise = if still { &averaged } else { &noise };
-                    observe(board, cam, pose, noise, &mut rng)
-                }
-            };
-            if corners.len() >= MIN_CORNERS_PER_VIEW {
-                views.push(BoardView {
-                    camera: c,
-                    pose: p,
-                    corners,
-                });
-            }
-        }
-    };
+    shoot.through_the_middle();
+    let floor = shoot.on_the_floor();
     let mut views = Vec::new();
-    for (p, pose) in poses.iter().enumerate() {
-        shoot(p, pose, p == floor, &mut views);
+    for p in 0..shoot.poses.len() {
+        shoot.views_of(p, p == floor, &mut views);
     }
-    let seen_by = |views: &[BoardView], p: usize| views.iter().filter(|v| v.pose == p).count();
-    // Where no two cameras find the board on the floor (its tags too small, or too slanted,
-    // for them), it stands still in the rig's middle instead, facing the nearest camera.
-    let mut anchors = vec![floor];
-    if seen_by(&views, floor) < 2 {
-        let at = Point3::from(middle);
-        let nearest = centres
-            .iter()
-            .min_by(|a, b| (*a - at).norm().total_cmp(&(*b - at).norm()));
-        if let Some(nearest) = nearest {
-            let standing = facing(board, at, nearest - at, 0.0);
-            anchors.push(poses.len());
-            poses.push(standing);
-            shoot(poses.len() - 1, &standing, true, &mut views);
-        }
-    }
-    let anchor = anchors
-        .into_iter()
-        .chain(0..poses.len())
-        .find(|&p| seen_by(&views, p) >= 2)
-        .map(|pose| Anchor {
-            pose,
-            world_from_board: poses[pose],
-        });
+    let anchor = shoot.anchor(floor, &mut views);
     Capture {
         board: *board,
         cameras: cameras.to_vec(),
-        poses,
+        poses: shoot.poses,
         views,
         anchor,
     }
