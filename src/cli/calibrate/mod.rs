@@ -9,13 +9,14 @@ use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::Isometry3;
-use serde_json::json;
 
 use hailo_edge::calibrate::capture::CameraTally;
 use hailo_edge::calibrate::corners_file::{CameraEntry, Corners, CornersFile};
 use hailo_edge::calibrate::render::Look;
 use hailo_edge::calibrate::synthetic::{self, CaptureSpec};
-use hailo_edge::calibrate::{calibrate_rig, Anchor, AprilGrid, RigInput, Settings};
+use hailo_edge::calibrate::{
+    calibrate_rig, Anchor, AprilGrid, BoardView, RigCalibration, RigInput, Settings,
+};
 use hailo_edge::camera::calib::opencv_write::{self, EntryDefaults};
 use hailo_edge::camera::calib::CalibratedCamera;
 use hailo_edge::geom::Camera;
@@ -23,6 +24,9 @@ use hailo_edge::output::{printable, AtomicFile};
 
 mod body;
 mod capture;
+mod summary;
+
+use summary::Truth;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
@@ -235,23 +239,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let mut source = input.views(&args, board)?;
-    if let Some(instant) = args.anchor {
-        source.corners.anchor = Some(Anchor {
-            pose: instant,
-            world_from_board: Isometry3::identity(),
-        });
-    }
+    let anchor = anchor(&args, &mut source)?;
     let corners = &source.corners;
-    let Some(anchor) = corners.anchor else {
-        bail!("no anchor: give --anchor INSTANT, an instant at which the board lay on the floor at the world origin, face up");
-    };
-    if !corners.views.iter().any(|v| v.pose == anchor.pose) {
-        bail!(
-            "--anchor {}: no camera saw the board at that instant",
-            anchor.pose
-        );
-    }
-
     let sizes: Vec<(u32, u32)> = corners
         .cameras
         .iter()
@@ -265,113 +254,11 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         placed: source.truth.as_deref(),
     };
     let started = Instant::now();
-    // indicatif hides the bar when stderr is not a terminal.
-    let bar = hailo_edge::rig::status::terminal().add(ProgressBar::new(names.len() as u64 + 1));
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message(format!("intrinsics of `{}`", names[0]));
-    let rig = calibrate_rig(
-        &input,
-        &corners.views,
-        &Settings::default(),
-        &mut |done, _, what| {
-            bar.set_position(done as u64);
-            bar.set_message(format!("{what} done"));
-        },
-    );
-    bar.finish_and_clear();
-    let rig = rig?;
-    let elapsed = started.elapsed().as_secs_f64();
-
-    println!(
-        "calibrated {} cameras from {} views ({}) in {elapsed:.1} s",
-        names.len(),
-        corners.views.len(),
-        printable(&source.what)
-    );
-    for ((n, c), i) in names.iter().zip(&rig.coverage).zip(&rig.intrinsics) {
-        println!(
-            "  {}: {c}, lens to {:.3} px (standard deviations)",
-            printable(n),
-            i.lens_std_px
-        );
-    }
-    print!("{}", rig.reprojection.render(args.views));
-    let truth_errors = source.truth.as_ref().map(|truth| {
-        truth
-            .iter()
-            .zip(rig.cameras())
-            .map(|(t, s)| synthetic::errors(t, s))
-            .collect::<Vec<_>>()
-    });
-    let shape = source
-        .truth
-        .as_ref()
-        .and_then(|truth| synthetic::rig_errors(truth, rig.cameras()));
-    if let (Some(errors), Some(shape)) = (&truth_errors, &shape) {
-        println!("against the synthetic truth (targets: focal 0.3 %, principal point 1 px, lens 0.3 px, 2 mm, 0.1 degrees)");
-        println!(
-            "{:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "camera", "focal %", "pp px", "lens px", "pos mm", "rot deg", "shape mm", "shape deg"
-        );
-        for ((n, e), s) in names.iter().zip(errors).zip(&shape.shape) {
-            println!(
-                "{:<16} {:>9.4} {:>9.3} {:>9.3} {:>9.3} {:>9.4} {:>9.3} {:>9.4}",
-                printable(n),
-                e.focal_pct,
-                e.principal_px,
-                e.distortion_px,
-                e.position_mm,
-                e.rotation_deg,
-                s.position_mm,
-                s.rotation_deg
-            );
-        }
-        println!(
-            "pos and rot are in the world the anchor fixes; shape is the rig's own, once it is laid on the truth, which turns it {:.4} degrees and shifts it {:.3} mm",
-            shape.world.rotation_deg, shape.world.position_mm
-        );
-    }
-
-    let report = json!({
-        "source": source.what,
-        "board": corners.board.to_string(),
-        "anchor": { "instant": anchor.pose },
-        "elapsed_s": elapsed,
-        "rms_px": rig.extrinsics.rms_px,
-        "cameras": names.iter().enumerate().map(|(i, n)| json!({
-            "name": n,
-            "camera": rig.cameras()[i],
-            "views": rig.coverage[i].views(),
-            "coverage": {
-                "complete": rig.coverage[i].complete(),
-                "missing_regions": rig.coverage[i].missing_regions().iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "missing_tilts": rig.coverage[i].missing_tilts().iter().map(|t| t.name()).collect::<Vec<_>>(),
-            },
-            "intrinsics_rms_px": rig.intrinsics[i].rms_px,
-            "intrinsics_std_dev": {
-                "order": ["fx", "fy", "cx", "cy", "k1", "k2", "p1", "p2", "k3"],
-                "values": rig.intrinsics[i].std_dev,
-                "lens_px": rig.intrinsics[i].lens_std_px,
-            },
-            "rms_px": rig.extrinsics.per_camera_px[i],
-            "truth_errors": truth_errors.as_ref().map(|e| e[i]),
-            "truth_shape_errors": shape.as_ref().map(|s| s.shape[i]),
-        })).collect::<Vec<_>>(),
-        "truth_world_error": shape.as_ref().map(|s| s.world),
-        "reprojection": rig.reprojection,
-        "capture": source.tallies.as_ref().map(|t| names.iter().zip(t).map(|(n, t)| json!({
-            "name": n,
-            "frames": t.frames,
-            "searched": t.examined,
-            "views": t.views,
-            "bad_frames": t.bad_frames,
-            "unreadable": t.unreadable,
-            "last_error": t.last_error,
-        })).collect::<Vec<_>>()),
-    });
+    let rig = solve(&input, &corners.views)?;
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let truth = Truth::of(&source, &rig);
+    summary::print(&names, &source, &rig, &truth, elapsed_s, args.views);
+    let report = summary::report(&names, &source, &anchor, &rig, &truth, elapsed_s);
     outputs.commit(&args, &names, rig.cameras(), &report)?;
     if let Some(file) = saved {
         let entry = CornersFile::of(
@@ -382,15 +269,47 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         );
         file.commit(serde_json::to_string(&entry)?.as_bytes())?;
     }
-    for (n, c) in names.iter().zip(&rig.coverage) {
-        if !c.complete() {
-            eprintln!(
-                "warning: `{}`: the views do not cover the image and tilts the lens needs ({c}); capture those and calibrate again",
-                printable(n)
-            );
-        }
-    }
+    summary::warn_uncovered(&names, &rig);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The instant that fixes the world: `--anchor` (the board lying on the floor at the world
+/// origin, face up), else the one the views came with; refused unless a camera saw it.
+fn anchor(args: &CalibrateArgs, source: &mut Source) -> anyhow::Result<Anchor> {
+    if let Some(instant) = args.anchor {
+        source.corners.anchor = Some(Anchor {
+            pose: instant,
+            world_from_board: Isometry3::identity(),
+        });
+    }
+    let Some(anchor) = source.corners.anchor else {
+        bail!("no anchor: give --anchor INSTANT, an instant at which the board lay on the floor at the world origin, face up");
+    };
+    if !source.corners.views.iter().any(|v| v.pose == anchor.pose) {
+        bail!(
+            "--anchor {}: no camera saw the board at that instant",
+            anchor.pose
+        );
+    }
+    Ok(anchor)
+}
+
+/// Calibrates the rig from `views`, a progress bar on the terminal following the cameras.
+fn solve(input: &RigInput, views: &[BoardView]) -> anyhow::Result<RigCalibration> {
+    // indicatif hides the bar when stderr is not a terminal.
+    let bar =
+        hailo_edge::rig::status::terminal().add(ProgressBar::new(input.names.len() as u64 + 1));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("intrinsics of `{}`", input.names[0]));
+    let rig = calibrate_rig(input, views, &Settings::default(), &mut |done, _, what| {
+        bar.set_position(done as u64);
+        bar.set_message(format!("{what} done"));
+    });
+    bar.finish_and_clear();
+    Ok(rig?)
 }
 
 /// The files a calibration writes, checked writable before any work: one OpenCV file per
