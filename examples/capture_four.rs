@@ -20,9 +20,9 @@ use hailo_edge::camera::fault::{Fault, FaultySource};
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
 use hailo_edge::camera::synthetic::{mixed_rig, SyntheticSource};
 use hailo_edge::camera::v4l2::{V4l2Config, V4l2Source};
-use hailo_edge::camera::{CameraId, PixelFormat, Source};
+use hailo_edge::camera::{CameraId, Frame, PixelFormat, Source};
 use hailo_edge::preprocess::{InputSpec, PreprocessConfig, Preprocessor};
-use hailo_edge::rig::stage::capture::{Backoff, CaptureThread};
+use hailo_edge::rig::stage::capture::{Backoff, CaptureThread, StatusSnapshot};
 use hailo_edge::rig::stage::sync::{SyncConfig, Synchronizer};
 use hailo_edge::scene::{BodyRig, BodyScene, MarkerScene, Scene};
 
@@ -102,49 +102,17 @@ fn v4l2_config(spec: &str, camera: u32) -> anyhow::Result<V4l2Config> {
 fn main() -> anyhow::Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let o = <Options as clap::Parser>::parse();
-    let mut sources: Vec<Box<dyn Source>> = Vec::new();
-    let mut recorded = Vec::new();
-    if o.devices.is_empty() {
-        let scene: Arc<dyn Scene> = match o.scene {
-            SceneKind::Anny => {
-                let model = Model::embedded()?;
-                let body = Arc::new(BodyRig::anny(model, true)?);
-                Arc::new(BodyScene::new(body, 6, 0.8, 7).with_mesh(model))
-            }
-            SceneKind::Markers => Arc::new(MarkerScene::default()),
-        };
-        let rig = mixed_rig()?;
-        for (cam, src) in rig.iter().zip(SyntheticSource::rig(scene, &rig, true)?) {
-            recorded.push(RecordedCamera {
-                info: src.info().clone(),
-                calibration: Some(cam.calibration),
-            });
-            if o.faults && cam.camera == CameraId(1) {
-                let faults = vec![
-                    Fault::WrongSize { at: 5 },
-                    Fault::CorruptJpeg { at: 9 },
-                    Fault::Unplug {
-                        at: 20,
-                        failed_reconnects: 3,
-                    },
-                ];
-                sources.push(Box::new(FaultySource::new(src, faults)));
-            } else {
-                sources.push(Box::new(src));
-            }
-        }
+    let Cameras { sources, recorded } = if o.devices.is_empty() {
+        let cameras = synthetic_cameras(&o)?;
         println!(
             "synthetic rig, scene {}: {} cameras",
             o.scene.name(),
-            sources.len()
+            cameras.sources.len()
         );
+        cameras
     } else {
-        for (i, spec) in o.devices.iter().enumerate() {
-            let src = V4l2Source::open(v4l2_config(spec, i as u32)?)?;
-            recorded.push(src.info().clone().into());
-            sources.push(Box::new(src));
-        }
-    }
+        v4l2_cameras(&o.devices)?
+    };
     for s in &sources {
         let i = s.info();
         println!(
@@ -162,6 +130,102 @@ fn main() -> anyhow::Result<()> {
     let mut sync = Synchronizer::new(&SyncConfig::for_rates(
         &recorded.iter().map(|c| c.info.fps).collect::<Vec<_>>(),
     ));
+    let tally = capture(&o, sources, &recorded, &mut recorder, &mut sync)?;
+    sync.finish();
+    let written = recorder.finish()?;
+
+    print_cameras(&tally, &sync);
+    if o.devices.is_empty() {
+        println!(
+            "(synthetic cameras render on this machine's CPU: drv-drp counts frames skipped because \
+             rendering fell behind real time, q-drop frames this loop could not take in time)"
+        );
+    }
+    println!(
+        "recorded {written} frames to {} ({:.1} MB)",
+        out.display(),
+        std::fs::metadata(&out)?.len() as f64 / 1e6
+    );
+    if o.out.is_none() {
+        println!("(temporary file removed; pass --out FILE.mcap to keep it)");
+    }
+    Ok(())
+}
+
+/// The cameras captured, and what the recording says of each.
+struct Cameras {
+    sources: Vec<Box<dyn Source>>,
+    recorded: Vec<RecordedCamera>,
+}
+
+/// The mixed synthetic rig seeing `o.scene`, camera 1 made faulty with `o.faults`.
+fn synthetic_cameras(o: &Options) -> anyhow::Result<Cameras> {
+    let scene: Arc<dyn Scene> = match o.scene {
+        SceneKind::Anny => {
+            let model = Model::embedded()?;
+            let body = Arc::new(BodyRig::anny(model, true)?);
+            Arc::new(BodyScene::new(body, 6, 0.8, 7).with_mesh(model))
+        }
+        SceneKind::Markers => Arc::new(MarkerScene::default()),
+    };
+    let rig = mixed_rig()?;
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    let mut recorded = Vec::new();
+    for (cam, src) in rig.iter().zip(SyntheticSource::rig(scene, &rig, true)?) {
+        recorded.push(RecordedCamera {
+            info: src.info().clone(),
+            calibration: Some(cam.calibration),
+        });
+        if o.faults && cam.camera == CameraId(1) {
+            let faults = vec![
+                Fault::WrongSize { at: 5 },
+                Fault::CorruptJpeg { at: 9 },
+                Fault::Unplug {
+                    at: 20,
+                    failed_reconnects: 3,
+                },
+            ];
+            sources.push(Box::new(FaultySource::new(src, faults)));
+        } else {
+            sources.push(Box::new(src));
+        }
+    }
+    Ok(Cameras { sources, recorded })
+}
+
+/// The V4L2 cameras `devices` names, in order.
+fn v4l2_cameras(devices: &[String]) -> anyhow::Result<Cameras> {
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    let mut recorded = Vec::new();
+    for (i, spec) in devices.iter().enumerate() {
+        let src = V4l2Source::open(v4l2_config(spec, i as u32)?)?;
+        recorded.push(src.info().clone().into());
+        sources.push(Box::new(src));
+    }
+    Ok(Cameras { sources, recorded })
+}
+
+/// What the capture came to, per camera.
+struct Tally {
+    /// Frames preprocessed.
+    good: Vec<u64>,
+    /// Time spent preprocessing them.
+    preprocess: Vec<Duration>,
+    /// Each capture thread's counts at the end.
+    statuses: Vec<StatusSnapshot>,
+    /// The capture's wall time, seconds.
+    wall_s: f64,
+}
+
+/// Captures `sources` for `o.seconds`: every frame is recorded, preprocessed into its HEF
+/// input (432 for the face camera, 288 for the others) and pushed to the sync.
+fn capture(
+    o: &Options,
+    sources: Vec<Box<dyn Source>>,
+    recorded: &[RecordedCamera],
+    recorder: &mut Recorder,
+    sync: &mut Synchronizer<Frame>,
+) -> anyhow::Result<Tally> {
     let mut pre: Vec<Preprocessor> = recorded
         .iter()
         .map(|c| {
@@ -169,7 +233,6 @@ fn main() -> anyhow::Result<()> {
             Preprocessor::new(InputSpec::rgb(side, side), PreprocessConfig::default())
         })
         .collect::<Result<_, _>>()?;
-
     let (tx, rx) = crossbeam_channel::bounded(32);
     let threads: Vec<CaptureThread> = sources
         .into_iter()
@@ -189,7 +252,7 @@ fn main() -> anyhow::Result<()> {
 
     let n = threads.len();
     let mut good = vec![0u64; n];
-    let mut pre_time = vec![Duration::ZERO; n];
+    let mut preprocess = vec![Duration::ZERO; n];
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs_f64(o.seconds) {
         let Ok(frame) = rx.recv_timeout(Duration::from_millis(100)) else {
@@ -200,31 +263,40 @@ fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         match pre[c].run(&frame) {
             Ok(_tensor) => {
-                pre_time[c] += t.elapsed();
+                preprocess[c] += t.elapsed();
                 good[c] += 1;
             }
             Err(e) => threads[c].status.record_bad_frame(&e),
         }
         sync.push(frame);
     }
-    let wall = start.elapsed().as_secs_f64();
-    let statuses: Vec<_> = threads.iter().map(|t| t.status.snapshot()).collect();
+    let wall_s = start.elapsed().as_secs_f64();
+    let statuses = threads.iter().map(|t| t.status.snapshot()).collect();
     for t in threads {
         t.stop();
     }
-    sync.finish();
-    let written = recorder.finish()?;
+    Ok(Tally {
+        good,
+        preprocess,
+        statuses,
+        wall_s,
+    })
+}
 
+/// The per-camera table (frames, fps, drops, faults, sync misses, preprocessing time) and
+/// the sync's groups.
+fn print_cameras(tally: &Tally, sync: &Synchronizer<Frame>) {
     println!();
     println!(
         "{:<5} {:>7} {:>8} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>10}  state",
         "cam", "frames", "fps", "drv-drp", "q-drop", "bad", "disc", "recon", "sync-miss", "prep ms"
     );
     let s = sync.stats();
-    for (c, st) in statuses.iter().enumerate() {
-        let fps = good[c] as f64 / wall;
-        let prep = if good[c] > 0 {
-            pre_time[c].as_secs_f64() * 1e3 / good[c] as f64
+    for (c, st) in tally.statuses.iter().enumerate() {
+        let good = tally.good[c];
+        let fps = good as f64 / tally.wall_s;
+        let prep = if good > 0 {
+            tally.preprocess[c].as_secs_f64() * 1e3 / good as f64
         } else {
             0.0
         };
@@ -248,27 +320,11 @@ fn main() -> anyhow::Result<()> {
         .enumerate()
         .map(|(c, n)| format!("cam{c} {n}"))
         .collect();
-    let unused = unused.join(", ");
     println!(
         "sync (anchor cam{}): {} complete groups, {} incomplete; unused frames per camera: {}",
         sync.anchor(),
         s.complete,
         s.incomplete,
-        unused
+        unused.join(", ")
     );
-    if o.devices.is_empty() {
-        println!(
-            "(synthetic cameras render on this machine's CPU: drv-drp counts frames skipped because \
-             rendering fell behind real time, q-drop frames this loop could not take in time)"
-        );
-    }
-    println!(
-        "recorded {written} frames to {} ({:.1} MB)",
-        out.display(),
-        std::fs::metadata(&out)?.len() as f64 / 1e6
-    );
-    if o.out.is_none() {
-        println!("(temporary file removed; pass --out FILE.mcap to keep it)");
-    }
-    Ok(())
 }
