@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hailo_edge::body::Model;
-use hailo_edge::camera::fault::{Fault, FaultySource};
+use hailo_edge::camera::fault::{CameraFault, FaultySource};
 use hailo_edge::camera::record::{RecordedCamera, Recorder};
 use hailo_edge::camera::synthetic::{mixed_rig, SyntheticSource};
 use hailo_edge::camera::v4l2::{V4l2Config, V4l2Source};
@@ -178,9 +178,9 @@ fn synthetic_cameras(o: &Options) -> anyhow::Result<Cameras> {
         });
         if o.faults && cam.camera == CameraId(1) {
             let faults = vec![
-                Fault::WrongSize { at: 5 },
-                Fault::CorruptJpeg { at: 9 },
-                Fault::Unplug {
+                CameraFault::WrongSize { at: 5 },
+                CameraFault::CorruptJpeg { at: 9 },
+                CameraFault::Unplug {
                     at: 20,
                     failed_reconnects: 3,
                 },

@@ -7,8 +7,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hailo_edge::camera::fault::Fault as CameraFault;
-use hailo_edge::npu::sim::{DeviceProfile, Fault, FaultPlan};
+use hailo_edge::camera::fault::CameraFault;
+use hailo_edge::npu::sim::{DeviceFault, DeviceProfile, FaultPlan};
 use hailo_edge::rig::config::{SimProfileName, SwitchingConfig};
 use hailo_edge::rig::inject::Faults;
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
@@ -178,7 +178,9 @@ fn the_device_dropping_off_stops_the_run_drained_and_reported() {
 fn timed_out_jobs_drop_their_frames_and_the_run_goes_on() {
     let plan = [AT, AT + 1, AT + 50]
         .into_iter()
-        .fold(FaultPlan::none(), |p, job| p.at_job(job, Fault::Timeout));
+        .fold(FaultPlan::none(), |p, job| {
+            p.at_job(job, DeviceFault::Timeout)
+        });
     let r = npu_faults(plan);
     assert_eq!(npu_drops(&r, None), 3, "{}", counts(&r));
     assert!(processed(&r, None) > 4 * AT, "{}", counts(&r));
@@ -186,7 +188,7 @@ fn timed_out_jobs_drop_their_frames_and_the_run_goes_on() {
 
 #[test]
 fn a_full_queue_breaks_one_graph_which_is_configured_again_while_the_other_goes_on() {
-    let r = npu_faults(FaultPlan::none().at_job(AT, Fault::QueueFull));
+    let r = npu_faults(FaultPlan::none().at_job(AT, DeviceFault::QueueFull));
     let (body, face) = (graph(&r, "body"), graph(&r, "face"));
     // The job's own model broke, and only that one.
     assert!(
@@ -222,7 +224,7 @@ fn a_full_queue_breaks_one_graph_which_is_configured_again_while_the_other_goes_
 #[test]
 fn under_manual_switching_the_graph_configured_again_is_activated_again() {
     let faults = Faults {
-        npu: FaultPlan::none().at_job(AT, Fault::QueueFull),
+        npu: FaultPlan::none().at_job(AT, DeviceFault::QueueFull),
         ..Faults::default()
     };
     let r = run_rig(faults, |rig| {
@@ -247,7 +249,7 @@ fn under_manual_switching_the_graph_configured_again_is_activated_again() {
 
 #[test]
 fn a_device_briefly_unavailable_costs_a_frame_and_its_graph_is_configured_again() {
-    let r = npu_faults(FaultPlan::none().at_job(AT, Fault::DeviceTemporarilyUnavailable));
+    let r = npu_faults(FaultPlan::none().at_job(AT, DeviceFault::DeviceTemporarilyUnavailable));
     let broken: Vec<_> = r.graphs.iter().filter(|g| g.fault.is_some()).collect();
     assert_eq!(broken.len(), 1, "{}", counts(&r));
     let g = broken[0];

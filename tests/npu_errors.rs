@@ -9,7 +9,7 @@ use common::{
     compute_only, configured, configured_with_batch, fixture, open, open_manual_scheduling,
     tiny_hef,
 };
-use hailo_edge::npu::sim::{DeviceProfile, Fault, FaultPlan, SimProfile};
+use hailo_edge::npu::sim::{DeviceFault, DeviceProfile, FaultPlan, SimProfile};
 use hailo_edge::npu::{result, Api, Direction, FormatType, NpuError, Status};
 
 const T: Duration = Duration::from_secs(10);
@@ -265,8 +265,8 @@ fn use_after_release_is_detected() {
 fn injected_faults_surface_as_hailort_statuses() {
     let hef = tiny_hef("tiny", 4, 2, Some(1000));
     let faults = FaultPlan::none()
-        .at_job(1, Fault::Timeout)
-        .at_job(3, Fault::CommunicationClosed);
+        .at_job(1, DeviceFault::Timeout)
+        .at_job(3, DeviceFault::CommunicationClosed);
     let device = open(compute_only().with_faults(faults));
     let model = device.load_model(&hef).unwrap();
     let cm = model.configure().unwrap();
@@ -291,7 +291,7 @@ fn injected_faults_surface_as_hailort_statuses() {
 
     let unavailable = open(
         compute_only()
-            .with_faults(FaultPlan::none().at_job(0, Fault::DeviceTemporarilyUnavailable)),
+            .with_faults(FaultPlan::none().at_job(0, DeviceFault::DeviceTemporarilyUnavailable)),
     );
     let cm = configured(&unavailable, &hef);
     let err = cm.run_async(cm.bindings().unwrap()).unwrap_err();
@@ -312,7 +312,8 @@ fn job_statuses(cm: &hailo_edge::npu::ConfiguredModel, n: usize) -> Vec<Option<S
 #[test]
 fn a_full_queue_fails_the_completion_and_shuts_the_model_down() {
     let hef = tiny_hef("tiny", 4, 2, Some(1000));
-    let device = open(compute_only().with_faults(FaultPlan::none().at_job(1, Fault::QueueFull)));
+    let device =
+        open(compute_only().with_faults(FaultPlan::none().at_job(1, DeviceFault::QueueFull)));
     let model = device.load_model(&hef).unwrap();
     let cm = model.configure().unwrap();
     // As HailoRT: the job past the queue completes with HAILO_QUEUE_IS_FULL and the card

@@ -7,7 +7,7 @@ use super::source::{Source, SourceError, SourceInfo};
 
 /// One injected fault, triggered at a frame index of the wrapped source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub enum CameraFault {
     /// Deliver the frame with its last bytes cut off.
     WrongSize { at: u64 },
     /// Replace the frame's bytes with a broken JPEG (the frame claims MJPEG).
@@ -17,10 +17,10 @@ pub enum Fault {
     Unplug { at: u64, failed_reconnects: u32 },
 }
 
-/// Wraps a source and injects [`Fault`]s.
+/// Wraps a source and injects [`CameraFault`]s.
 pub struct FaultySource<S> {
     inner: S,
-    faults: Vec<Fault>,
+    faults: Vec<CameraFault>,
     frames: u64,
     unplugged: Option<u32>,
     /// Reconnect attempts seen (for tests of the backoff).
@@ -28,7 +28,7 @@ pub struct FaultySource<S> {
 }
 
 impl<S: Source> FaultySource<S> {
-    pub fn new(inner: S, faults: Vec<Fault>) -> Self {
+    pub fn new(inner: S, faults: Vec<CameraFault>) -> Self {
         Self {
             inner,
             faults,
@@ -52,12 +52,12 @@ impl<S: Source> Source for FaultySource<S> {
             });
         }
         let index = self.frames;
-        if let Some(Fault::Unplug {
+        if let Some(CameraFault::Unplug {
             failed_reconnects, ..
         }) = self
             .faults
             .iter()
-            .find(|f| matches!(f, Fault::Unplug { at, .. } if *at == index))
+            .find(|f| matches!(f, CameraFault::Unplug { at, .. } if *at == index))
             .copied()
         {
             self.frames += 1;
@@ -71,12 +71,12 @@ impl<S: Source> Source for FaultySource<S> {
         self.frames += 1;
         for fault in &self.faults {
             match *fault {
-                Fault::WrongSize { at } if at == index => {
+                CameraFault::WrongSize { at } if at == index => {
                     let n = frame.data.len();
                     frame.data.truncate(n.saturating_sub(n / 3 + 1));
                     frame.check_size()?;
                 }
-                Fault::CorruptJpeg { at } if at == index => {
+                CameraFault::CorruptJpeg { at } if at == index => {
                     frame.format = PixelFormat::Mjpeg;
                     frame.data = PooledBuffer::detached(vec![
                         0xff, 0xd8, 0xff, 0xdb, 0x00, 0x43, 0x00, 0x01, 0x02,

@@ -2,7 +2,7 @@
 //! device dropping off, jobs timing out, a full queue shutting a model down, a camera
 //! unplugged and plugged back. A run without them is a run with [`Faults::default`].
 
-use crate::camera::fault::{Fault as CameraFault, FaultySource};
+use crate::camera::fault::{CameraFault, FaultySource};
 use crate::camera::Source;
 use crate::npu::sim::FaultPlan;
 

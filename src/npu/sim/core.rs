@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::completion::{RawBuf, SimJob};
 use super::device_stats::SimStats;
-use super::faults::{Fault, FaultPlan};
+use super::faults::{DeviceFault, FaultPlan};
 use super::measure::{DmaMaps, LatencyMeter};
 use super::model_spec::{fill_outputs, ModelSpec};
 use super::queue;
@@ -31,7 +31,7 @@ pub(super) struct Pending {
     pub(super) inputs: Vec<RawBuf>,
     pub(super) outputs: Vec<RawBuf>,
     pub(super) index: u64,
-    pub(super) fault: Option<Fault>,
+    pub(super) fault: Option<DeviceFault>,
 }
 
 pub(super) struct SimModel {
@@ -319,9 +319,10 @@ impl Core {
         st.submitted += 1;
         let fault = self.faults.at(index);
         match fault {
-            Some(Fault::CommunicationClosed) | Some(Fault::DeviceTemporarilyUnavailable) => {
+            Some(DeviceFault::CommunicationClosed)
+            | Some(DeviceFault::DeviceTemporarilyUnavailable) => {
                 st.stats.faults_injected += 1;
-                let fault = fault.unwrap_or(Fault::CommunicationClosed);
+                let fault = fault.unwrap_or(DeviceFault::CommunicationClosed);
                 return Err((
                     fault.status(),
                     format!("injected fault at job {index}: {fault}"),
@@ -333,12 +334,13 @@ impl Core {
         st.stats.bounce_copies += cost.bounce_copies;
         st.stats.transfer_maps += cost.transfer_maps;
         let arrival = self.arrival_ns(&st);
-        if fault == Some(Fault::QueueFull) {
+        if fault == Some(DeviceFault::QueueFull) {
             st.stats.faults_injected += 1;
         }
         let model = st.models.get_mut(&id).expect("checked above");
         model.in_flight += 1;
-        if model.down || model.in_flight > model.queue_size || fault == Some(Fault::QueueFull) {
+        if model.down || model.in_flight > model.queue_size || fault == Some(DeviceFault::QueueFull)
+        {
             self.overflow(&mut st, id, job);
             return Ok(());
         }
@@ -411,7 +413,7 @@ impl Core {
                     }
                     let done = batch.into_iter().map(|p| {
                         let status = match p.fault {
-                            Some(Fault::Timeout) => HAILO_TIMEOUT,
+                            Some(DeviceFault::Timeout) => HAILO_TIMEOUT,
                             _ => match fill_outputs(&spec, p.index, &p.inputs, &p.outputs) {
                                 Ok(()) => HAILO_SUCCESS,
                                 Err(err) => {

@@ -1,4 +1,4 @@
-//! Fault injection at chosen jobs.
+//! DeviceFault injection at chosen jobs.
 //!
 //! Jobs are numbered per device from 0 in submission order. A fault at
 //! submission makes that `run_async` fail (and, as in HailoRT, leaves the
@@ -18,7 +18,7 @@ use super::status::*;
 /// A fault the simulator can inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Fault {
+pub enum DeviceFault {
     /// The job completes with `HAILO_TIMEOUT` (4).
     Timeout,
     /// `run_async` fails with `HAILO_COMMUNICATION_CLOSED` (62).
@@ -29,25 +29,25 @@ pub enum Fault {
     QueueFull,
 }
 
-impl std::fmt::Display for Fault {
+impl std::fmt::Display for DeviceFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Fault::Timeout => "timeout",
-            Fault::CommunicationClosed => "communication closed",
-            Fault::DeviceTemporarilyUnavailable => "device temporarily unavailable",
-            Fault::QueueFull => "queue full",
+            DeviceFault::Timeout => "timeout",
+            DeviceFault::CommunicationClosed => "communication closed",
+            DeviceFault::DeviceTemporarilyUnavailable => "device temporarily unavailable",
+            DeviceFault::QueueFull => "queue full",
         })
     }
 }
 
-impl Fault {
+impl DeviceFault {
     /// The status the fault produces.
     pub fn status(self) -> u32 {
         match self {
-            Fault::Timeout => HAILO_TIMEOUT,
-            Fault::CommunicationClosed => HAILO_COMMUNICATION_CLOSED,
-            Fault::DeviceTemporarilyUnavailable => HAILO_DEVICE_TEMPORARILY_UNAVAILABLE,
-            Fault::QueueFull => HAILO_QUEUE_IS_FULL,
+            DeviceFault::Timeout => HAILO_TIMEOUT,
+            DeviceFault::CommunicationClosed => HAILO_COMMUNICATION_CLOSED,
+            DeviceFault::DeviceTemporarilyUnavailable => HAILO_DEVICE_TEMPORARILY_UNAVAILABLE,
+            DeviceFault::QueueFull => HAILO_QUEUE_IS_FULL,
         }
     }
 }
@@ -65,7 +65,7 @@ pub struct FaultSpecError {
 /// Which jobs fail, and how.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FaultPlan {
-    at: BTreeMap<u64, Fault>,
+    at: BTreeMap<u64, DeviceFault>,
     /// The first job of a device that has dropped off.
     closed_from: Option<u64>,
 }
@@ -77,7 +77,7 @@ impl FaultPlan {
     }
 
     /// Adds a fault at job `index` (0-based, per device, submission order).
-    pub fn at_job(mut self, index: u64, fault: Fault) -> FaultPlan {
+    pub fn at_job(mut self, index: u64, fault: DeviceFault) -> FaultPlan {
         self.at.insert(index, fault);
         self
     }
@@ -115,9 +115,9 @@ impl FaultPlan {
             .parse()
             .map_err(|_| bad("JOB is not a whole number of jobs from 0"))?;
         Ok(match kind {
-            "timeout" => self.at_job(job, Fault::Timeout),
-            "unavailable" => self.at_job(job, Fault::DeviceTemporarilyUnavailable),
-            "queue-full" => self.at_job(job, Fault::QueueFull),
+            "timeout" => self.at_job(job, DeviceFault::Timeout),
+            "unavailable" => self.at_job(job, DeviceFault::DeviceTemporarilyUnavailable),
+            "queue-full" => self.at_job(job, DeviceFault::QueueFull),
             "closed" => self.closed_from(job),
             _ => {
                 return Err(bad(
@@ -128,9 +128,9 @@ impl FaultPlan {
     }
 
     /// The fault planned for job `index`.
-    pub fn at(&self, index: u64) -> Option<Fault> {
+    pub fn at(&self, index: u64) -> Option<DeviceFault> {
         match self.closed_from {
-            Some(from) if index >= from => Some(Fault::CommunicationClosed),
+            Some(from) if index >= from => Some(DeviceFault::CommunicationClosed),
             _ => self.at.get(&index).copied(),
         }
     }
@@ -149,10 +149,10 @@ mod tests {
             .and_then(|p| p.with_spec("closed@9"))
             .unwrap();
         let faults: Vec<_> = (0..11).map(|j| plan.at(j)).collect();
-        assert_eq!(faults[3], Some(Fault::Timeout));
-        assert_eq!(faults[5], Some(Fault::QueueFull));
-        assert_eq!(faults[7], Some(Fault::DeviceTemporarilyUnavailable));
-        assert_eq!(faults[9..], [Some(Fault::CommunicationClosed); 2]);
+        assert_eq!(faults[3], Some(DeviceFault::Timeout));
+        assert_eq!(faults[5], Some(DeviceFault::QueueFull));
+        assert_eq!(faults[7], Some(DeviceFault::DeviceTemporarilyUnavailable));
+        assert_eq!(faults[9..], [Some(DeviceFault::CommunicationClosed); 2]);
         assert_eq!(faults[4], None);
         for bad in [
             "closed",

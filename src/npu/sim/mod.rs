@@ -42,7 +42,7 @@ mod vdevice;
 
 pub use self::core::MAX_NETWORK_GROUPS;
 pub use device_stats::{ModelStats, SimStats};
-pub use faults::{Fault, FaultPlan};
+pub use faults::{DeviceFault, FaultPlan};
 pub use model_spec::{OpsSource, OutputKind};
 pub use profile::{DeviceProfile, Link, LinkKind, ProfileFigure};
 pub use queue::releases_in_completion;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::camera::fault::{Fault, FaultySource};
+use crate::camera::fault::{CameraFault, FaultySource};
 use crate::camera::frame::PixelFormat;
 use crate::camera::synthetic::{SyntheticCamera, SyntheticSource};
 use crate::geom::{Camera, Distortion};
@@ -52,9 +52,9 @@ fn an_unplugged_camera_retries_while_the_others_go_on() {
     let faulty = FaultySource::new(
         sources.next().unwrap(),
         vec![
-            Fault::WrongSize { at: 3 },
-            Fault::CorruptJpeg { at: 5 },
-            Fault::Unplug {
+            CameraFault::WrongSize { at: 3 },
+            CameraFault::CorruptJpeg { at: 5 },
+            CameraFault::Unplug {
                 at: 10,
                 failed_reconnects: 3,
             },
