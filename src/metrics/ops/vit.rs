@@ -19,6 +19,10 @@ use tract_onnx::pb;
 use super::builder::{Attr, Dim, GraphBuilder};
 use crate::decode::{Split, PATCH};
 
+mod layer;
+
+use layer::LayerConstants;
+
 /// A backbone spec that cannot be built, with the fields that disagree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -209,23 +213,38 @@ impl VitSpec {
     /// [`SpecError`] when the spec does not [validate](Self::validate).
     pub fn build(&self) -> Result<pb::ModelProto, SpecError> {
         self.validate()?;
-        let (d, g, n1) = (self.embed, self.grid(), self.grid() * self.grid() + 1);
-        let (heads, hd) = (self.heads, self.embed / self.heads);
-        let (nw, wt) = (self.num_windows, self.window_tokens());
         let mut b = GraphBuilder::new(&format!("vit_p{}_{}", self.patch, self.side), 17);
         let image = b.input(
             "image",
             &[Dim::from(1), 3.into(), self.side.into(), self.side.into()],
         );
+        let mut x = self.embed_patches(&mut b, &image);
+        if self.num_windows > 1 {
+            x = self.cut_windows(&mut b, &x);
+        }
+        let c = self.layer_constants(&mut b);
+        let mut taps = Vec::new();
+        for l in 0..self.layers {
+            x = self.layer(&mut b, &c, l, &x);
+            if TAPS.contains(&(l + 1)) {
+                taps.push(self.tap(&mut b, &c, &x, l + 1));
+            }
+        }
+        self.outputs(&mut b, &taps);
+        Ok(b.finish())
+    }
 
-        // Patch embedding, flatten to tokens, prepend CLS, add the (baked) position embedding.
+    /// Patch embedding, flattened to tokens, with the CLS token prepended and the (baked)
+    /// position embedding added: `(1, 1 + g^2, d)`.
+    fn embed_patches(&self, b: &mut GraphBuilder, image: &str) -> String {
+        let (d, g, n1) = (self.embed, self.grid(), self.grid() * self.grid() + 1);
         let pw = b.random("patch.w", &[d, 3, self.patch, self.patch], 0.02);
         let pb_ = b.random("patch.b", &[d], 0.02);
         let p = self.patch as i64;
         let conv = b.node(
             "Conv",
             "patch_embed",
-            &[&image, &pw, &pb_],
+            &[image, &pw, &pb_],
             &[("strides", Attr::Ints(vec![p, p]))],
         );
         let s = b.ints("shape.tokens_t", &[1, d as i64, (g * g) as i64]);
@@ -244,147 +263,38 @@ impl VitSpec {
             &[("axis", Attr::Int(1))],
         );
         let pos = b.random("pos_embed", &[1, n1, d], 0.02);
-        let mut x = b.node("Add", "add_pos", &[&cat, &pos], &[]);
-        if nw > 1 {
-            x = self.cut_windows(&mut b, &x);
-        }
+        b.node("Add", "add_pos", &[&cat, &pos], &[])
+    }
 
-        let ln_w = b.filled("ln.w", &[d], 1.0);
-        let ln_b = b.filled("ln.b", &[d], 0.0);
-        // Attention batch and length of global and windowed layers.
-        let shapes = |b: &mut GraphBuilder, tag: &str, batch: usize, len: usize| {
-            let (bt, ln) = (batch as i64, len as i64);
-            (
-                b.ints(&format!("shape.{tag}.seq"), &[bt, ln, d as i64]),
-                b.ints(
-                    &format!("shape.{tag}.qkv"),
-                    &[bt, ln, 3, heads as i64, hd as i64],
-                ),
-            )
-        };
-        let global = shapes(&mut b, "global", 1, self.tokens());
-        let windowed = shapes(&mut b, "windowed", nw * nw, wt);
-        let scale = b.scalar("attn.scale", 1.0 / (hd as f32).sqrt());
-        let (half, one, rsqrt2) = (
-            b.scalar("half", 0.5),
-            b.scalar("one", 1.0),
-            b.scalar("rsqrt2", 0.707_106_77),
-        );
-        let idx: Vec<String> = (0..3)
-            .map(|i| b.scalar_int(&format!("idx{i}"), i))
-            .collect();
-        let mut taps = Vec::new();
-        for l in 0..self.layers {
-            let w = |b: &mut GraphBuilder, name: &str, shape: &[usize]| {
-                b.random(&format!("l{l}.{name}"), shape, 0.02)
-            };
-            let ln = |b: &mut GraphBuilder, x: &str, tag: &str| {
-                b.node(
-                    "LayerNormalization",
-                    &format!("l{l}.{tag}"),
-                    &[x, &ln_w, &ln_b],
-                    &[("axis", Attr::Int(-1))],
-                )
-            };
-            let (seq_shape, qkv_shape) = if self.is_global(l) {
-                &global
-            } else {
-                &windowed
-            };
-            if nw > 1 {
-                x = b.node("Reshape", &format!("l{l}.layout"), &[&x, seq_shape], &[]);
-            }
-            // Attention.
-            let h = ln(&mut b, &x, "norm1");
-            let (qkv_w, qkv_b) = (
-                w(&mut b, "qkv.w", &[d, 3 * d]),
-                w(&mut b, "qkv.b", &[3 * d]),
-            );
-            let qkv = b.node("MatMul", &format!("l{l}.qkv"), &[&h, &qkv_w], &[]);
-            let qkv = b.node("Add", "", &[&qkv, &qkv_b], &[]);
-            let qkv = b.node("Reshape", "", &[&qkv, qkv_shape], &[]);
-            let qkv = b.node(
-                "Transpose",
-                "",
-                &[&qkv],
-                &[("perm", Attr::Ints(vec![2, 0, 3, 1, 4]))],
-            );
-            let q = b.node("Gather", "", &[&qkv, &idx[0]], &[("axis", Attr::Int(0))]);
-            let k = b.node("Gather", "", &[&qkv, &idx[1]], &[("axis", Attr::Int(0))]);
-            let v = b.node("Gather", "", &[&qkv, &idx[2]], &[("axis", Attr::Int(0))]);
-            let kt = b.node(
-                "Transpose",
-                "",
-                &[&k],
-                &[("perm", Attr::Ints(vec![0, 1, 3, 2]))],
-            );
-            let att = b.node("MatMul", &format!("l{l}.attn.qk"), &[&q, &kt], &[]);
-            let att = b.node("Mul", "", &[&att, &scale], &[]);
-            let att = b.node("Softmax", "", &[&att], &[("axis", Attr::Int(-1))]);
-            let ctx = b.node("MatMul", &format!("l{l}.attn.av"), &[&att, &v], &[]);
-            let ctx = b.node(
-                "Transpose",
-                "",
-                &[&ctx],
-                &[("perm", Attr::Ints(vec![0, 2, 1, 3]))],
-            );
-            let ctx = b.node("Reshape", "", &[&ctx, seq_shape], &[]);
-            let (pw, pb_) = (w(&mut b, "proj.w", &[d, d]), w(&mut b, "proj.b", &[d]));
-            let o = b.node("MatMul", &format!("l{l}.proj"), &[&ctx, &pw], &[]);
-            let o = b.node("Add", "", &[&o, &pb_], &[]);
-            let ls1 = b.filled(&format!("l{l}.ls1"), &[d], 1e-5);
-            let o = b.node("Mul", "", &[&o, &ls1], &[]);
-            x = b.node("Add", &format!("l{l}.res1"), &[&x, &o], &[]);
-            // MLP with exact GELU: x * 0.5 * (1 + erf(x / sqrt 2)).
-            let h = ln(&mut b, &x, "norm2");
-            let (f1w, f1b) = (
-                w(&mut b, "fc1.w", &[d, self.mlp]),
-                w(&mut b, "fc1.b", &[self.mlp]),
-            );
-            let f = b.node("MatMul", &format!("l{l}.fc1"), &[&h, &f1w], &[]);
-            let f = b.node("Add", "", &[&f, &f1b], &[]);
-            let e = b.node("Mul", "", &[&f, &rsqrt2], &[]);
-            let e = b.node("Erf", "", &[&e], &[]);
-            let e = b.node("Add", "", &[&e, &one], &[]);
-            let e = b.node("Mul", "", &[&e, &half], &[]);
-            let f = b.node("Mul", &format!("l{l}.gelu"), &[&f, &e], &[]);
-            let (f2w, f2b) = (w(&mut b, "fc2.w", &[self.mlp, d]), w(&mut b, "fc2.b", &[d]));
-            let f = b.node("MatMul", &format!("l{l}.fc2"), &[&f, &f2w], &[]);
-            let f = b.node("Add", "", &[&f, &f2b], &[]);
-            let ls2 = b.filled(&format!("l{l}.ls2"), &[d], 1e-5);
-            let f = b.node("Mul", "", &[&f, &ls2], &[]);
-            x = b.node("Add", &format!("l{l}.res2"), &[&x, &f], &[]);
-            if TAPS.contains(&(l + 1)) {
-                let per_window = if nw > 1 {
-                    b.node(
-                        "Reshape",
-                        &format!("tap{}.windows", l + 1),
-                        &[&x, &windowed.0],
-                        &[],
-                    )
-                } else {
-                    x.clone()
-                };
-                taps.push(self.tap(&mut b, &per_window, l + 1, &ln_w, &ln_b));
-            }
-        }
+    /// The graph outputs: the taps themselves, or each projector over the concatenated taps.
+    fn outputs(&self, b: &mut GraphBuilder, taps: &[String]) {
         if self.projectors == 0 {
-            for t in &taps {
+            for t in taps {
                 b.output(t);
             }
         } else {
             let refs: Vec<&str> = taps.iter().map(String::as_str).collect();
             let fused = b.node("Concat", "taps_concat", &refs, &[("axis", Attr::Int(1))]);
             for i in 0..self.projectors {
-                let out = c2f(&mut b, &format!("projector{i}"), &fused, TAPS.len() * d);
+                let out = c2f(b, &format!("projector{i}"), &fused, TAPS.len() * self.embed);
                 b.output(&out);
             }
         }
-        Ok(b.finish())
     }
 
-    /// Final LayerNorm, drop each window's CLS, fold the windows back into a `(1, d, g, g)` map.
-    fn tap(&self, b: &mut GraphBuilder, x: &str, layer: usize, w: &str, bias: &str) -> String {
+    /// The tap after layer `layer` (1-based): the tokens regrouped per window, the final
+    /// LayerNorm, each window's CLS dropped, the windows folded back into a `(1, d, g, g)` map.
+    fn tap(&self, b: &mut GraphBuilder, c: &LayerConstants, x: &str, layer: usize) -> String {
+        let per_window = if self.num_windows > 1 {
+            b.node(
+                "Reshape",
+                &format!("tap{layer}.windows"),
+                &[x, &c.windowed.seq],
+                &[],
+            )
+        } else {
+            x.to_string()
+        };
         let (d, g, nw) = (
             self.embed as i64,
             self.grid() as i64,
@@ -393,7 +303,7 @@ impl VitSpec {
         let normed = b.node(
             "LayerNormalization",
             &format!("tap{layer}.norm"),
-            &[x, w, bias],
+            &[&per_window, &c.ln_w, &c.ln_b],
             &[("axis", Attr::Int(-1))],
         );
         let (st, en, ax) = (
