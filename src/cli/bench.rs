@@ -1,17 +1,19 @@
 //! `hailo-edge bench`: sweep batch size, scheduler threshold and timeout, one graph or two,
 //! over HEFs; write report.json, sweep.json, report.csv and plots.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::backend::BackendArg;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use hailo_edge::bench::{self, plots, GraphsMode, SweepConfig};
+use hailo_edge::bench::{self, plots, GraphsMode, Sweep, SweepConfig};
+use hailo_edge::metrics::utilisation_report::UtilisationReport;
 use hailo_edge::metrics::utilisation_source::UtilisationSource;
 use hailo_edge::npu::sim::{SimProfile, TimeBase};
-use hailo_edge::npu::{Device, DeviceOptions, GroupId};
+use hailo_edge::npu::{Device, DeviceOptions, GroupId, NpuError};
 use hailo_edge::rig::config::SimProfileName;
 use hailo_edge::rig::RigConfig;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -106,7 +108,44 @@ fn sim_profile(args: &BenchArgs) -> anyhow::Result<SimProfile> {
     Ok(SimProfile::new(device.with_utilisation(curve)).with_clock(clock))
 }
 
+/// Runs the sweep the flags describe, writes its files to `--out` and prints the summary.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let config = sweep_config(&args)?;
+    let points = config.points()?.len();
+    let sim = sim_profile(&args)?;
+    let backend = args.backend.backend(args.device.clone(), || sim);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
+    let options = DeviceOptions {
+        group_id: args.group_id.clone(),
+        dma_map: args.dma_map,
+        ..DeviceOptions::default()
+    };
+    let sweep = sweep_with_progress(&config, points, || {
+        Device::open_with(backend.clone(), options.clone())
+    })?;
+
+    let report = bench::utilisation_report(&sweep)?;
+    if let Err(e) = bench::check_provenance(&report) {
+        anyhow::bail!("the report mislabels a figure: {e}");
+    }
+    let files = write_files(&args.out, &sweep, &report)?;
+    print_summary(&sweep, &report);
+    println!();
+    println!("wrote:");
+    for f in &files {
+        println!("  {}", f.display());
+    }
+    println!(
+        "plan with it: hailo-edge plan --from {} --camera 288@120 ...",
+        args.out.join("report.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sweep the flags describe: the run time per point, the HEFs (the demo's two when none
+/// is given), the grid of batch sizes, thresholds and timeouts, and the `--ops` overrides.
+fn sweep_config(args: &BenchArgs) -> anyhow::Result<SweepConfig> {
     let duration = hailo_edge::limits::duration(
         "--duration-per-point",
         args.duration_per_point,
@@ -124,7 +163,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for h in &hefs {
         anyhow::ensure!(h.is_file(), "--hef {}: no such file", h.display());
     }
-    let config = SweepConfig {
+    Ok(SweepConfig {
         hefs,
         batches: args.batch.clone(),
         thresholds: args.threshold.clone(),
@@ -140,56 +179,58 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         },
         duration,
         pair_ratio: (3, 1),
-        ops_override: args
-            .ops
-            .iter()
-            .map(|spec| {
-                let (file, gops) = spec
-                    .split_once('=')
-                    .with_context(|| format!("--ops `{spec}`: expected FILE=GOPS"))?;
-                let gops: f64 = gops
-                    .parse()
-                    .with_context(|| format!("--ops `{spec}`: `{gops}` is not a number"))?;
-                anyhow::ensure!(
-                    gops.is_finite() && gops > 0.0,
-                    "--ops `{spec}`: expected a positive number of GOPS"
-                );
-                Ok((PathBuf::from(file), gops))
-            })
-            .collect::<anyhow::Result<_>>()?,
-    };
-    let n = config.points()?.len();
-    let sim = sim_profile(&args)?;
-    let backend = args.backend.backend(args.device.clone(), || sim);
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("--out {}: cannot create the directory", args.out.display()))?;
-    // indicatif hides the bar when stderr is not a terminal.
-    let bar = hailo_edge::rig::status::terminal().add(ProgressBar::new(n as u64));
+        ops_override: ops_overrides(&args.ops)?,
+    })
+}
+
+/// The `--ops FILE=GOPS` flags, each checked to name a positive, finite figure.
+fn ops_overrides(specs: &[String]) -> anyhow::Result<BTreeMap<PathBuf, f64>> {
+    specs
+        .iter()
+        .map(|spec| {
+            let (file, gops) = spec
+                .split_once('=')
+                .with_context(|| format!("--ops `{spec}`: expected FILE=GOPS"))?;
+            let gops: f64 = gops
+                .parse()
+                .with_context(|| format!("--ops `{spec}`: `{gops}` is not a number"))?;
+            anyhow::ensure!(
+                gops.is_finite() && gops > 0.0,
+                "--ops `{spec}`: expected a positive number of GOPS"
+            );
+            Ok((PathBuf::from(file), gops))
+        })
+        .collect()
+}
+
+/// Runs the `points` points of `config` on devices from `open`, with a progress bar that
+/// indicatif hides when stderr is not a terminal.
+fn sweep_with_progress(
+    config: &SweepConfig,
+    points: usize,
+    open: impl Fn() -> Result<Device, NpuError>,
+) -> anyhow::Result<Sweep> {
+    let bar = hailo_edge::rig::status::terminal().add(ProgressBar::new(points as u64));
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let options = DeviceOptions {
-        group_id: args.group_id.clone(),
-        dma_map: args.dma_map,
-        ..DeviceOptions::default()
-    };
-    let sweep = bench::run_sweep(
-        || Device::open_with(backend.clone(), options.clone()),
-        &config,
-        |i, label| {
-            bar.set_position(i as u64);
-            bar.set_message(label.to_owned());
-        },
-    )?;
+    let sweep = bench::run_sweep(open, config, |i, label| {
+        bar.set_position(i as u64);
+        bar.set_message(label.to_owned());
+    })?;
     bar.finish_and_clear();
+    Ok(sweep)
+}
 
-    let report = bench::utilisation_report(&sweep)?;
-    if let Err(e) = bench::check_provenance(&report) {
-        anyhow::bail!("the report mislabels a figure: {e}");
-    }
+/// Writes report.json, sweep.json, report.csv and the plots into `out`; returns their paths.
+fn write_files(
+    out: &Path,
+    sweep: &Sweep,
+    report: &UtilisationReport,
+) -> anyhow::Result<Vec<PathBuf>> {
     let write = |name: &str, text: String| -> anyhow::Result<PathBuf> {
-        let path = args.out.join(name);
+        let path = out.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         Ok(path)
     };
@@ -197,17 +238,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         write("report.json", report.to_json())?,
         write("sweep.json", sweep.to_json())?,
     ];
-    let csv = args.out.join("report.csv");
-    bench::write_csv(&sweep, &csv)?;
+    let csv = out.join("report.csv");
+    bench::write_csv(sweep, &csv)?;
     files.push(csv);
-    files.extend(plots::write_plots(&sweep, &args.out)?);
+    files.extend(plots::write_plots(sweep, out)?);
+    Ok(files)
+}
 
+/// Prints what ran, the report's warnings, a table of every point's graphs and the first
+/// point's provenance.
+fn print_summary(sweep: &Sweep, report: &UtilisationReport) {
     println!("backend: {}", sweep.backend);
     for w in &report.warnings {
         eprintln!("WARNING: {w}");
     }
     println!("points: {}", sweep.points.len());
     println!();
+    print_table(sweep);
+    println!();
+    print_provenance(sweep);
+}
+
+/// One row per point and graph: its fps, its share of the INT8 and INT4 peaks, and the
+/// device's busy share, context switches and hardware latency (`n/a` where not reported).
+fn print_table(sweep: &Sweep) {
     println!(
         "{:<46} {:<14} {:>9} {:>8} {:>8} {:>7} {:>9} {:>9} {:>8}",
         "point", "graph", "fps", "INT8 %", "INT4 %", "busy %", "sw/s", "ms/sw", "hw ms"
@@ -237,27 +291,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    println!();
-    if let Some(first) = sweep.points.first() {
-        let m = &first.measurement;
-        for line in m.provenance_lines() {
-            println!("{line}");
-        }
-        for note in &m.device.not_reported {
-            println!("not reported: {note}");
-        }
-        if let Some(g) = m.graphs.first() {
-            println!("precision: {} ({})", g.precision, g.precision_basis);
-        }
+}
+
+/// Where the first point's figures come from, what its device does not report, and the
+/// precision of its first graph.
+fn print_provenance(sweep: &Sweep) {
+    let Some(first) = sweep.points.first() else {
+        return;
+    };
+    let m = &first.measurement;
+    for line in m.provenance_lines() {
+        println!("{line}");
     }
-    println!();
-    println!("wrote:");
-    for f in &files {
-        println!("  {}", f.display());
+    for note in &m.device.not_reported {
+        println!("not reported: {note}");
     }
-    println!(
-        "plan with it: hailo-edge plan --from {} --camera 288@120 ...",
-        args.out.join("report.json").display()
-    );
-    Ok(ExitCode::SUCCESS)
+    if let Some(g) = m.graphs.first() {
+        println!("precision: {} ({})", g.precision, g.precision_basis);
+    }
 }
