@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
+use tract_onnx::model::ParseResult;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::InferenceModelExt;
@@ -25,9 +26,50 @@ pub fn count_proto(
         source_name: source.to_owned(),
         reason: "the model has no graph".into(),
     })?;
-    // tract's tensor loader stops (`unimplemented!`, an index out of range) on some malformed
-    // or exotic initializers; that becomes an error naming the file, with tract's own words.
-    let parsed = quietly(|| tract_onnx::onnx().parse(proto, model_dir))
+    let parsed = parse(source, model_dir, proto)?;
+    let mut model = parsed.model;
+    let outlets = parsed.outlets_by_name;
+    pin_inputs(source, graph, &mut model, &outlets, inputs)?;
+    let analysis_error = analyse(source, &mut model);
+    let shapes = Shapes {
+        model: &model,
+        outlets: &outlets,
+    };
+
+    let mut report = OpsReport {
+        source: source.to_owned(),
+        nodes: Vec::with_capacity(graph.node.len()),
+        unresolved: parsed
+            .unresolved_inputs
+            .iter()
+            .map(|name| Unresolved {
+                name: name.clone(),
+                op_type: "(graph tensor)".into(),
+                reason: "consumed but never produced nor declared".into(),
+            })
+            .collect(),
+        analysis_error,
+    };
+    let mut seen_names = HashMap::<String, usize>::new();
+    for (ix, node) in graph.node.iter().enumerate() {
+        let name = display_name(node, ix, &mut seen_names);
+        match node_cost(node, name, &shapes) {
+            Ok(cost) => report.nodes.push(cost),
+            Err(unresolved) => report.unresolved.push(unresolved),
+        }
+    }
+    Ok(report)
+}
+
+/// Loads `proto` into a tract inference model. tract's tensor loader stops
+/// (`unimplemented!`, an index out of range) on some malformed or exotic initializers; that
+/// becomes an error naming the file, with tract's own words.
+fn parse(
+    source: &str,
+    model_dir: Option<&str>,
+    proto: &pb::ModelProto,
+) -> Result<ParseResult, OpsError> {
+    quietly(|| tract_onnx::onnx().parse(proto, model_dir))
         .map_err(|what| OpsError::Parse {
             source_name: source.to_owned(),
             reason: format!("tract cannot load this graph: {what}"),
@@ -35,10 +77,18 @@ pub fn count_proto(
         .map_err(|e| OpsError::Parse {
             source_name: source.to_owned(),
             reason: format!("{e:#}"),
-        })?;
-    let mut model = parsed.model;
-    let outlets = parsed.outlets_by_name;
+        })
+}
 
+/// Gives each input of `inputs` its shape in `model`; an input the graph does not declare is
+/// refused, naming the ones it does.
+fn pin_inputs(
+    source: &str,
+    graph: &pb::GraphProto,
+    model: &mut InferenceModel,
+    outlets: &HashMap<String, OutletId>,
+    inputs: &[InputShape],
+) -> Result<(), OpsError> {
     for spec in inputs {
         let declared: Vec<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
         if !declared.contains(&spec.name.as_str()) {
@@ -60,9 +110,13 @@ pub fn count_proto(
                 reason: format!("{e:#}"),
             })?;
     }
+    Ok(())
+}
 
-    // Same for the analysis: a rule that panics on a malformed graph becomes a reported error,
-    // and every node it left without shapes is listed as unresolved below.
+/// Runs tract's shape analysis over `model`; returns why it stopped short, if it did. A rule
+/// that panics on a malformed graph becomes such a reason too, and every node it left
+/// without shapes is then listed as unresolved.
+fn analyse(source: &str, model: &mut InferenceModel) -> Option<String> {
     let analysis_error = match quietly(|| model.analyse(true)) {
         Ok(Ok(_)) => None,
         Ok(Err(e)) => Some(format!("{e:#}")),
@@ -73,103 +127,99 @@ pub fn count_proto(
     if let Some(e) = &analysis_error {
         log::debug!("shape analysis of {source} stopped short: {e}");
     }
+    analysis_error
+}
 
-    let shape_of = |tensor: &str| -> Option<Shape> {
-        let outlet = outlets.get(tensor)?;
-        let fact = model.outlet_fact(*outlet).ok()?;
+/// The concrete shapes the analysis found, by ONNX tensor name.
+struct Shapes<'a> {
+    model: &'a InferenceModel,
+    outlets: &'a HashMap<String, OutletId>,
+}
+
+impl Shapes<'_> {
+    /// The shape of `tensor`, when the analysis made it concrete and finite.
+    fn of(&self, tensor: &str) -> Option<Shape> {
+        let outlet = self.outlets.get(tensor)?;
+        let fact = self.model.outlet_fact(*outlet).ok()?;
         fact.shape
             .as_concrete_finite()
             .ok()
             .flatten()
             .map(|s| s.to_vec())
-    };
+    }
+}
 
-    let mut report = OpsReport {
-        source: source.to_owned(),
-        nodes: Vec::with_capacity(graph.node.len()),
-        unresolved: parsed
-            .unresolved_inputs
-            .iter()
-            .map(|name| Unresolved {
-                name: name.clone(),
-                op_type: "(graph tensor)".into(),
-                reason: "consumed but never produced nor declared".into(),
-            })
-            .collect(),
-        analysis_error,
+/// The cost of the node `name`, or why it has none: an op outside the standard domain or
+/// without a cost rule, a shape the analysis left unknown, or a rule refusing the shapes.
+fn node_cost(node: &pb::NodeProto, name: String, shapes: &Shapes) -> Result<NodeCost, Unresolved> {
+    let unresolved = |reason: String| Unresolved {
+        name: name.clone(),
+        op_type: node.op_type.clone(),
+        reason,
     };
-    let mut seen_names = HashMap::<String, usize>::new();
-    for (ix, node) in graph.node.iter().enumerate() {
-        let name = display_name(node, ix, &mut seen_names);
-        let unresolved = |reason: String| Unresolved {
-            name: name.clone(),
-            op_type: node.op_type.clone(),
-            reason,
-        };
-        if !node.domain.is_empty() && node.domain != "ai.onnx" {
-            report.unresolved.push(unresolved(format!(
-                "op of domain `{}` has no cost rule",
-                node.domain
-            )));
-            continue;
-        }
-        if !rules::has_rule(&node.op_type) {
-            report.unresolved.push(unresolved(format!(
-                "no cost rule for op type `{}`",
-                node.op_type
-            )));
-            continue;
-        }
-        let mut outputs = Vec::new();
-        let mut missing = Vec::new();
-        for out in node.output.iter().filter(|o| !o.is_empty()) {
-            match shape_of(out) {
-                Some(s) => outputs.push(s),
-                None => missing.push(format!("output `{out}`")),
-            }
-        }
-        let inputs: Vec<Option<Shape>> = node
-            .input
-            .iter()
-            .map(|i| if i.is_empty() { None } else { shape_of(i) })
-            .collect();
-        if rules::is_mac_op(&node.op_type) {
-            for (i, tensor) in node.input.iter().enumerate() {
-                if !tensor.is_empty() && inputs[i].is_none() {
-                    missing.push(format!("input `{tensor}`"));
-                }
-            }
-        }
-        if !missing.is_empty() {
-            report.unresolved.push(unresolved(format!(
-                "shape unknown for {}",
-                missing.join(", ")
-            )));
-            continue;
-        }
-        let output_elements = outputs
-            .iter()
-            .map(|s| rules::elements(s).unwrap_or(u64::MAX))
-            .sum();
-        match rules::cost(node, &inputs, &outputs) {
-            Ok(Cost::Macs(macs)) => report.nodes.push(NodeCost {
-                name,
-                op_type: node.op_type.clone(),
-                macs,
-                mac_op: true,
-                output_elements,
-            }),
-            Ok(Cost::Other) => report.nodes.push(NodeCost {
-                name,
-                op_type: node.op_type.clone(),
-                macs: 0,
-                mac_op: false,
-                output_elements,
-            }),
-            Err(reason) => report.unresolved.push(unresolved(reason.to_string())),
+    if !node.domain.is_empty() && node.domain != "ai.onnx" {
+        return Err(unresolved(format!(
+            "op of domain `{}` has no cost rule",
+            node.domain
+        )));
+    }
+    if !rules::has_rule(&node.op_type) {
+        return Err(unresolved(format!(
+            "no cost rule for op type `{}`",
+            node.op_type
+        )));
+    }
+    let (inputs, outputs) = node_shapes(node, shapes).map_err(unresolved)?;
+    let output_elements = outputs
+        .iter()
+        .map(|s| rules::elements(s).unwrap_or(u64::MAX))
+        .sum();
+    let (macs, mac_op) = match rules::cost(node, &inputs, &outputs) {
+        Ok(Cost::Macs(macs)) => (macs, true),
+        Ok(Cost::Other) => (0, false),
+        Err(reason) => return Err(unresolved(reason.to_string())),
+    };
+    Ok(NodeCost {
+        name,
+        op_type: node.op_type.clone(),
+        macs,
+        mac_op,
+        output_elements,
+    })
+}
+
+/// The shapes of the node's inputs (`None` for an omitted optional input or an unknown
+/// shape) and of its outputs; refused, naming them, when an output's shape is unknown, or an
+/// input's for an op whose MACs depend on its inputs.
+fn node_shapes(
+    node: &pb::NodeProto,
+    shapes: &Shapes,
+) -> Result<(Vec<Option<Shape>>, Vec<Shape>), String> {
+    let mut outputs = Vec::new();
+    let mut missing = Vec::new();
+    for out in node.output.iter().filter(|o| !o.is_empty()) {
+        match shapes.of(out) {
+            Some(s) => outputs.push(s),
+            None => missing.push(format!("output `{out}`")),
         }
     }
-    Ok(report)
+    let inputs: Vec<Option<Shape>> = node
+        .input
+        .iter()
+        .map(|i| if i.is_empty() { None } else { shapes.of(i) })
+        .collect();
+    if rules::is_mac_op(&node.op_type) {
+        for (i, tensor) in node.input.iter().enumerate() {
+            if !tensor.is_empty() && inputs[i].is_none() {
+                missing.push(format!("input `{tensor}`"));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok((inputs, outputs))
+    } else {
+        Err(format!("shape unknown for {}", missing.join(", ")))
+    }
 }
 
 /// The node's name, or its first output's name when it has none, made unique.
