@@ -12,21 +12,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use mcap::records::Record;
+use mcap::records::{MessageHeader, Record};
 use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
-use super::frame::{check_sides, CameraId, Frame, FrameError, PixelFormat, TimestampSource};
+use super::frame::{check_sides, CameraId, Frame, FrameError};
 use super::pool::BufferPool;
 use super::record::image::pixel_format;
 use super::record::McapFileError;
 use super::source::{Source, SourceError, SourceInfo};
 use super::stop::Stop;
 use crate::geom::Camera;
-use crate::limits::MAX_CAMERA_SIDE;
 
 mod framing;
+mod records;
+
+use records::Indexed;
 
 /// How fast frames are handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,22 @@ struct CameraTrack {
     entries: Vec<Entry>,
 }
 
+impl CameraTrack {
+    /// Appends a message's payload as the track's next entry, its sequence unwrapped past the
+    /// previous entry's.
+    fn push(&mut self, header: &MessageHeader, payload: Vec<u8>) {
+        let sequence = match self.entries.last() {
+            Some(last) => unwrap_sequence(last.sequence, header.sequence),
+            None => u64::from(header.sequence),
+        };
+        self.entries.push(Entry {
+            payload,
+            capture_ns: header.publish_time,
+            sequence,
+        });
+    }
+}
+
 /// A recording read into memory and indexed per camera.
 pub struct Recording {
     path: PathBuf,
@@ -107,134 +125,11 @@ impl Recording {
             path: path.to_path_buf(),
             source,
         })?;
-        let mc = |source| McapFileError::Mcap {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut tracks: Vec<CameraTrack> = Vec::new();
-        let mut channel_track = HashMap::new();
-        let mut first_ns = u64::MAX;
-        // The streaming reader, fed exactly the bytes it asks for, so a
-        // record it hands back ends at `fed`; the end magic is not required.
-        // A record may not claim more bytes than the file holds or a frame can need: mcap's
-        // reader adds a claimed length to its offset unchecked, and a length near 2^64 wraps.
-        let record_limit = bytes
-            .len()
-            .max(usize::try_from(2 * crate::limits::MAX_FRAME_BYTES).unwrap_or(usize::MAX));
-        let mut reader = LinearReader::new_with_options(
-            LinearReaderOptions::default()
-                .with_skip_end_magic(true)
-                .with_record_length_limit(record_limit),
-        );
-        let mut channels: HashMap<u16, Channel> = HashMap::new();
-        let mut schemas: HashMap<u16, String> = HashMap::new();
-        // mcap's reader walks an uncompressed chunk's records unchecked: the file is read up
-        // to the first chunk whose records overrun it.
-        let overrun = framing::first_overrun_chunk(&bytes);
-        let readable = overrun.as_ref().map_or(bytes.len(), |(at, _)| *at);
-        let (mut fed, mut last_end, mut records, mut read) = (0usize, 0usize, 0u64, 0u64);
-        let mut cut: Option<String> = None;
-        while let Some(event) = reader.next_event() {
-            let (opcode, data) = match event {
-                Ok(LinearReadEvent::ReadRequest(need)) => {
-                    let n = need.min(readable - fed);
-                    if n == 0 {
-                        cut = Some(match &overrun {
-                            Some((_, why)) => why.clone(),
-                            None => "the file ends before its footer".into(),
-                        });
-                        break;
-                    }
-                    reader.insert(n).copy_from_slice(&bytes[fed..fed + n]);
-                    reader.notify_read(n);
-                    fed += n;
-                    continue;
-                }
-                Ok(LinearReadEvent::Record { opcode, data }) => (opcode, data),
-                Err(e) if records == 0 => return Err(mc(e).into()),
-                Err(e) => {
-                    cut = Some(e.to_string());
-                    break;
-                }
-            };
-            records += 1;
-            // Only schemas, channels and messages are read. Other records are not parsed:
-            // mcap 0.26 panics on some malformed ones (an attachment too short for its CRC
-            // indexes out of its slice), and none of them is needed here.
-            if !matches!(
-                opcode,
-                mcap::records::op::SCHEMA | mcap::records::op::CHANNEL | mcap::records::op::MESSAGE
-            ) {
-                continue;
-            }
-            let (header, data) = match mcap::parse_record(opcode, data) {
-                Ok(Record::Schema { header, .. }) => {
-                    schemas.insert(header.id, header.name);
-                    continue;
-                }
-                Ok(Record::Channel(ch)) => {
-                    let schema = schemas.get(&ch.schema_id).cloned().unwrap_or_default();
-                    channels.insert(
-                        ch.id,
-                        Channel {
-                            topic: ch.topic,
-                            metadata: ch.metadata,
-                            encoding: ch.message_encoding,
-                            schema,
-                        },
-                    );
-                    continue;
-                }
-                Ok(Record::Message { header, data }) => (header, data),
-                Ok(_) => continue,
-                Err(e) => {
-                    cut = Some(e.to_string());
-                    break;
-                }
-            };
-            read += 1;
-            last_end = fed;
-            let Some(channel) = channels.get(&header.channel_id) else {
-                continue;
-            };
-            if !channel.topic.ends_with("/image") {
-                continue;
-            }
-            let track = match channel_track.get(&header.channel_id) {
-                Some(&t) => t,
-                None => {
-                    let schema = channel.image_schema(path)?;
-                    let (info, calibration) = track_info(path, &channel.topic, &channel.metadata)?;
-                    tracks.push(CameraTrack {
-                        info,
-                        schema,
-                        calibration,
-                        entries: Vec::new(),
-                    });
-                    channel_track.insert(header.channel_id, tracks.len() - 1);
-                    tracks.len() - 1
-                }
-            };
-            first_ns = first_ns.min(header.publish_time);
-            // A copy: chunks are compressed, so a message is not the file's bytes.
-            let payload = data.into_owned();
-            let entries = &mut tracks[track].entries;
-            let sequence = match entries.last() {
-                Some(last) => unwrap_sequence(last.sequence, header.sequence),
-                None => u64::from(header.sequence),
-            };
-            entries.push(Entry {
-                payload,
-                capture_ns: header.publish_time,
-                sequence,
-            });
-        }
-        tracks.sort_by_key(|t| t.info.camera);
-        let truncation = cut.map(|error| Truncation {
-            messages_read: read,
-            bytes_discarded: (bytes.len() - last_end) as u64,
-            error,
-        });
+        let Indexed {
+            tracks,
+            first_ns,
+            truncation,
+        } = records::read(path, &bytes)?;
         if let Some(t) = &truncation {
             log::warn!(
                 "{}: cut short ({}): read {} messages, {} bytes after the last whole one discarded",
@@ -247,7 +142,7 @@ impl Recording {
         Ok(Arc::new(Self {
             path: path.to_path_buf(),
             tracks,
-            first_ns: if first_ns == u64::MAX { 0 } else { first_ns },
+            first_ns,
             truncation,
         }))
     }
@@ -296,36 +191,6 @@ impl Recording {
     }
 }
 
-/// A channel as its records declare it.
-struct Channel {
-    topic: String,
-    metadata: BTreeMap<String, String>,
-    encoding: String,
-    schema: String,
-}
-
-impl Channel {
-    /// Which image message the channel carries; anything but Foxglove's protobuf
-    /// images is refused, naming what it is.
-    fn image_schema(&self, path: &Path) -> Result<ImageSchema, ReplayError> {
-        let schema = match (self.encoding.as_str(), self.schema.as_str()) {
-            ("protobuf", "foxglove.RawImage") => ImageSchema::Raw,
-            ("protobuf", "foxglove.CompressedImage") => ImageSchema::Compressed,
-            (encoding, schema) => {
-                return Err(ReplayError::Channel {
-                    path: path.to_path_buf(),
-                    topic: self.topic.clone(),
-                    what: format!(
-                        "{encoding} messages of schema `{schema}`; a camera channel carries \
-                         protobuf foxglove.RawImage or foxglove.CompressedImage"
-                    ),
-                })
-            }
-        };
-        Ok(schema)
-    }
-}
-
 /// The 64-bit sequence after `previous` whose low 32 bits are `low`: the header
 /// keeps 32 bits, which wrap after 414 days at 120 fps.
 fn unwrap_sequence(previous: u64, low: u32) -> u64 {
@@ -335,55 +200,6 @@ fn unwrap_sequence(previous: u64, low: u32) -> u64 {
     } else {
         candidate
     }
-}
-
-fn track_info(
-    path: &Path,
-    topic: &str,
-    meta: &std::collections::BTreeMap<String, String>,
-) -> Result<(SourceInfo, Option<Camera>), ReplayError> {
-    let bad = |what: String| ReplayError::Channel {
-        path: path.to_path_buf(),
-        topic: topic.to_string(),
-        what,
-    };
-    let get = |k: &str| {
-        meta.get(k)
-            .ok_or_else(|| bad(format!("no `{k}` in channel metadata")))
-    };
-    let num = |k: &str| -> Result<u32, ReplayError> {
-        get(k)?
-            .parse()
-            .map_err(|_| bad(format!("`{k}` is not an integer")))
-    };
-    let format =
-        PixelFormat::from_name(get("format")?).ok_or_else(|| bad("unknown `format`".into()))?;
-    let timestamp_source = TimestampSource::from_name(get("timestamp_source")?)
-        .ok_or_else(|| bad("unknown `timestamp_source`".into()))?;
-    let calibration = match meta.get("calibration") {
-        Some(json) => {
-            Some(serde_json::from_str(json).map_err(|e| bad(format!("calibration: {e}")))?)
-        }
-        None => None,
-    };
-    let (width, height) = (num("width")?, num("height")?);
-    if !(1..=MAX_CAMERA_SIDE).contains(&width) || !(1..=MAX_CAMERA_SIDE).contains(&height) {
-        return Err(bad(format!(
-            "a {width}x{height} camera is outside 1..={MAX_CAMERA_SIDE} pixels a side"
-        )));
-    }
-    let info = SourceInfo {
-        camera: CameraId(num("camera")?),
-        name: get("name")?.clone(),
-        format,
-        width,
-        height,
-        fps: get("fps")?
-            .parse()
-            .map_err(|_| bad("`fps` is not a number".into()))?,
-        timestamp_source,
-    };
-    Ok((info, calibration))
 }
 
 /// One camera of a recording.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::camera::frame::{PixelFormat, TimestampSource};
 use crate::camera::pool::PooledBuffer;
 use crate::camera::record::{RecordedCamera, Recorder};
 use crate::geom::{Camera, Distortion};
