@@ -180,6 +180,67 @@ pub fn from_opencv_str(
     origin: &str,
     size: Option<(u32, u32)>,
 ) -> Result<OpenCvCalibration, CalibError> {
+    let root = parse_file_storage(text, origin)?;
+    let doc = Doc {
+        root: &root,
+        origin,
+    };
+    let k = doc.matrix(
+        &[
+            "camera_matrix",
+            "cameraMatrix",
+            "K",
+            "M",
+            "intrinsic_matrix",
+        ],
+        3,
+        3,
+    )?;
+    let distortion = doc.distortion()?;
+    let (width, height) = doc.image_size(size)?;
+    let pose = doc.extrinsics()?;
+    let Pose {
+        rotation,
+        translation,
+    } = pose.unwrap_or_else(Pose::origin);
+    let calib = Camera {
+        width,
+        height,
+        fx: k[0],
+        fy: k[4],
+        // OpenCV's pixel centres are integers; ours are at +0.5.
+        cx: k[2] + 0.5,
+        cy: k[5] + 0.5,
+        distortion,
+        rotation,
+        translation,
+    };
+    validate(&calib, origin)?;
+    Ok(OpenCvCalibration {
+        camera: calib,
+        extrinsics: pose.is_some(),
+    })
+}
+
+/// A camera's placement: the world-to-camera rotation and translation.
+#[derive(Clone, Copy)]
+struct Pose {
+    rotation: Matrix3<f64>,
+    translation: Vector3<f64>,
+}
+
+impl Pose {
+    /// The camera at the world origin, as a file without extrinsics places it.
+    fn origin() -> Self {
+        Self {
+            rotation: Matrix3::identity(),
+            translation: Vector3::zeros(),
+        }
+    }
+}
+
+/// The tree of an OpenCV FileStorage text, JSON or YAML, its tags dropped.
+fn parse_file_storage(text: &str, origin: &str) -> Result<Value, CalibError> {
     let parse = |what: String| CalibError::Parse {
         origin: origin.to_string(),
         format: "OpenCV FileStorage YAML or JSON",
@@ -196,128 +257,7 @@ pub fn from_opencv_str(
             .join("\n");
         serde_yaml::from_str(&body).map_err(|e| parse(e.to_string()))?
     };
-    let root = untag(root);
-    let doc = Doc {
-        root: &root,
-        origin,
-    };
-    let k = doc.matrix(
-        &[
-            "camera_matrix",
-            "cameraMatrix",
-            "K",
-            "M",
-            "intrinsic_matrix",
-        ],
-        3,
-        3,
-    )?;
-    let d = doc
-        .optional_matrix(&["distortion_coefficients", "dist_coeffs", "distCoeffs", "D"])?
-        .unwrap_or_default();
-    if ![0, 4, 5, 8, 12, 14].contains(&d.len()) {
-        return Err(CalibError::Invalid {
-            origin: origin.to_string(),
-            field: "distortion_coefficients".into(),
-            what: format!("{} values; expected 4, 5, 8, 12 or 14", d.len()),
-        });
-    }
-    if d.len() > 5 && d[5..].iter().any(|v| *v != 0.0) {
-        log::warn!("{origin}: rational/thin-prism distortion terms beyond k3 are ignored");
-    }
-    let dist = |i: usize| d.get(i).copied().unwrap_or(0.0);
-    let (width, height) = match (
-        doc.side(&["image_width", "width"])?,
-        doc.side(&["image_height", "height"])?,
-    ) {
-        (Some(w), Some(h)) => (w, h),
-        _ => size.ok_or_else(|| CalibError::Missing {
-            origin: origin.to_string(),
-            keys: "image_width/image_height".into(),
-        })?,
-    };
-    if let Some((w, h)) = size.filter(|&s| s != (width, height)) {
-        return Err(CalibError::SizeMismatch {
-            origin: origin.to_string(),
-            calibrated: (width, height),
-            camera: (w, h),
-        });
-    }
-    let rotation = if let Some(r) = doc.optional_matrix(&["R", "rotation_matrix", "rotation"])? {
-        if r.len() == 3 {
-            Some(rodrigues([r[0], r[1], r[2]]))
-        } else if r.len() == 9 {
-            Some(Matrix3::from_row_slice(&r))
-        } else {
-            return Err(CalibError::Invalid {
-                origin: origin.to_string(),
-                field: "R".into(),
-                what: format!("{} values; expected 3x3 or a 3-vector", r.len()),
-            });
-        }
-    } else if let Some(r) = doc.optional_matrix(&["rvec", "rvecs"])? {
-        if r.len() != 3 {
-            return Err(CalibError::Invalid {
-                origin: origin.to_string(),
-                field: "rvec".into(),
-                what: format!("{} values, expected 3", r.len()),
-            });
-        }
-        Some(rodrigues([r[0], r[1], r[2]]))
-    } else {
-        None
-    };
-    let translation = match doc.optional_matrix(&[
-        "T",
-        "t",
-        "tvec",
-        "tvecs",
-        "translation",
-        "translation_vector",
-    ])? {
-        Some(t) if t.len() == 3 => Some(Vector3::new(t[0], t[1], t[2])),
-        Some(t) => {
-            return Err(CalibError::Invalid {
-                origin: origin.to_string(),
-                field: "T".into(),
-                what: format!("{} values, expected 3", t.len()),
-            })
-        }
-        None => None,
-    };
-    let missing = |keys: &str| CalibError::Missing {
-        origin: origin.to_string(),
-        keys: keys.into(),
-    };
-    let (rotation, translation, extrinsics) = match (rotation, translation) {
-        (Some(r), Some(t)) => (r, t, true),
-        (None, None) => (Matrix3::identity(), Vector3::zeros(), false),
-        (Some(_), None) => return Err(missing("T (or tvec) beside its R")),
-        (None, Some(_)) => return Err(missing("R (or rvec) beside its T")),
-    };
-    let calib = Camera {
-        width,
-        height,
-        fx: k[0],
-        fy: k[4],
-        // OpenCV's pixel centres are integers; ours are at +0.5.
-        cx: k[2] + 0.5,
-        cy: k[5] + 0.5,
-        distortion: Distortion {
-            k1: dist(0),
-            k2: dist(1),
-            p1: dist(2),
-            p2: dist(3),
-            k3: dist(4),
-        },
-        rotation,
-        translation,
-    };
-    validate(&calib, origin)?;
-    Ok(OpenCvCalibration {
-        camera: calib,
-        extrinsics,
-    })
+    Ok(untag(root))
 }
 
 /// A camera read from an OpenCV file, and whether the file placed it.
@@ -416,6 +356,126 @@ impl Doc<'_> {
                     serde_json::to_string(v).unwrap_or_else(|_| "the value".into())
                 ),
             })
+    }
+
+    /// The distortion coefficients, none for no distortion. OpenCV writes 4, 5, 8, 12 or 14;
+    /// the terms past k3 (rational, thin prism) are ignored, with a warning when not zero.
+    fn distortion(&self) -> Result<Distortion, CalibError> {
+        let origin = self.origin;
+        let d = self
+            .optional_matrix(&["distortion_coefficients", "dist_coeffs", "distCoeffs", "D"])?
+            .unwrap_or_default();
+        if ![0, 4, 5, 8, 12, 14].contains(&d.len()) {
+            return Err(CalibError::Invalid {
+                origin: origin.to_string(),
+                field: "distortion_coefficients".into(),
+                what: format!("{} values; expected 4, 5, 8, 12 or 14", d.len()),
+            });
+        }
+        if d.len() > 5 && d[5..].iter().any(|v| *v != 0.0) {
+            log::warn!("{origin}: rational/thin-prism distortion terms beyond k3 are ignored");
+        }
+        let dist = |i: usize| d.get(i).copied().unwrap_or(0.0);
+        Ok(Distortion {
+            k1: dist(0),
+            k2: dist(1),
+            p1: dist(2),
+            p2: dist(3),
+            k3: dist(4),
+        })
+    }
+
+    /// The image size the file was calibrated for, `size` (the camera's) when it has none;
+    /// a file's size must equal the camera's.
+    fn image_size(&self, size: Option<(u32, u32)>) -> Result<(u32, u32), CalibError> {
+        let origin = self.origin;
+        let (width, height) = match (
+            self.side(&["image_width", "width"])?,
+            self.side(&["image_height", "height"])?,
+        ) {
+            (Some(w), Some(h)) => (w, h),
+            _ => size.ok_or_else(|| CalibError::Missing {
+                origin: origin.to_string(),
+                keys: "image_width/image_height".into(),
+            })?,
+        };
+        if let Some((w, h)) = size.filter(|&s| s != (width, height)) {
+            return Err(CalibError::SizeMismatch {
+                origin: origin.to_string(),
+                calibrated: (width, height),
+                camera: (w, h),
+            });
+        }
+        Ok((width, height))
+    }
+
+    /// The world-to-camera rotation and translation, `None` when the file has neither; one
+    /// without the other is refused, naming the missing key.
+    fn extrinsics(&self) -> Result<Option<Pose>, CalibError> {
+        let missing = |keys: &str| CalibError::Missing {
+            origin: self.origin.to_string(),
+            keys: keys.into(),
+        };
+        match (self.rotation()?, self.translation()?) {
+            (Some(rotation), Some(translation)) => Ok(Some(Pose {
+                rotation,
+                translation,
+            })),
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(missing("T (or tvec) beside its R")),
+            (None, Some(_)) => Err(missing("R (or rvec) beside its T")),
+        }
+    }
+
+    /// The rotation under `R` (a 3x3 matrix or a Rodrigues vector) or `rvec`.
+    fn rotation(&self) -> Result<Option<Matrix3<f64>>, CalibError> {
+        let origin = self.origin;
+        let rotation =
+            if let Some(r) = self.optional_matrix(&["R", "rotation_matrix", "rotation"])? {
+                if r.len() == 3 {
+                    Some(rodrigues([r[0], r[1], r[2]]))
+                } else if r.len() == 9 {
+                    Some(Matrix3::from_row_slice(&r))
+                } else {
+                    return Err(CalibError::Invalid {
+                        origin: origin.to_string(),
+                        field: "R".into(),
+                        what: format!("{} values; expected 3x3 or a 3-vector", r.len()),
+                    });
+                }
+            } else if let Some(r) = self.optional_matrix(&["rvec", "rvecs"])? {
+                if r.len() != 3 {
+                    return Err(CalibError::Invalid {
+                        origin: origin.to_string(),
+                        field: "rvec".into(),
+                        what: format!("{} values, expected 3", r.len()),
+                    });
+                }
+                Some(rodrigues([r[0], r[1], r[2]]))
+            } else {
+                None
+            };
+        Ok(rotation)
+    }
+
+    /// The translation under `T` or one of its aliases.
+    fn translation(&self) -> Result<Option<Vector3<f64>>, CalibError> {
+        match self.optional_matrix(&[
+            "T",
+            "t",
+            "tvec",
+            "tvecs",
+            "translation",
+            "translation_vector",
+        ])? {
+            Some(t) if t.len() == 3 => Ok(Some(Vector3::new(t[0], t[1], t[2]))),
+            Some(t) => Err(CalibError::Invalid {
+                origin: self.origin.to_string(),
+                field: "T".into(),
+                what: format!("{} values, expected 3", t.len()),
+            }),
+            None => Ok(None),
+        }
     }
 
     fn matrix(&self, keys: &[&str], rows: usize, cols: usize) -> Result<Vec<f64>, CalibError> {
