@@ -20,9 +20,13 @@ use super::board::AprilGrid;
 use super::coverage::Coverage;
 use super::detect::{BoardDetector, Luma};
 use super::synthetic::MIN_CORNERS_PER_VIEW;
-use super::{calibrate_intrinsics, BoardView, CalibrateError, CornerMeans, Settings};
+use super::{BoardView, CornerMeans, Settings};
 use crate::camera::source::{Source, SourceError};
 use crate::camera::stop::Stop;
+
+mod collect;
+
+use collect::{principal_std, Collector, Job, Pinned};
 
 /// How the capture samples the cameras.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,14 +51,6 @@ impl Default for CaptureSettings {
         }
     }
 }
-
-/// Views a camera has before its intrinsics are first solved during the capture.
-const FIRST_SOLVE_VIEWS: usize = 16;
-
-/// How much a camera's views grow between its solves during the capture: each solve costs
-/// in proportion to the views, so all of them together cost about three of the last, and
-/// the standard deviation shrinks by a fifth between them.
-const SOLVE_GROWTH: f64 = 1.5;
 
 /// What one camera's capture came to.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -115,57 +111,6 @@ enum Message {
     Done(usize, CameraTally, Option<CaptureError>),
 }
 
-/// A solve's result: the camera, and the principal point's standard deviation its views
-/// gave (pixels), `None` where they gave none yet (too few, or no tilt).
-type Pinned = (usize, Option<f64>);
-
-/// Per camera, the views its next solve waits for; `None` while one runs.
-struct Solves {
-    due: Vec<Option<usize>>,
-    limit_px: f64,
-}
-
-impl Solves {
-    /// Records a solve's result in the camera's coverage and sets its next solve.
-    fn record(&mut self, (c, std_px): Pinned, coverage: &mut [Coverage]) {
-        if let (Some(cov), Some(due)) = (coverage.get_mut(c), self.due.get_mut(c)) {
-            if let Some(std_px) = std_px {
-                cov.set_principal_std(std_px, self.limit_px);
-            }
-            *due = Some((cov.views() as f64 * SOLVE_GROWTH).ceil() as usize);
-        }
-    }
-
-    /// Whether camera `c`, with `seen` views, is due a solve; if so, it is marked running.
-    fn take_due(&mut self, c: usize, seen: usize) -> bool {
-        match self.due.get_mut(c) {
-            Some(due) if due.is_some_and(|at| seen >= at) => {
-                *due = None;
-                true
-            }
-            _ => false,
-        }
-    }
-}
-
-/// The principal point's standard deviation (pixels) that `views` of one camera give, where
-/// they give one: solved as the calibration solves them, a looseness it would refuse
-/// included.
-fn principal_std(
-    name: &str,
-    size: (u32, u32),
-    board: &AprilGrid,
-    views: &[BoardView],
-    settings: &Settings,
-) -> Option<f64> {
-    let views: Vec<&BoardView> = views.iter().collect();
-    match calibrate_intrinsics(name, size, board, &views, settings) {
-        Ok(i) => Some(i.principal_std_px()),
-        Err(CalibrateError::Uncertain { std_px, .. }) => Some(std_px),
-        Err(_) => None,
-    }
-}
-
 /// Captures board views from `sources` (named by `names`, in the rig's order) until they
 /// end, the capture's duration passes or `stop` is requested. `status` is called with every
 /// camera's coverage each time a view or a solve's result arrives.
@@ -188,33 +133,15 @@ pub fn capture(
             sources: sources.len(),
         });
     }
-    let every_ns = settings
-        .every
-        .as_nanos()
-        .clamp(1_000_000, u128::from(u64::MAX)) as u64;
-    let limit_ns = settings
-        .duration
-        .map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
-    // The first frame's capture time, shared: 0 until a camera sets it.
-    let origin = AtomicU64::new(0);
+    let instants = Instants::new(settings);
     let (tx, rx) = channel::unbounded::<Message>();
     let solve = settings.calibration;
     let sizes: Vec<(u32, u32)> = sources
         .iter()
         .map(|s| (s.info().width, s.info().height))
         .collect();
-    let mut coverage: Vec<Coverage> = sizes
-        .iter()
-        .map(|&size| Coverage::new(size, solve.min_tilt_deg))
-        .collect();
-    let mut views = Vec::new();
-    let mut tallies = vec![CameraTally::default(); sources.len()];
-    let mut failure = None;
-    let mut solves = Solves {
-        due: vec![Some(FIRST_SOLVE_VIEWS); sources.len()],
-        limit_px: solve.max_principal_std_px,
-    };
-    let (jobs_tx, jobs_rx) = channel::unbounded::<(usize, Vec<BoardView>)>();
+    let mut collector = Collector::new(&sizes, &solve);
+    let (jobs_tx, jobs_rx) = channel::unbounded::<Job>();
     let queued = jobs_rx.clone();
     let (results_tx, results_rx) = channel::unbounded::<Pinned>();
     std::thread::scope(|scope| {
@@ -226,10 +153,71 @@ pub fn capture(
                 let _ = results_tx.send((c, std_px));
             }
         });
+        let cameras = Cameras {
+            board,
+            names,
+            instants: &instants,
+            stop,
+        };
+        cameras.spawn(scope, sources, tx);
+        let results = collector.collect(board, &rx, results_rx, &jobs_tx, stop, status);
+        collector.finish_solves(&queued, jobs_tx, results);
+    });
+    collector.into_captured()
+}
+
+/// The capture's instants: one every `every_ns` of capture time from the first frame's
+/// (`origin`, shared: 0 until a camera sets it), up to `limit_ns` after it.
+struct Instants {
+    origin: AtomicU64,
+    every_ns: u64,
+    limit_ns: Option<u64>,
+}
+
+impl Instants {
+    /// The instants `settings` ask for, an instant at most every millisecond.
+    fn new(settings: &CaptureSettings) -> Self {
+        let every_ns = settings
+            .every
+            .as_nanos()
+            .clamp(1_000_000, u128::from(u64::MAX)) as u64;
+        let limit_ns = settings
+            .duration
+            .map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
+        Self {
+            origin: AtomicU64::new(0),
+            every_ns,
+            limit_ns,
+        }
+    }
+}
+
+/// What every camera's thread shares.
+struct Cameras<'a> {
+    board: &'a AprilGrid,
+    names: &'a [String],
+    instants: &'a Instants,
+    stop: &'a Stop,
+}
+
+impl<'a> Cameras<'a> {
+    /// Starts a thread per source in `scope`, each reading its camera ([`camera_loop`]) and
+    /// telling the collector on `tx` when it ends; `tx` is dropped once they have started,
+    /// so the collector's receiver ends with the last of them.
+    fn spawn<'scope>(
+        &self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        sources: Vec<Box<dyn Source>>,
+        tx: channel::Sender<Message>,
+    ) where
+        'a: 'scope,
+    {
         for (c, mut source) in sources.into_iter().enumerate() {
             let tx = tx.clone();
-            let (origin, name) = (&origin, names[c].as_str());
-            let stop = stop.clone();
+            let (origin, name) = (&self.instants.origin, self.names[c].as_str());
+            let (board, every_ns, limit_ns) =
+                (self.board, self.instants.every_ns, self.instants.limit_ns);
+            let stop = self.stop.clone();
             source.stop_on(stop.clone());
             scope.spawn(move || {
                 let (tally, error) = camera_loop(
@@ -246,77 +234,7 @@ pub fn capture(
             });
         }
         drop(tx);
-        // A worker that ended early (it does not) leaves a receiver that is always ready:
-        // it is swapped for one that never is.
-        let never = channel::never();
-        let mut results = Some(results_rx);
-        loop {
-            let mut worker_gone = false;
-            channel::select! {
-                recv(rx) -> message => match message {
-                    Ok(Message::View(view)) => {
-                        let c = view.camera;
-                        if let Some(cov) = coverage.get_mut(c) {
-                            cov.add(board, &view);
-                        }
-                        views.push(view);
-                        if solves.take_due(c, coverage.get(c).map_or(0, Coverage::views)) {
-                            let own = views.iter().filter(|v| v.camera == c).cloned().collect();
-                            // A worker gone takes no more jobs: the capture goes on without.
-                            let _ = jobs_tx.send((c, own));
-                        }
-                        status(&coverage);
-                    }
-                    Ok(Message::Done(c, tally, error)) => {
-                        tallies[c] = tally;
-                        if let (Some(e), None) = (error, &failure) {
-                            failure = Some(e);
-                            stop.request();
-                        }
-                    }
-                    // Every camera's thread has ended.
-                    Err(_) => break,
-                },
-                recv(results.as_ref().unwrap_or(&never)) -> pinned => match pinned {
-                    Ok(pinned) => {
-                        solves.record(pinned, &mut coverage);
-                        status(&coverage);
-                    }
-                    Err(_) => worker_gone = true,
-                }
-            }
-            if worker_gone {
-                results = None;
-            }
-        }
-        // No view comes any more: the solves not started are dropped (the calibration solves
-        // every camera next) but a camera's first, so that the summary says how far every
-        // camera's views pin it; the worker ends after those, whose results are kept.
-        let first: Vec<_> = queued
-            .try_iter()
-            .filter(|(c, _)| {
-                coverage
-                    .get(*c)
-                    .is_some_and(|cov| cov.principal_std_px().is_none())
-            })
-            .collect();
-        for job in first {
-            let _ = jobs_tx.send(job);
-        }
-        drop(jobs_tx);
-        for pinned in results.into_iter().flatten() {
-            solves.record(pinned, &mut coverage);
-        }
-    });
-    if let Some(e) = failure {
-        return Err(e);
     }
-    views.sort_by_key(|v| (v.pose, v.camera));
-    Ok(Captured {
-        views,
-        tallies,
-        coverage,
-    })
 }
 
 /// One camera's frames: read until its source ends, the capture's time passes or the stop
