@@ -13,11 +13,12 @@
 use std::collections::BTreeSet;
 
 use crate::error::HefErrorKind;
-use crate::model::{
-    DataType, Direction, FormatOrder, HeaderVersion, Hef, HwArch, NetworkGroup, QuantInfo,
-    Quantization, StreamInfo, StreamShape,
-};
-use crate::proto::{self, ext, InnerEdge};
+use crate::model::{Direction, HeaderVersion, Hef, HwArch, NetworkGroup, StreamInfo};
+use crate::proto::{self, ext};
+
+mod stream;
+
+use stream::{push_edge, EdgeRef, StreamContext};
 
 fn invalid(field: String, expected: &'static str, found: impl ToString) -> HefErrorKind {
     HefErrorKind::InvalidField {
@@ -140,141 +141,19 @@ pub(crate) fn build(
     })
 }
 
+/// The listing of one network group.
 fn network_group(
     ng: &proto::ProtoHefNetworkGroup,
     path: &str,
     features: &Features,
 ) -> Result<NetworkGroup, HefErrorKind> {
-    let first_partial = |what: &'static str| {
-        ng.partial_network_groups
-            .first()
-            .and_then(|p| p.network_group.as_deref())
-            .ok_or_else(|| {
-                invalid(
-                    format!("{path}.partial_network_groups"),
-                    what,
-                    "an empty list",
-                )
-            })
-    };
-    let name = match ng.partial_network_groups.first() {
-        Some(_) => first_partial("a partial network group")?
-            .network_group_metadata
-            .as_ref()
-            .map(|m| m.network_group_name.clone())
-            .unwrap_or_default(),
-        None => ng
-            .network_group_metadata
-            .as_ref()
-            .map(|m| m.network_group_name.clone())
-            .unwrap_or_default(),
-    };
-    let core = if features.net_flow {
-        let (k, op) = ng
-            .ops
-            .iter()
-            .enumerate()
-            .find_map(|(k, op)| op.core_op.as_ref().map(|c| (k, c)))
-            .ok_or_else(|| {
-                absent(
-                    format!("{path}.ops"),
-                    "an op holding a core_op (HAILO_NET_FLOW is set)",
-                )
-            })?;
-        let op_path = format!("{path}.ops[{k}].core_op");
-        if features.multi_layout {
-            let partial = op
-                .partial_core_ops
-                .first()
-                .and_then(|p| p.core_op.as_deref())
-                .ok_or_else(|| {
-                    absent(
-                        format!("{op_path}.partial_core_ops"),
-                        "a partial core op (multi-layout arch)",
-                    )
-                })?;
-            CoreOpView::of_core_op(partial, format!("{op_path}.partial_core_ops[0].core_op"))
-        } else {
-            CoreOpView::of_core_op(op, op_path)
-        }
-    } else if features.multi_layout {
-        let partial = first_partial("a partial network group (multi-layout arch)")?;
-        CoreOpView::of_group(
-            partial,
-            format!("{path}.partial_network_groups[0].network_group"),
-        )
-    } else {
-        CoreOpView::of_group(ng, path.to_string())
-    };
-
-    let networks = if features.multi_network && !core.networks_names.is_empty() {
-        core.networks_names
-            .iter()
-            .map(|n| format!("{name}/{n}"))
-            .collect()
-    } else {
-        vec![format!("{name}/{name}")]
-    };
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    for (ci, ctx) in core.contexts.iter().enumerate() {
-        let Some(meta) = &ctx.metadata else { continue };
-        for (li, layer) in meta.edge_layers.iter().enumerate() {
-            let lpath = format!("{}.contexts[{ci}].metadata.edge_layers[{li}]", core.path);
-            let connection = layer
-                .context_switch_info
-                .as_ref()
-                .map_or(proto::CONNECTION_BOUNDARY, |c| c.edge_connection_type);
-            if connection != proto::CONNECTION_BOUNDARY {
-                continue;
-            }
-            let direction = match layer.direction {
-                proto::DIRECTION_HOST_TO_DEVICE => Direction::Input,
-                proto::DIRECTION_DEVICE_TO_HOST => Direction::Output,
-                d => return Err(invalid(format!("{lpath}.direction"), "0 or 1", d)),
-            };
-            let network_index = if features.multi_network {
-                layer.network_index as usize
-            } else {
-                0
-            };
-            let network = networks.get(network_index).cloned().ok_or_else(|| {
-                invalid(
-                    format!("{lpath}.network_index"),
-                    "an index into networks_names",
-                    layer.network_index,
-                )
-            })?;
-            let ctx = StreamContext {
-                direction,
-                network,
-                per_feature: features.per_feature_scales && direction == Direction::Output,
-            };
-            let target = match direction {
-                Direction::Input => &mut inputs,
-                Direction::Output => &mut outputs,
-            };
-            match &layer.edge {
-                Some(proto::Edge::LayerInfo(info)) => {
-                    target.push(stream(info, &format!("{lpath}.layer_info"), &ctx)?)
-                }
-                Some(proto::Edge::LayerMux(mux)) => {
-                    expand_mux(mux, &format!("{lpath}.layer_mux"), &ctx, target)?
-                }
-                Some(proto::Edge::LayerPlanes(planes)) => target.push(planes_stream(
-                    planes,
-                    &format!("{lpath}.layer_planes"),
-                    &ctx,
-                )?),
-                None => {
-                    return Err(absent(
-                        format!("{lpath}.edge"),
-                        "layer_info, layer_mux or layer_planes",
-                    ))
-                }
-            }
-        }
-    }
+    let name = group_name(ng, path)?;
+    let core = core_op(ng, path, features)?;
+    let networks = network_names(&name, &core, features);
+    let Streams {
+        inputs,
+        mut outputs,
+    } = boundary_streams(&core, &networks, features)?;
     sort_outputs(&mut outputs, output_order(ng, &core, features));
     let metadata = core.metadata;
     Ok(NetworkGroup {
@@ -290,6 +169,182 @@ fn network_group(
         inputs,
         outputs,
     })
+}
+
+/// The network group of `ng`'s first partial network group; `what` names what was
+/// expected when there is none.
+fn first_partial<'a>(
+    ng: &'a proto::ProtoHefNetworkGroup,
+    path: &str,
+    what: &'static str,
+) -> Result<&'a proto::ProtoHefNetworkGroup, HefErrorKind> {
+    ng.partial_network_groups
+        .first()
+        .and_then(|p| p.network_group.as_deref())
+        .ok_or_else(|| {
+            invalid(
+                format!("{path}.partial_network_groups"),
+                what,
+                "an empty list",
+            )
+        })
+}
+
+/// The network group's name: its first partial network group's when it has one, else its
+/// own; empty without metadata.
+fn group_name(ng: &proto::ProtoHefNetworkGroup, path: &str) -> Result<String, HefErrorKind> {
+    let metadata = match ng.partial_network_groups.first() {
+        Some(_) => first_partial(ng, path, "a partial network group")?
+            .network_group_metadata
+            .as_ref(),
+        None => ng.network_group_metadata.as_ref(),
+    };
+    Ok(metadata
+        .map(|m| m.network_group_name.clone())
+        .unwrap_or_default())
+}
+
+/// The core op the group's streams are read from: with net flow, the first op that holds
+/// one ([`net_flow_core_op`]); else the group's own fields, or its first partial network
+/// group's on a multi-layout arch.
+fn core_op<'a>(
+    ng: &'a proto::ProtoHefNetworkGroup,
+    path: &str,
+    features: &Features,
+) -> Result<CoreOpView<'a>, HefErrorKind> {
+    if features.net_flow {
+        net_flow_core_op(ng, path, features)
+    } else if features.multi_layout {
+        let partial = first_partial(ng, path, "a partial network group (multi-layout arch)")?;
+        Ok(CoreOpView::of_group(
+            partial,
+            format!("{path}.partial_network_groups[0].network_group"),
+        ))
+    } else {
+        Ok(CoreOpView::of_group(ng, path.to_string()))
+    }
+}
+
+/// The first `ops[k].core_op` of a net-flow group, or its first partial core op on a
+/// multi-layout arch.
+fn net_flow_core_op<'a>(
+    ng: &'a proto::ProtoHefNetworkGroup,
+    path: &str,
+    features: &Features,
+) -> Result<CoreOpView<'a>, HefErrorKind> {
+    let (k, op) = ng
+        .ops
+        .iter()
+        .enumerate()
+        .find_map(|(k, op)| op.core_op.as_ref().map(|c| (k, c)))
+        .ok_or_else(|| {
+            absent(
+                format!("{path}.ops"),
+                "an op holding a core_op (HAILO_NET_FLOW is set)",
+            )
+        })?;
+    let op_path = format!("{path}.ops[{k}].core_op");
+    if !features.multi_layout {
+        return Ok(CoreOpView::of_core_op(op, op_path));
+    }
+    let Some(partial) = op
+        .partial_core_ops
+        .first()
+        .and_then(|p| p.core_op.as_deref())
+    else {
+        return Err(absent(
+            format!("{op_path}.partial_core_ops"),
+            "a partial core op (multi-layout arch)",
+        ));
+    };
+    Ok(CoreOpView::of_core_op(
+        partial,
+        format!("{op_path}.partial_core_ops[0].core_op"),
+    ))
+}
+
+/// The group's networks, each `group/network`: one per `networks_names` entry in a
+/// multi-network file, else the group alone.
+fn network_names(name: &str, core: &CoreOpView<'_>, features: &Features) -> Vec<String> {
+    if features.multi_network && !core.networks_names.is_empty() {
+        core.networks_names
+            .iter()
+            .map(|n| format!("{name}/{n}"))
+            .collect()
+    } else {
+        vec![format!("{name}/{name}")]
+    }
+}
+
+/// A group's streams by direction.
+#[derive(Default)]
+struct Streams {
+    inputs: Vec<StreamInfo>,
+    outputs: Vec<StreamInfo>,
+}
+
+/// The streams of the BOUNDARY edge layers of every context of `core`, in file order.
+fn boundary_streams(
+    core: &CoreOpView<'_>,
+    networks: &[String],
+    features: &Features,
+) -> Result<Streams, HefErrorKind> {
+    let mut streams = Streams::default();
+    for (ci, ctx) in core.contexts.iter().enumerate() {
+        let Some(meta) = &ctx.metadata else { continue };
+        for (li, layer) in meta.edge_layers.iter().enumerate() {
+            let lpath = format!("{}.contexts[{ci}].metadata.edge_layers[{li}]", core.path);
+            let Some(ctx) = layer_context(layer, &lpath, networks, features)? else {
+                continue;
+            };
+            let target = match ctx.direction {
+                Direction::Input => &mut streams.inputs,
+                Direction::Output => &mut streams.outputs,
+            };
+            let edge = layer.edge.as_ref().map(EdgeRef::of_layer);
+            push_edge(edge, &lpath, &ctx, target)?;
+        }
+    }
+    Ok(streams)
+}
+
+/// What the streams of an edge layer share: its direction, its network, and whether its
+/// outputs are quantised per feature; `None` for a layer that is not BOUNDARY.
+fn layer_context(
+    layer: &proto::ProtoHefEdgeLayer,
+    lpath: &str,
+    networks: &[String],
+    features: &Features,
+) -> Result<Option<StreamContext>, HefErrorKind> {
+    let connection = layer
+        .context_switch_info
+        .as_ref()
+        .map_or(proto::CONNECTION_BOUNDARY, |c| c.edge_connection_type);
+    if connection != proto::CONNECTION_BOUNDARY {
+        return Ok(None);
+    }
+    let direction = match layer.direction {
+        proto::DIRECTION_HOST_TO_DEVICE => Direction::Input,
+        proto::DIRECTION_DEVICE_TO_HOST => Direction::Output,
+        d => return Err(invalid(format!("{lpath}.direction"), "0 or 1", d)),
+    };
+    let network_index = if features.multi_network {
+        layer.network_index as usize
+    } else {
+        0
+    };
+    let network = networks.get(network_index).cloned().ok_or_else(|| {
+        invalid(
+            format!("{lpath}.network_index"),
+            "an index into networks_names",
+            layer.network_index,
+        )
+    })?;
+    Ok(Some(StreamContext {
+        direction,
+        network,
+        per_feature: features.per_feature_scales && direction == Direction::Output,
+    }))
 }
 
 /// The list HailoRT orders output vstreams by: the network group's
@@ -330,255 +385,4 @@ fn sort_outputs(outputs: &mut [StreamInfo], order: &[String]) {
             .position(|n| *n == s.name)
             .unwrap_or(usize::MAX)
     });
-}
-
-/// What every stream of one edge layer shares.
-struct StreamContext {
-    direction: Direction,
-    network: String,
-    per_feature: bool,
-}
-
-fn expand_mux(
-    mux: &proto::ProtoHefEdgeLayerMux,
-    path: &str,
-    ctx: &StreamContext,
-    out: &mut Vec<StreamInfo>,
-) -> Result<(), HefErrorKind> {
-    for (i, pred) in mux.predecessors.iter().enumerate() {
-        let ppath = format!("{path}.predecessors[{i}]");
-        match &pred.edge {
-            Some(InnerEdge::LayerInfo(info)) => {
-                out.push(stream(info, &format!("{ppath}.layer_info"), ctx)?)
-            }
-            Some(InnerEdge::LayerMux(inner)) => {
-                expand_mux(inner, &format!("{ppath}.layer_mux"), ctx, out)?
-            }
-            Some(InnerEdge::LayerPlanes(planes)) => out.push(planes_stream(
-                planes,
-                &format!("{ppath}.layer_planes"),
-                ctx,
-            )?),
-            None => {
-                return Err(absent(
-                    format!("{ppath}.edge"),
-                    "layer_info, layer_mux or layer_planes",
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The device order for a compiler format number
-/// (`HailoRTDefaults::get_device_format_order`).
-pub(crate) fn device_order(format: u32) -> Option<FormatOrder> {
-    use FormatOrder::*;
-    Some(match format {
-        0 | 13 => Nhwc,
-        1 => Nhcw,
-        2 => Nc,
-        3 => Fcr,
-        4 => BayerRgb,
-        5 => Nhw,
-        6 => NmsOnChip,
-        7 => F8cr,
-        8 => Rgb888,
-        11 => Yuy2,
-        14 => Yyuv,
-        15 => Yyvu,
-        16 => Yyyyuv,
-        _ => return None,
-    })
-}
-
-fn stream(
-    info: &proto::ProtoHefEdgeLayerInfo,
-    path: &str,
-    ctx: &StreamContext,
-) -> Result<StreamInfo, HefErrorKind> {
-    let base = info
-        .edge_layer_base
-        .as_ref()
-        .ok_or_else(|| absent(format!("{path}.edge_layer_base"), "an edge layer base"))?;
-    let device = device_order(base.format).ok_or_else(|| {
-        invalid(
-            format!("{path}.edge_layer_base.format"),
-            "a compiler format order (0-8, 11, 13-16)",
-            base.format,
-        )
-    })?;
-    let data_type = match base.data_bytes {
-        1 => DataType::Uint8,
-        2 => DataType::Uint16,
-        n => {
-            return Err(invalid(
-                format!("{path}.edge_layer_base.data_bytes"),
-                "1 (UINT8) or 2 (UINT16)",
-                n,
-            ))
-        }
-    };
-    let shape = if device == FormatOrder::NmsOnChip {
-        let nms = base
-            .additional_info
-            .as_ref()
-            .and_then(|a| a.nms_info.as_ref())
-            .ok_or_else(|| {
-                absent(
-                    format!("{path}.edge_layer_base.additional_info.nms_info"),
-                    "NMS info for an NMS layer",
-                )
-            })?;
-        let too_big = |field: &str, v: u64| {
-            invalid(
-                format!("{path}.edge_layer_base.additional_info.nms_info.{field}"),
-                "a value that fits in 32 bits",
-                v,
-            )
-        };
-        let max_bboxes = nms
-            .max_output_size
-            .checked_mul(nms.input_division_factor.max(1))
-            .filter(|&v| v <= u64::from(u32::MAX))
-            .ok_or_else(|| too_big("max_output_size", nms.max_output_size))?;
-        StreamShape::Nms {
-            classes: u32::try_from(nms.number_of_classes)
-                .map_err(|_| too_big("number_of_classes", nms.number_of_classes))?,
-            bbox_params: u32::try_from(nms.bbox_size)
-                .map_err(|_| too_big("bbox_size", nms.bbox_size))?,
-            max_bboxes_per_class: max_bboxes as u32,
-        }
-    } else if info.transposed {
-        StreamShape::Image {
-            height: base.width,
-            width: base.height,
-            features: base.features,
-        }
-    } else {
-        StreamShape::Image {
-            height: base.height,
-            width: base.width,
-            features: base.features,
-        }
-    };
-    let quant = quantization(info.numeric_info.as_ref(), &shape, path, ctx)?;
-    Ok(StreamInfo {
-        name: info.name.clone(),
-        network: ctx.network.clone(),
-        direction: ctx.direction,
-        shape,
-        device_order: device,
-        host_order: device.host_order(),
-        data_type,
-        transposed: info.transposed,
-        quant,
-    })
-}
-
-fn quantization(
-    numeric: Option<&proto::ProtoHefEdgeLayerNumericInfo>,
-    shape: &StreamShape,
-    path: &str,
-    ctx: &StreamContext,
-) -> Result<Quantization, HefErrorKind> {
-    let default = proto::ProtoHefEdgeLayerNumericInfo::default();
-    let n = numeric.unwrap_or(&default);
-    let uniform = QuantInfo {
-        zp: n.qp_zp,
-        scale: n.qp_scale,
-        limvals_min: n.limvals_min,
-        limvals_max: n.limvals_max,
-    };
-    if n.qp_zps.is_empty() && n.qp_scales.is_empty() {
-        return Ok(Quantization::Uniform(uniform));
-    }
-    // The vectors are in the file, so their length bounds every allocation.
-    let count = n.qp_zps.len().max(n.qp_scales.len());
-    if let StreamShape::Image { features, .. } = *shape {
-        if ctx.per_feature && count != features as usize {
-            return Err(invalid(
-                format!("{path}.numeric_info"),
-                "one qp_zps/qp_scales entry per feature",
-                format!("{count} entries for {features} features"),
-            ));
-        }
-    }
-    for (field, len) in [("qp_zps", n.qp_zps.len()), ("qp_scales", n.qp_scales.len())] {
-        if len != 0 && len != count {
-            return Err(invalid(
-                format!("{path}.numeric_info.{field}"),
-                "as many entries as the other per-feature vector, or none",
-                len,
-            ));
-        }
-    }
-    let per_feature: Vec<QuantInfo> = (0..count)
-        .map(|i| QuantInfo {
-            zp: n.qp_zps.get(i).map_or(n.qp_zp, |&v| v as f32),
-            scale: n.qp_scales.get(i).map_or(n.qp_scale, |&v| v as f32),
-            ..uniform
-        })
-        .collect();
-    if ctx.per_feature {
-        return Ok(Quantization::PerFeature(per_feature));
-    }
-    if ctx.direction == Direction::Input && per_feature.iter().any(|q| *q != per_feature[0]) {
-        return Err(invalid(
-            format!("{path}.numeric_info"),
-            "one quantisation for every feature of an input",
-            "differing per-feature values",
-        ));
-    }
-    // Without extension 25 HailoRT uses the scalar fields.
-    Ok(Quantization::Uniform(uniform))
-}
-
-fn planes_stream(
-    planes: &proto::ProtoHefEdgeLayerPlanes,
-    path: &str,
-    ctx: &StreamContext,
-) -> Result<StreamInfo, HefErrorKind> {
-    let order = match planes.planes_format {
-        0 => FormatOrder::Nv12,
-        1 => FormatOrder::Nv21,
-        2 => FormatOrder::I420,
-        f => {
-            return Err(invalid(
-                format!("{path}.planes_format"),
-                "0 (NV12), 1 (NV21) or 2 (I420)",
-                f,
-            ))
-        }
-    };
-    let first = planes.planes.first().and_then(|p| match &p.edge {
-        Some(InnerEdge::LayerInfo(info)) => Some(info),
-        _ => None,
-    });
-    let plane = first
-        .map(|info| stream(info, &format!("{path}.planes[0].layer_info"), ctx))
-        .transpose()?;
-    Ok(StreamInfo {
-        name: planes.name.clone(),
-        network: ctx.network.clone(),
-        direction: ctx.direction,
-        shape: StreamShape::Image {
-            height: planes.height,
-            width: planes.width,
-            features: planes.features,
-        },
-        device_order: order,
-        host_order: order,
-        data_type: plane.as_ref().map_or(DataType::Uint8, |p| p.data_type),
-        transposed: false,
-        quant: plane.map_or(
-            Quantization::Uniform(QuantInfo {
-                zp: 0.0,
-                scale: 0.0,
-                limvals_min: 0.0,
-                limvals_max: 0.0,
-            }),
-            |p| p.quant,
-        ),
-    })
 }
