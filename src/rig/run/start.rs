@@ -16,6 +16,7 @@ use crate::decode::Decoder;
 use crate::geom::time::{Clock, MonotonicClock};
 use crate::geom::Camera;
 use crate::npu::NpuError;
+use crate::publish::foxglove_ws::FoxgloveServer;
 use crate::scene::BodyRig;
 
 use super::super::config::{KeypointsFrom, RecordFrames, RigConfig, SwitchingConfig};
@@ -137,7 +138,7 @@ pub(super) fn start_stages(
     let (view_tx, view_rx) = channels.views;
     let (recycle_tx, recycle_rx) = channels.recycle;
     let (decode_txs, decode_rxs): (Vec<_>, Vec<_>) = channels.decode.into_iter().unzip();
-    let mut npu = NpuStage::new(
+    let npu = NpuStage::new(
         parts.lanes,
         parts.preprocessors,
         parts.graph_of,
@@ -148,11 +149,13 @@ pub(super) fn start_stages(
         Arc::clone(stats),
         Arc::clone(&starter.clock),
     );
-    npu.record = record_tx.clone().filter(|_| !every_frame);
-    npu.foxglove = parts.foxglove.clone();
-    npu.bypass = options.pipeline_only.then(|| view_tx.clone());
-    npu.set_in_flight_limit(channels.in_flight);
-    let npu = starter.npu(npu)?;
+    let npu = starter.npu(
+        npu,
+        record_tx.clone().filter(|_| !every_frame),
+        parts.foxglove.clone(),
+        options.pipeline_only.then(|| view_tx.clone()),
+        channels.in_flight,
+    )?;
     let decoders = starter.decoders(
         parts.decoders,
         &parts.decode_info,
@@ -203,6 +206,11 @@ struct Starter<'a> {
 }
 
 impl Starter<'_> {
+    /// Every camera's frame rate, in the rig's order.
+    fn rates(&self) -> Vec<f64> {
+        self.rig.cameras.iter().map(|c| c.fps).collect()
+    }
+
     /// The recorder, writing what reaches `items`.
     fn recording(
         &self,
@@ -263,13 +271,26 @@ impl Starter<'_> {
         Ok((captures, queues))
     }
 
-    /// The NPU stage, wired to its queues, told how to take the cameras'
-    /// frames and when to stop.
-    fn npu(&self, mut npu: NpuStage) -> Result<Running<Result<(), NpuError>>, RunError> {
+    /// The NPU stage, wired to its outlets besides the decoders (the recorder
+    /// when it records what is admitted, the live server, the views past the
+    /// decoders in pipeline-only runs), held to `in_flight` frames, told how to
+    /// take the cameras' frames and when to stop.
+    fn npu(
+        &self,
+        mut npu: NpuStage,
+        record: Option<Sender<Item>>,
+        foxglove: Option<Arc<FoxgloveServer>>,
+        bypass: Option<Sender<ViewResult>>,
+        in_flight: usize,
+    ) -> Result<Running<Result<(), NpuError>>, RunError> {
+        npu.record = record;
+        npu.foxglove = foxglove;
+        npu.bypass = bypass;
+        npu.set_in_flight_limit(in_flight);
         npu.live = self.options.live.clone();
         npu.stop = Some(self.options.stop.clone());
         // Cameras of one rate are taken instant by instant (see `NpuStage::take_sets`).
-        let rates: Vec<f64> = self.rig.cameras.iter().map(|c| c.fps).collect();
+        let rates = self.rates();
         if rates.iter().all(|&r| (r - rates[0]).abs() < 1e-9) {
             let period_ns = (1e9 / rates[0]) as u64;
             npu.instant_sets = Some(if self.rig.device.clock.is_real_time() {
@@ -332,7 +353,7 @@ impl Starter<'_> {
         } else {
             (Arrivals::CaptureTime, SILENT_CAMERA_VIRTUAL)
         };
-        let rates: Vec<f64> = rig.cameras.iter().map(|c| c.fps).collect();
+        let rates = self.rates();
         start(FitStage {
             input,
             cameras: rig.cameras.len(),
