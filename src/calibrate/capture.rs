@@ -153,13 +153,7 @@ pub fn capture(
                 let _ = results_tx.send((c, std_px));
             }
         });
-        let cameras = Cameras {
-            board,
-            names,
-            instants: &instants,
-            stop,
-        };
-        cameras.spawn(scope, sources, tx);
+        spawn_cameras(scope, sources, board, names, &instants, stop, tx);
         let results = collector.collect(board, &rx, results_rx, &jobs_tx, stop, status);
         collector.finish_solves(&queued, jobs_tx, results);
     });
@@ -192,49 +186,30 @@ impl Instants {
     }
 }
 
-/// What every camera's thread shares.
-struct Cameras<'a> {
-    board: &'a AprilGrid,
-    names: &'a [String],
-    instants: &'a Instants,
-    stop: &'a Stop,
-}
-
-impl<'a> Cameras<'a> {
-    /// Starts a thread per source in `scope`, each reading its camera ([`camera_loop`]) and
-    /// telling the collector on `tx` when it ends; `tx` is dropped once they have started,
-    /// so the collector's receiver ends with the last of them.
-    fn spawn<'scope>(
-        &self,
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        sources: Vec<Box<dyn Source>>,
-        tx: channel::Sender<Message>,
-    ) where
-        'a: 'scope,
-    {
-        for (c, mut source) in sources.into_iter().enumerate() {
-            let tx = tx.clone();
-            let (origin, name) = (&self.instants.origin, self.names[c].as_str());
-            let (board, every_ns, limit_ns) =
-                (self.board, self.instants.every_ns, self.instants.limit_ns);
-            let stop = self.stop.clone();
-            source.stop_on(stop.clone());
-            scope.spawn(move || {
-                let (tally, error) = camera_loop(
-                    c,
-                    name,
-                    board,
-                    source.as_mut(),
-                    (origin, every_ns, limit_ns),
-                    &stop,
-                    &tx,
-                );
-                // The collector outlives every sender.
-                let _ = tx.send(Message::Done(c, tally, error));
-            });
-        }
-        drop(tx);
+/// Starts a thread per source in `scope`, each reading its camera ([`camera_loop`]) and
+/// telling the collector on `tx` when it ends; `tx` is dropped once they have started, so
+/// the collector's receiver ends with the last of them.
+fn spawn_cameras<'scope, 'env: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    sources: Vec<Box<dyn Source>>,
+    board: &'env AprilGrid,
+    names: &'env [String],
+    instants: &'env Instants,
+    stop: &Stop,
+    tx: channel::Sender<Message>,
+) {
+    for (c, mut source) in sources.into_iter().enumerate() {
+        let tx = tx.clone();
+        let name = names[c].as_str();
+        let stop = stop.clone();
+        source.stop_on(stop.clone());
+        scope.spawn(move || {
+            let (tally, error) = camera_loop(c, name, board, source.as_mut(), instants, &stop, &tx);
+            // The collector outlives every sender.
+            let _ = tx.send(Message::Done(c, tally, error));
+        });
     }
+    drop(tx);
 }
 
 /// One camera's frames: read until its source ends, the capture's time passes or the stop
@@ -244,10 +219,11 @@ fn camera_loop(
     name: &str,
     board: &AprilGrid,
     source: &mut dyn Source,
-    (origin, every_ns, limit_ns): (&AtomicU64, u64, Option<u64>),
+    instants: &Instants,
     stop: &Stop,
     tx: &channel::Sender<Message>,
 ) -> (CameraTally, Option<CaptureError>) {
+    let (origin, every_ns, limit_ns) = (&instants.origin, instants.every_ns, instants.limit_ns);
     let mut tally = CameraTally::default();
     let mut detector = BoardDetector::new(board);
     // A frame counts for an instant within half a frame period of it (and never more than
