@@ -199,10 +199,8 @@ pub fn from_opencv_str(
     let distortion = doc.distortion()?;
     let (width, height) = doc.image_size(size)?;
     let pose = doc.extrinsics()?;
-    let Pose {
-        rotation,
-        translation,
-    } = pose.unwrap_or_else(Pose::origin);
+    // A file without extrinsics places the camera at the world origin.
+    let (rotation, translation) = pose.unwrap_or((Matrix3::identity(), Vector3::zeros()));
     let calib = Camera {
         width,
         height,
@@ -223,21 +221,7 @@ pub fn from_opencv_str(
 }
 
 /// A camera's placement: the world-to-camera rotation and translation.
-#[derive(Clone, Copy)]
-struct Pose {
-    rotation: Matrix3<f64>,
-    translation: Vector3<f64>,
-}
-
-impl Pose {
-    /// The camera at the world origin, as a file without extrinsics places it.
-    fn origin() -> Self {
-        Self {
-            rotation: Matrix3::identity(),
-            translation: Vector3::zeros(),
-        }
-    }
-}
+type Placement = (Matrix3<f64>, Vector3<f64>);
 
 /// The tree of an OpenCV FileStorage text, JSON or YAML, its tags dropped.
 fn parse_file_storage(text: &str, origin: &str) -> Result<Value, CalibError> {
@@ -411,16 +395,13 @@ impl Doc<'_> {
 
     /// The world-to-camera rotation and translation, `None` when the file has neither; one
     /// without the other is refused, naming the missing key.
-    fn extrinsics(&self) -> Result<Option<Pose>, CalibError> {
+    fn extrinsics(&self) -> Result<Option<Placement>, CalibError> {
         let missing = |keys: &str| CalibError::Missing {
             origin: self.origin.to_string(),
             keys: keys.into(),
         };
         match (self.rotation()?, self.translation()?) {
-            (Some(rotation), Some(translation)) => Ok(Some(Pose {
-                rotation,
-                translation,
-            })),
+            (Some(rotation), Some(translation)) => Ok(Some((rotation, translation))),
             (None, None) => Ok(None),
             (Some(_), None) => Err(missing("T (or tvec) beside its R")),
             (None, Some(_)) => Err(missing("R (or rvec) beside its T")),
