@@ -294,15 +294,15 @@ fn boundary_streams(
         let Some(meta) = &ctx.metadata else { continue };
         for (li, layer) in meta.edge_layers.iter().enumerate() {
             let lpath = format!("{}.contexts[{ci}].metadata.edge_layers[{li}]", core.path);
-            let Some(ctx) = layer_context(layer, &lpath, networks, features)? else {
+            let Some(shared) = layer_context(layer, &lpath, networks, features)? else {
                 continue;
             };
-            let target = match ctx.direction {
+            let target = match shared.direction {
                 Direction::Input => &mut streams.inputs,
                 Direction::Output => &mut streams.outputs,
             };
             let edge = layer.edge.as_ref().map(EdgeRef::of_layer);
-            push_edge(edge, &lpath, &ctx, target)?;
+            push_edge(edge, &lpath, &shared, target)?;
         }
     }
     Ok(streams)

@@ -255,16 +255,15 @@ struct Skeleton {
     reference_orientations: Vec<f64>,
 }
 
-/// Reads the skeleton tensors of `cached` (the file `file`, over `bone_count` bones) and
+/// Reads the skeleton tensors of `cached` (the file `file`, over `b` bones) and
 /// selects the blendshape rows of `rows` by label among the package's `cached_rows`.
 fn read_skeleton(
     cached: &mut wheel::Pth,
     file: &str,
     cached_rows: &[String],
     rows: &[targets::Row],
-    bone_count: usize,
+    b: usize,
 ) -> Result<Skeleton, ConvertError> {
-    let b = bone_count;
     let row_index: Vec<usize> = rows
         .iter()
         .map(|r| {
