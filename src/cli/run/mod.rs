@@ -13,6 +13,8 @@ use hailo_edge::output::printable;
 use hailo_edge::rig::config::{BackendChoice, PublishTarget, RecordFrames};
 use hailo_edge::rig::{run, Report, RigConfig, RunOptions};
 
+mod summary;
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Rig file (TOML): real cameras, real HEFs, the real decoder feeding the fit.
@@ -129,11 +131,6 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(std::io::stdout())
     };
-    macro_rules! say {
-        ($($arg:tt)*) => {
-            let _ = writeln!(out, $($arg)*);
-        };
-    }
     // The allocator setting is the whole process's, so the program makes it,
     // before the first decoder loads.
     if rig.decoder.retain_memory {
@@ -142,17 +139,7 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     // What will run, before it runs: each graph's decoder and how the HEF feeds it.
     let choices = hailo_edge::rig::decoders::choose(&rig)?;
     let pairings = hailo_edge::rig::decoders::pairings(&rig, &choices)?;
-    for ((g, pairing), choice) in rig.graphs.iter().zip(pairings).zip(&choices) {
-        say!(
-            "graph {}: decoder {}",
-            printable(&g.name),
-            printable(&choice.describe())
-        );
-        say!("  {}", pairing.split_text());
-        for line in pairing.lines() {
-            say!("  {line}");
-        }
-    }
+    summary::print_decoders(&mut out, &rig, &choices, &pairings);
     // One handler for SIGINT, SIGTERM and SIGHUP (ctrlc's `termination`
     // feature): each requests the stop, and the run drains and reports.
     let stop = options.stop.clone();
@@ -164,7 +151,7 @@ pub fn run_cmd(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         s.stop();
     }
     let report = report?;
-    print_summary(&mut out, &rig, &report);
+    summary::print_summary(&mut out, &rig, &report);
     Ok(exit_status(&report, args.exit_zero))
 }
 
@@ -286,131 +273,6 @@ fn run_options(
         drain_timeout: Duration::from_secs_f64(args.drain_timeout),
         ..RunOptions::default()
     })
-}
-
-/// The summary of a finished run: what ran, each camera's and graph's counts, latency, the
-/// fit, the verdict, and what did not end well (a drain cut short, a failed output).
-fn print_summary(out: &mut dyn Write, rig: &RigConfig, report: &Report) {
-    macro_rules! say {
-        ($($arg:tt)*) => {
-            let _ = writeln!(out, $($arg)*);
-        };
-    }
-    let w = &report.what_ran;
-    say!("ran: {} on {} ({})", w.rig, w.ran_on.device, w.switching);
-    if let Some(warning) = &w.ran_on.backend_warning {
-        eprintln!("WARNING: {warning}");
-    }
-    say!(
-        "decoder: {} x{} threads; fit keypoints: {}",
-        w.decoder,
-        w.decoder_threads,
-        w.fit_keypoints
-    );
-    for c in &report.cameras {
-        say!(
-            "camera {:<6} captured {:>6} processed {:>6} dropped {:>6} ({:.1} fps in, {:.1} fps fitted){}",
-            printable(&c.name),
-            c.frames.captured,
-            c.frames.processed,
-            c.frames.dropped_total(),
-            c.captured_fps,
-            c.processed_fps,
-            if c.accounting_ok { "" } else { "  ACCOUNTING MISMATCH" }
-        );
-    }
-    for g in &report.graphs {
-        say!(
-            "graph {:<6} device {:.1} fps ({} frames in {} jobs)",
-            printable(&g.name),
-            g.device_fps.value,
-            g.frames,
-            g.jobs
-        );
-        if let Some(fault) = &g.fault {
-            say!(
-                "graph {:<6} broken by: {}; down {:.0} ms; configured again: {}, failed attempts: {}",
-                printable(&g.name),
-                printable(fault),
-                g.down_ms,
-                g.reconfigured,
-                g.reconfigure_failed
-            );
-        }
-    }
-    if let Some(s) = &report.switching.switches_per_s {
-        say!("switches: {:.1}/s", s.value);
-    }
-    if let Some(e) = report.end_to_end() {
-        // Frame periods of the slowest camera: the rate at which bodies are fitted.
-        let fps = report
-            .cameras
-            .iter()
-            .map(|c| c.nominal_fps)
-            .fold(f64::INFINITY, f64::min);
-        let periods = if fps.is_finite() && fps > 0.0 {
-            format!(" = {:.1} frame periods", e.p99_ms * fps / 1e3)
-        } else {
-            String::new()
-        };
-        say!(
-            "end to end: p50 {:.1} ms, p99 {:.1} ms{periods}",
-            e.p50_ms,
-            e.p99_ms
-        );
-    }
-    let share = report
-        .fit
-        .residual_stature_pct
-        .map_or_else(String::new, |s| {
-            format!(
-                ", residual p50 {:.2} % / p99 {:.2} % of stature",
-                s.p50, s.p99
-            )
-        });
-    if let Some(m) = report.fit.mpjpe_mm {
-        say!("fit: {} groups, MPJPE {m:.1} mm{share}", report.fit.fits);
-    } else if let Some(r) = report.fit.residual_px {
-        say!("fit: {} groups, residual {r:.1} px{share}", report.fit.fits);
-    }
-    if let Some(framing) = &report.framing {
-        for line in hailo_edge::camera::calib::framing::render(framing).lines() {
-            say!("{}", printable(line));
-        }
-    }
-    if let Some(s) = &report.serve {
-        say!(
-            "dashboard: {} clients served; {} dropped for not keeping up, {} messages dropped for slow clients",
-            s.clients_served,
-            s.clients_dropped_slow,
-            s.messages_dropped_slow
-        );
-    }
-    say!("{}", report.verdict.text);
-    for n in &w.notes {
-        say!("note: {n}");
-    }
-    if let Some(p) = &rig.output.report {
-        say!("report: {}", printable(&p.display().to_string()));
-    }
-    let d = &report.drain;
-    if !d.completed {
-        eprintln!(
-            "WARNING: the drain did not end within {:.1} s: still running: {}; {} frames in flight",
-            d.timeout_s,
-            d.waiting_for.join(", "),
-            d.frames_in_flight
-        );
-    }
-    for f in &report.output_failures {
-        eprintln!(
-            "error: output {} {} failed: {}; {} items not written (the other outputs went on)",
-            f.sink,
-            printable(&f.path),
-            f.error,
-            f.items_lost
-        );
-    }
 }
 
 /// The exit status: 0 when the run stopped (duration, SIGINT, SIGTERM or SIGHUP), drained,
