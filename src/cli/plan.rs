@@ -77,6 +77,58 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.check {
         return run_check(path, args.json);
     }
+    let mut costs = costs(&args)?;
+    let mut cameras = cameras(&args)?;
+    let mut rig_utilisation = None;
+    let mut framing = None;
+    if let Some(path) = &args.config {
+        let rig = RigConfig::load(path)?;
+        cameras.extend(cameras_of_rig(path, &rig, &mut costs)?);
+        framing = Some(RigFraming::of(path, &rig));
+        rig_utilisation = Some(rig.device.utilisation);
+    }
+    let chosen = Chosen::of(&args, rig_utilisation, &cameras)?;
+    let rig = plan::plan(&cameras, &costs, &chosen.utilisation)?;
+    let comparison = plan::compare(
+        &cameras,
+        &costs,
+        &chosen.assumed,
+        &chosen.table,
+        chosen.from_report.as_ref(),
+    );
+    let report_label = chosen.loaded.as_ref().map(|(_, l)| report_label(l));
+    if args.json {
+        let from = chosen.loaded.as_ref().map(|(path, l)| FromReport {
+            file: Some(path.display().to_string()),
+            kind: l.kind,
+            note: l.note(),
+        });
+        let out = PlanJson {
+            from,
+            source: chosen.source.kind(),
+            report_label,
+            compare: &comparison,
+            framing: framing.as_ref(),
+            plan: &rig,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        if let Some((path, l)) = &chosen.loaded {
+            print_source(l, path);
+        }
+        print_plan(&rig, &chosen.source);
+        print_comparison(&comparison, &cameras, report_label.as_deref());
+        if let Some(f) = &framing {
+            println!();
+            f.print();
+        }
+    }
+    Ok(fit_status(&rig, args.exit_zero))
+}
+
+/// The planning model with what the flags give: `--gmac` figures, `--onnx` counts (which
+/// must be complete) and the ops `--hef` files carry.
+fn costs(args: &PlanArgs) -> anyhow::Result<CostModel> {
     let mut costs = CostModel::rfdetr_backbone();
     for spec in &args.gmac {
         let (side, gmac) = split_pair(spec, "--gmac", "SIDE=GMAC")?;
@@ -119,6 +171,11 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             .set_from_hef(file.as_ref(), side)
             .with_context(|| format!("--hef {spec}"))?;
     }
+    Ok(costs)
+}
+
+/// The cameras of `--camera` flags, then those of a `--cameras` file.
+fn cameras(args: &PlanArgs) -> anyhow::Result<Vec<CameraMode>> {
     let mut cameras = args
         .cameras
         .iter()
@@ -131,69 +188,69 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
         cameras.extend(file.camera);
     }
-    let mut rig_utilisation = None;
-    let mut framing = None;
-    if let Some(path) = &args.config {
-        let rig = RigConfig::load(path)?;
-        cameras.extend(cameras_of_rig(path, &rig, &mut costs)?);
-        framing = Some(RigFraming::of(path, &rig));
-        rig_utilisation = Some(rig.device.utilisation);
-    }
-    let source = match (&args.utilisation, &args.from) {
-        (Some(s), _) => s.clone(),
-        (None, Some(path)) => UtilisationSource::Report(path.clone()),
-        (None, None) => rig_utilisation.unwrap_or_default(),
-    };
-    let report_path = match (&source, &args.from) {
-        (_, Some(path)) => Some(path.clone()),
-        (UtilisationSource::Report(path), None) => Some(path.clone()),
-        _ => None,
-    };
-    let loaded = report_path.as_deref().map(report::load_any).transpose()?;
-    let from_report = loaded.as_ref().map(|l| Utilisation::from_report(&l.report));
-    let table = PublishedTable::embedded()?;
-    let assumed = Utilisation::assumed(match source {
-        UtilisationSource::Assumed(u) => u,
-        _ => plan::DEFAULT_UTILISATION,
-    })?;
-    let utilisation = match (&source, &from_report) {
-        (UtilisationSource::Assumed(_), _) => assumed.clone(),
-        (UtilisationSource::Published, _) => Utilisation::published(&table, &cameras)?,
-        (UtilisationSource::Report(_), Some(r)) => r.clone(),
-        (UtilisationSource::Report(p), None) => {
-            anyhow::bail!("--utilisation {}: the report was not read", p.display())
-        }
-    };
-    let rig = plan::plan(&cameras, &costs, &utilisation)?;
-    let comparison = plan::compare(&cameras, &costs, &assumed, &table, from_report.as_ref());
-    let report_label = loaded.as_ref().map(report_label);
-    if args.json {
-        let from = loaded.as_ref().map(|l| FromReport {
-            file: report_path.as_ref().map(|p| p.display().to_string()),
-            kind: l.kind,
-            note: l.note(),
-        });
-        let out = PlanJson {
-            from,
-            source: source.kind(),
-            report_label,
-            compare: &comparison,
-            framing: framing.as_ref(),
-            plan: &rig,
+    Ok(cameras)
+}
+
+/// The utilisation a plan uses and the figures it is set beside.
+struct Chosen {
+    /// `--utilisation`, else the report of `--from`, else the rig's, else assumed.
+    source: UtilisationSource,
+    /// The report read (`--from`, or `--utilisation FILE`) and its path.
+    loaded: Option<(PathBuf, LoadedReport)>,
+    /// The utilisation that report gives.
+    from_report: Option<Utilisation>,
+    /// The assumed utilisation (the source's fraction when assumed, else the default).
+    assumed: Utilisation,
+    /// The model zoo's published figures.
+    table: PublishedTable,
+    /// What the plan uses.
+    utilisation: Utilisation,
+}
+
+impl Chosen {
+    fn of(
+        args: &PlanArgs,
+        rig_utilisation: Option<UtilisationSource>,
+        cameras: &[CameraMode],
+    ) -> anyhow::Result<Self> {
+        let source = match (&args.utilisation, &args.from) {
+            (Some(s), _) => s.clone(),
+            (None, Some(path)) => UtilisationSource::Report(path.clone()),
+            (None, None) => rig_utilisation.unwrap_or_default(),
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        if let (Some(l), Some(path)) = (&loaded, &report_path) {
-            print_source(l, path);
-        }
-        print_plan(&rig, &source);
-        print_comparison(&comparison, &cameras, report_label.as_deref());
-        if let Some(f) = &framing {
-            println!();
-            f.print();
-        }
+        let report_path = match (&source, &args.from) {
+            (_, Some(path)) => Some(path.clone()),
+            (UtilisationSource::Report(path), None) => Some(path.clone()),
+            _ => None,
+        };
+        let loaded = report_path
+            .map(|path| report::load_any(&path).map(|l| (path, l)))
+            .transpose()?;
+        let from_report = loaded
+            .as_ref()
+            .map(|(_, l)| Utilisation::from_report(&l.report));
+        let table = PublishedTable::embedded()?;
+        let assumed = Utilisation::assumed(match source {
+            UtilisationSource::Assumed(u) => u,
+            _ => plan::DEFAULT_UTILISATION,
+        })?;
+        let utilisation = match (&source, &from_report) {
+            (UtilisationSource::Assumed(_), _) => assumed.clone(),
+            (UtilisationSource::Published, _) => Utilisation::published(&table, cameras)?,
+            (UtilisationSource::Report(_), Some(r)) => r.clone(),
+            (UtilisationSource::Report(p), None) => {
+                anyhow::bail!("--utilisation {}: the report was not read", p.display())
+            }
+        };
+        Ok(Self {
+            source,
+            loaded,
+            from_report,
+            assumed,
+            table,
+            utilisation,
+        })
     }
-    Ok(fit_status(&rig, args.exit_zero))
 }
 
 /// The cameras of a rig file, each at the side of its graph's HEF input; each graph's cost is
