@@ -84,50 +84,12 @@ pub enum BodyCommand {
 
 pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        BodyCommand::Convert { wheel, out } => {
-            let data = body::model::convert::convert_wheel(&wheel)?;
-            let bytes = data.to_safetensors()?;
-            let bytes = if out.extension().is_some_and(|e| e == "zst") {
-                body::model::format::compress(&bytes)?
-            } else {
-                bytes
-            };
-            std::fs::write(&out, &bytes).with_context(|| format!("writing {}", out.display()))?;
-            eprintln!(
-                "wrote {} ({} bytes): {} vertices, {} faces, {} bones, {} blendshape rows, wheel sha256 {}",
-                out.display(),
-                bytes.len(),
-                data.template_vertices.len() / 3,
-                data.faces.len() / 3,
-                data.bone_labels.len(),
-                data.blendshape_labels.len(),
-                data.wheel_sha256
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        BodyCommand::Convert { wheel, out } => convert(&wheel, &out),
         BodyCommand::Forward {
             input,
             vertices,
             model,
-        } => {
-            let model = load_model(model.as_deref())?;
-            let (rest, pose) = read_pose(model, &input)?;
-            let keypoints = model.keypoints(&rest, &pose)?;
-            finite(&keypoints, "keypoint")?;
-            let mut out = serde_json::json!({
-                "skeleton": model.naming(),
-                "keypoint_labels": model.keypoint_labels(),
-                "keypoints": keypoints.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
-            });
-            if vertices {
-                let v = model.vertices(&rest, &pose)?;
-                finite(&v, "vertex")?;
-                out["vertices"] =
-                    serde_json::json!(v.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>());
-            }
-            println!("{}", serde_json::to_string(&out)?);
-            Ok(ExitCode::SUCCESS)
-        }
+        } => forward(&input, vertices, model.as_deref()),
         BodyCommand::Unrolled {
             out,
             iterations,
@@ -148,59 +110,115 @@ pub fn run(cmd: BodyCommand) -> anyhow::Result<ExitCode> {
             out,
             cameras,
             model,
-        } => {
-            let model = load_model(model.as_deref())?;
-            let (rest, pose_value) = read_pose(model, &pose)?;
-            let cameras = match cameras {
-                Some(path) => {
-                    let text = std::fs::read_to_string(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    serde_json::from_str::<Vec<hailo_edge::geom::Camera>>(&text).with_context(
-                        || format!("{}: expected a JSON list of cameras", path.display()),
-                    )?
-                }
-                None => {
-                    hailo_edge::scene::demo_rig_at(Point3::from(pose_value.translation))?.to_vec()
-                }
-            };
-            for (i, camera) in cameras.iter().enumerate() {
-                camera.check().with_context(|| format!("camera {i}"))?;
-            }
-            finite(&model.keypoints(&rest, &pose_value)?, "keypoint")?;
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let mut truth = Vec::new();
-            for (i, camera) in cameras.iter().enumerate() {
-                let view = body::model::render::render(model, &rest, &pose_value, camera)?;
-                if let Some(k) = view.keypoints.iter().position(|k| {
-                    k.pixel
-                        .is_some_and(|p| !(p.x.is_finite() && p.y.is_finite()))
-                }) {
-                    anyhow::bail!(
-                        "camera {i}: keypoint {k} projects to a pixel that is not finite"
-                    );
-                }
-                let file = out.join(format!("view{i}.png"));
-                view.image
-                    .save(&file)
-                    .with_context(|| format!("writing {}", file.display()))?;
-                truth.push(serde_json::json!({
-                    "image": file.file_name().map(|f| f.to_string_lossy().into_owned()),
-                    "camera": camera,
-                    "keypoints": view.keypoints.iter().map(|k| serde_json::json!({
-                        "pixel": k.pixel.map(|p| [p.x, p.y]),
-                        "visible": k.visible,
-                    })).collect::<Vec<_>>(),
-                }));
-                eprintln!("wrote {}", file.display());
-            }
-            let file = out.join("keypoints.json");
-            let doc =
-                serde_json::json!({"keypoint_labels": model.keypoint_labels(), "views": truth});
-            std::fs::write(&file, serde_json::to_string_pretty(&doc)?)
-                .with_context(|| format!("writing {}", file.display()))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => render(&pose, &out, cameras.as_deref(), model.as_deref()),
     }
+}
+
+/// `body convert`: the wheel's model as safetensors (zstd-compressed for a `.zst` name).
+fn convert(wheel: &Path, out: &Path) -> anyhow::Result<ExitCode> {
+    let data = body::model::convert::convert_wheel(wheel)?;
+    let bytes = data.to_safetensors()?;
+    let bytes = if out.extension().is_some_and(|e| e == "zst") {
+        body::model::format::compress(&bytes)?
+    } else {
+        bytes
+    };
+    std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "wrote {} ({} bytes): {} vertices, {} faces, {} bones, {} blendshape rows, wheel sha256 {}",
+        out.display(),
+        bytes.len(),
+        data.template_vertices.len() / 3,
+        data.faces.len() / 3,
+        data.bone_labels.len(),
+        data.blendshape_labels.len(),
+        data.wheel_sha256
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `body forward`: a pose's keypoints (and vertices) as one JSON document on stdout.
+fn forward(input: &Path, vertices: bool, model: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let model = load_model(model)?;
+    let (rest, pose) = read_pose(model, input)?;
+    let keypoints = model.keypoints(&rest, &pose)?;
+    finite(&keypoints, "keypoint")?;
+    let mut out = serde_json::json!({
+        "skeleton": model.naming(),
+        "keypoint_labels": model.keypoint_labels(),
+        "keypoints": keypoints.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
+    });
+    if vertices {
+        let v = model.vertices(&rest, &pose)?;
+        finite(&v, "vertex")?;
+        out["vertices"] = serde_json::json!(v.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>());
+    }
+    println!("{}", serde_json::to_string(&out)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `body render`: a pose seen by each camera (a JSON list, or the demo rig around the body),
+/// a PNG per view and `keypoints.json` with each view's keypoint pixels.
+fn render(
+    pose: &Path,
+    out: &Path,
+    cameras: Option<&Path>,
+    model: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let model = load_model(model)?;
+    let (rest, pose_value) = read_pose(model, pose)?;
+    let cameras = match cameras {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str::<Vec<hailo_edge::geom::Camera>>(&text)
+                .with_context(|| format!("{}: expected a JSON list of cameras", path.display()))?
+        }
+        None => hailo_edge::scene::demo_rig_at(Point3::from(pose_value.translation))?.to_vec(),
+    };
+    for (i, camera) in cameras.iter().enumerate() {
+        camera.check().with_context(|| format!("camera {i}"))?;
+    }
+    finite(&model.keypoints(&rest, &pose_value)?, "keypoint")?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut truth = Vec::new();
+    for (i, camera) in cameras.iter().enumerate() {
+        let view = body::model::render::render(model, &rest, &pose_value, camera)?;
+        truth.push(save_view(&view, i, camera, out)?);
+    }
+    let file = out.join("keypoints.json");
+    let doc = serde_json::json!({"keypoint_labels": model.keypoint_labels(), "views": truth});
+    std::fs::write(&file, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes one view's image as `view{i}.png` in `out`; returns its entry of `keypoints.json`.
+fn save_view(
+    view: &body::model::render::View,
+    i: usize,
+    camera: &hailo_edge::geom::Camera,
+    out: &Path,
+) -> anyhow::Result<serde_json::Value> {
+    if let Some(k) = view.keypoints.iter().position(|k| {
+        k.pixel
+            .is_some_and(|p| !(p.x.is_finite() && p.y.is_finite()))
+    }) {
+        anyhow::bail!("camera {i}: keypoint {k} projects to a pixel that is not finite");
+    }
+    let file = out.join(format!("view{i}.png"));
+    view.image
+        .save(&file)
+        .with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("wrote {}", file.display());
+    Ok(serde_json::json!({
+        "image": file.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "camera": camera,
+        "keypoints": view.keypoints.iter().map(|k| serde_json::json!({
+            "pixel": k.pixel.map(|p| [p.x, p.y]),
+            "visible": k.visible,
+        })).collect::<Vec<_>>(),
+    }))
 }
 
 fn load_model(path: Option<&Path>) -> anyhow::Result<&'static Model> {
