@@ -304,72 +304,12 @@ pub fn refine_from_body(
             },
         });
     }
-    let config = TriangulationConfig::default();
-    let mut points = Vec::new();
-    let mut seen = Vec::new();
-    let mut seg = Vec::new();
-    let mut blocks: Vec<Frame> = Vec::new();
-    for frame in frames {
-        let Ok(start) = triangulate(cameras, frame, &config) else {
-            continue;
-        };
-        let first = points.len();
-        let (seen_from, segments_from) = (seen.len(), seg.len());
-        let mut index = vec![None; start.len()];
-        for (k, t) in start.iter().enumerate() {
-            let Some(t) = t else { continue };
-            index[k] = Some(points.len());
-            points.push(t.point);
-            for (c, view) in frame.iter().enumerate() {
-                if let Some(Some(o)) = view.get(k) {
-                    seen.push(Seen {
-                        camera: c,
-                        point: points.len() - 1,
-                        pixel: o.pixel,
-                        weight: o.confidence.clamp(0.0, 1.0),
-                    });
-                }
-            }
-        }
-        for s in segments {
-            if let (Some(Some(a)), Some(Some(b))) = (index.get(s.a), index.get(s.b)) {
-                seg.push((*a, *b, s.length_m));
-            }
-        }
-        if points.len() > first {
-            blocks.push(Frame {
-                points: (first, points.len() - first),
-                seen: seen_from..seen.len(),
-                segments: segments_from..seg.len(),
-                v_inverse: DMatrix::zeros(0, 0),
-                w: DMatrix::zeros(0, 0),
-                g: DVector::zeros(0),
-            });
-        }
-    }
+    let (mut problem, points) = BodyProblem::gather(cameras, held, frames, segments, settings);
     for c in 0..cameras.len() {
-        if !held.get(c).copied().unwrap_or(false) && !seen.iter().any(|o| o.camera == c) {
+        if !held.get(c).copied().unwrap_or(false) && !problem.seen.iter().any(|o| o.camera == c) {
             return Err(CalibrateError::NeverSeen { camera: name(c) });
         }
     }
-    let mut dim = 0;
-    let camera_at = (0..cameras.len())
-        .map(|c| {
-            (!held.get(c).copied().unwrap_or(false)).then(|| {
-                dim += 6;
-                dim - 6
-            })
-        })
-        .collect();
-    let camera_dim = dim;
-    let mut problem = BodyProblem {
-        seen,
-        segments: seg,
-        camera_at,
-        camera_dim,
-        frames: blocks,
-        settings: *settings,
-    };
     let state = BodyState {
         cameras: cameras.to_vec(),
         points,
@@ -378,14 +318,7 @@ pub fn refine_from_body(
     let state = solver("rig", "body", &mut problem, state, &settings.lm)?;
     let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
-        .map(|c| {
-            rms(problem
-                .seen
-                .iter()
-                .zip(&residuals)
-                .filter(|(o, _)| o.camera == c)
-                .map(|(_, r)| r))
-        })
+        .map(|c| problem.rms_of_camera(c, &residuals))
         .collect();
     for (c, &e) in per_camera_px.iter().enumerate() {
         if e > settings.max_rms_px {
@@ -403,6 +336,92 @@ pub fn refine_from_body(
         points: state.points.len(),
         cameras: state.cameras,
     })
+}
+
+impl BodyProblem {
+    /// The problem `frames` pose: each frame's keypoints triangulated from the cameras'
+    /// poses as the start of its points (a frame that does not triangulate is left out), each
+    /// sighting of a point, each stated segment between two of a frame's points, and a block
+    /// of six pose parameters for each camera not held. Returns it with the points' start.
+    fn gather(
+        cameras: &[Camera],
+        held: &[bool],
+        frames: &[Vec<Vec<Option<Observation>>>],
+        segments: &[Segment],
+        settings: &BodySettings,
+    ) -> (Self, Vec<Point3<f64>>) {
+        let config = TriangulationConfig::default();
+        let mut points = Vec::new();
+        let mut seen = Vec::new();
+        let mut seg = Vec::new();
+        let mut blocks: Vec<Frame> = Vec::new();
+        for frame in frames {
+            let Ok(start) = triangulate(cameras, frame, &config) else {
+                continue;
+            };
+            let first = points.len();
+            let (seen_from, segments_from) = (seen.len(), seg.len());
+            let mut index = vec![None; start.len()];
+            for (k, t) in start.iter().enumerate() {
+                let Some(t) = t else { continue };
+                index[k] = Some(points.len());
+                points.push(t.point);
+                for (c, view) in frame.iter().enumerate() {
+                    if let Some(Some(o)) = view.get(k) {
+                        seen.push(Seen {
+                            camera: c,
+                            point: points.len() - 1,
+                            pixel: o.pixel,
+                            weight: o.confidence.clamp(0.0, 1.0),
+                        });
+                    }
+                }
+            }
+            for s in segments {
+                if let (Some(Some(a)), Some(Some(b))) = (index.get(s.a), index.get(s.b)) {
+                    seg.push((*a, *b, s.length_m));
+                }
+            }
+            if points.len() > first {
+                blocks.push(Frame {
+                    points: (first, points.len() - first),
+                    seen: seen_from..seen.len(),
+                    segments: segments_from..seg.len(),
+                    v_inverse: DMatrix::zeros(0, 0),
+                    w: DMatrix::zeros(0, 0),
+                    g: DVector::zeros(0),
+                });
+            }
+        }
+        let mut dim = 0;
+        let camera_at = (0..cameras.len())
+            .map(|c| {
+                (!held.get(c).copied().unwrap_or(false)).then(|| {
+                    dim += 6;
+                    dim - 6
+                })
+            })
+            .collect();
+        let problem = Self {
+            seen,
+            segments: seg,
+            camera_at,
+            camera_dim: dim,
+            frames: blocks,
+            settings: *settings,
+        };
+        (problem, points)
+    }
+
+    /// The RMS of camera `c`'s reprojection residuals among `residuals` (one per sighting).
+    fn rms_of_camera(&self, c: usize, residuals: &[Option<nalgebra::Vector2<f64>>]) -> f64 {
+        rms(self
+            .seen
+            .iter()
+            .zip(residuals)
+            .filter(|(o, _)| o.camera == c)
+            .map(|(_, r)| r))
+    }
 }
 
 #[cfg(test)]
