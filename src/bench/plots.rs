@@ -79,126 +79,145 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
     match chart {
-        Chart::Lines(lines) => {
-            let Lines {
-                x_label,
-                y_label,
-                series,
-                ..
-            } = lines;
-            let points = series.iter().flat_map(|(_, p)| p.iter());
-            let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-            for &(x, y) in points {
-                x0 = x0.min(x);
-                x1 = x1.max(x);
-                y1 = y1.max(y);
-            }
-            if !x0.is_finite() {
-                (x0, x1) = (0.0, 1.0);
-            }
-            if lines.whole_x {
-                // Half a batch of margin, so the end points and their labels stay inside.
-                (x0, x1) = (x0 - 0.5, x1 + 0.5);
-            } else if x1 <= x0 {
-                x1 = x0 + 1.0;
-            }
-            // Headroom above the data for the legend (about 20 px per entry).
-            let headroom = 1.1 + 0.05 * series.len() as f64;
-            let y1 = match lines.y_top {
-                Some(top) => top,
-                None if y1 > 0.0 => y1 * headroom,
-                None => 1.0,
-            };
-            let whole = lines.whole_x.then_some((x0, x1));
-            let mut c = axes(&root, title, (x0..x1, x_label), (0.0..y1, y_label), whole)?;
-            let mut dashes = 0u32;
-            for (i, (name, pts)) in series.iter().enumerate() {
-                let colour = COLOURS[i % COLOURS.len()];
-                let dashed = lines.dashed.is_some_and(|p| name.starts_with(p));
-                let style = colour.stroke_width(2);
-                let drawn = if dashed {
-                    let dash = 6 + 6 * dashes;
-                    dashes += 1;
-                    c.draw_series(DashedLineSeries::new(
-                        pts.iter().copied(),
-                        dash,
-                        dash,
-                        style,
-                    ))?
-                } else {
-                    c.draw_series(LineSeries::new(pts.iter().copied(), style))?
-                };
-                drawn.label(name.as_str()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
-                if pts.len() < 50 {
-                    c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
-                }
-                if let Some(unit) = lines.point_labels.filter(|_| pts.len() <= 16 && !dashed) {
-                    c.draw_series(pts.iter().map(|&(x, y)| {
-                        Text::new(
-                            format!("{}{unit}", value_text(y)),
-                            (x, y),
-                            ("sans-serif", 12).into_font().color(&colour),
-                        )
-                    }))?;
-                }
-            }
-            c.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 14))
-                .position(lines.legend.clone())
-                .draw()?;
-        }
-        Chart::Histogram { x_label, values } => {
-            let (lo, hi) = values
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-                    (a.min(v), b.max(v))
-                });
-            let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-            let bins = 20usize;
-            let span = if hi > lo { hi - lo } else { lo.abs().max(1e-3) };
-            let (start, width) = if hi > lo {
-                (lo, span / bins as f64)
-            } else {
-                (lo - span / 2.0, span / bins as f64)
-            };
-            let mut counts = vec![0u32; bins];
-            for &v in values.iter() {
-                let i = (((v - start) / width) as usize).min(bins - 1);
-                counts[i] += 1;
-            }
-            let top = f64::from(counts.iter().copied().max().unwrap_or(0).max(1)) * 1.1;
-            let end = start + width * bins as f64;
-            let mut c = axes(
-                &root,
-                title,
-                (start..end, x_label),
-                (0.0..top, "switches"),
-                None,
-            )?;
-            c.draw_series(
-                counts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(i, &n)| {
-                        let x = start + width * i as f64;
-                        Rectangle::new([(x, 0.0), (x + width, f64::from(n))], COLOURS[0].filled())
-                    }),
-            )?;
-            if values.is_empty() {
-                root.draw(&Text::new(
-                    "no switches in this sweep (run two graphs: --graphs two or both)",
-                    (120, 260),
-                    ("sans-serif", 18),
-                ))?;
-            }
-        }
+        Chart::Lines(lines) => draw_lines(&root, title, lines)?,
+        Chart::Histogram { x_label, values } => draw_histogram(&root, title, x_label, values)?,
     }
     root.present()
+}
+
+/// Lines over their data's range (whole-number x ticks where `whole_x`), with headroom for
+/// the legend, dots where the points are few and their values where asked.
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    lines: &Lines<'_>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let Lines {
+        x_label,
+        y_label,
+        series,
+        ..
+    } = lines;
+    let points = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y) in points {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if lines.whole_x {
+        // Half a batch of margin, so the end points and their labels stay inside.
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    } else if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    // Headroom above the data for the legend (about 20 px per entry).
+    let headroom = 1.1 + 0.05 * series.len() as f64;
+    let y1 = match lines.y_top {
+        Some(top) => top,
+        None if y1 > 0.0 => y1 * headroom,
+        None => 1.0,
+    };
+    let whole = lines.whole_x.then_some((x0, x1));
+    let mut c = axes(root, title, (x0..x1, x_label), (0.0..y1, y_label), whole)?;
+    let mut dashes = 0u32;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let dashed = lines.dashed.is_some_and(|p| name.starts_with(p));
+        let style = colour.stroke_width(2);
+        let drawn = if dashed {
+            let dash = 6 + 6 * dashes;
+            dashes += 1;
+            c.draw_series(DashedLineSeries::new(
+                pts.iter().copied(),
+                dash,
+                dash,
+                style,
+            ))?
+        } else {
+            c.draw_series(LineSeries::new(pts.iter().copied(), style))?
+        };
+        drawn.label(name.as_str()).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+        });
+        if pts.len() < 50 {
+            c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
+        }
+        if let Some(unit) = lines.point_labels.filter(|_| pts.len() <= 16 && !dashed) {
+            c.draw_series(pts.iter().map(|&(x, y)| {
+                Text::new(
+                    format!("{}{unit}", value_text(y)),
+                    (x, y),
+                    ("sans-serif", 12).into_font().color(&colour),
+                )
+            }))?;
+        }
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(lines.legend.clone())
+        .draw()?;
+    Ok(())
+}
+
+/// Twenty bins over the values' range (a range around the value when they are all one),
+/// or a note when there are none.
+fn draw_histogram<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_label: &str,
+    values: &[f64],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let bins = 20usize;
+    let span = if hi > lo { hi - lo } else { lo.abs().max(1e-3) };
+    let (start, width) = if hi > lo {
+        (lo, span / bins as f64)
+    } else {
+        (lo - span / 2.0, span / bins as f64)
+    };
+    let mut counts = vec![0u32; bins];
+    for &v in values {
+        let i = (((v - start) / width) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    let top = f64::from(counts.iter().copied().max().unwrap_or(0).max(1)) * 1.1;
+    let end = start + width * bins as f64;
+    let mut c = axes(
+        root,
+        title,
+        (start..end, x_label),
+        (0.0..top, "switches"),
+        None,
+    )?;
+    c.draw_series(
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| {
+                let x = start + width * i as f64;
+                Rectangle::new([(x, 0.0), (x + width, f64::from(n))], COLOURS[0].filled())
+            }),
+    )?;
+    if values.is_empty() {
+        root.draw(&Text::new(
+            "no switches in this sweep (run two graphs: --graphs two or both)",
+            (120, 260),
+            ("sans-serif", 18),
+        ))?;
+    }
+    Ok(())
 }
 
 /// A value as a point label: three significant figures, no trailing zeros.
@@ -290,76 +309,105 @@ fn provenance(sweep: &Sweep) -> String {
     }
 }
 
+/// What the plots draw, gathered from a sweep's points.
+struct Curves {
+    /// Per graph and mode: the best fps at each batch over thresholds and timeouts.
+    fps: Vec<Series>,
+    /// Compute % of the INT8 peak per graph and mode, then busy % (alone, pair); the best
+    /// at each batch.
+    util: Vec<Series>,
+    /// Per graph: the latency CDF of its point with the highest fps.
+    cdf: Vec<Series>,
+    /// Every switch's time, ms.
+    switches: Vec<f64>,
+}
+
+impl Curves {
+    fn of(sweep: &Sweep) -> Self {
+        // Per graph and mode: the best value at each batch over thresholds and timeouts.
+        let mut fps: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
+        let mut compute: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
+        let mut busy: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
+        // Per graph: the point with the highest fps, whose latencies the CDF shows.
+        let mut cdf: BTreeMap<String, (f64, String, Vec<f64>)> = BTreeMap::new();
+        let mut switches = Vec::new();
+        for p in &sweep.points {
+            let m = &p.measurement;
+            if let Some(b) = &m.device.busy {
+                let key = if p.mode == "alone" {
+                    format!("busy %, {} (alone)", m.graphs[0].name)
+                } else {
+                    "busy %, pair".to_owned()
+                };
+                let e = busy.entry(key).or_default().entry(m.batch).or_insert(0.0);
+                *e = e.max(100.0 * b.value);
+            }
+            switches.extend(m.device.switch_ms.iter().copied());
+            for g in &m.graphs {
+                let key = format!("{} ({})", g.name, p.mode);
+                let e = fps
+                    .entry(key.clone())
+                    .or_default()
+                    .entry(m.batch)
+                    .or_insert(0.0);
+                *e = e.max(g.fps.value);
+                let e = compute
+                    .entry(format!("compute % INT8, {key}"))
+                    .or_default()
+                    .entry(m.batch)
+                    .or_insert(0.0);
+                *e = e.max(100.0 * g.compute.of_int8_peak.value);
+                if let Some(h) = &g.host_latency {
+                    let e = cdf
+                        .entry(g.name.clone())
+                        .or_insert((0.0, String::new(), Vec::new()));
+                    if g.fps.value > e.0 {
+                        *e = (g.fps.value, p.label.clone(), h.samples_ms.clone());
+                    }
+                }
+            }
+        }
+        let lines = |m: BTreeMap<String, BTreeMap<u16, f64>>| -> Vec<Series> {
+            m.into_iter()
+                .map(|(k, v)| (k, v.into_iter().map(|(b, y)| (f64::from(b), y)).collect()))
+                .collect()
+        };
+        let mut util = lines(compute);
+        util.extend(lines(busy));
+        let cdf = cdf
+            .into_iter()
+            .map(|(name, (_, point, samples))| {
+                let n = samples.len().max(1) as f64;
+                let step = (samples.len() / 400).max(1);
+                let pts = samples
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % step == 0 || *i + 1 == samples.len())
+                    .map(|(i, &ms)| (ms, (i + 1) as f64 / n))
+                    .collect();
+                (format!("{name}, at its fastest point ({point})"), pts)
+            })
+            .collect();
+        Self {
+            fps: lines(fps),
+            util,
+            cdf,
+            switches,
+        }
+    }
+}
+
 /// Writes every plot of `sweep` into `dir`; returns the files written.
 ///
 /// # Errors
 /// [`BenchError::Write`] naming the file.
 pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
-    // Per graph and mode: the best value at each batch over thresholds and timeouts.
-    let mut fps: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
-    let mut compute: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
-    let mut busy: BTreeMap<String, BTreeMap<u16, f64>> = BTreeMap::new();
-    // Per graph: the point with the highest fps, whose latencies the CDF shows.
-    let mut cdf: BTreeMap<String, (f64, String, Vec<f64>)> = BTreeMap::new();
-    let mut switches = Vec::new();
-    for p in &sweep.points {
-        let m = &p.measurement;
-        if let Some(b) = &m.device.busy {
-            let key = if p.mode == "alone" {
-                format!("busy %, {} (alone)", m.graphs[0].name)
-            } else {
-                "busy %, pair".to_owned()
-            };
-            let e = busy.entry(key).or_default().entry(m.batch).or_insert(0.0);
-            *e = e.max(100.0 * b.value);
-        }
-        switches.extend(m.device.switch_ms.iter().copied());
-        for g in &m.graphs {
-            let key = format!("{} ({})", g.name, p.mode);
-            let e = fps
-                .entry(key.clone())
-                .or_default()
-                .entry(m.batch)
-                .or_insert(0.0);
-            *e = e.max(g.fps.value);
-            let e = compute
-                .entry(format!("compute % INT8, {key}"))
-                .or_default()
-                .entry(m.batch)
-                .or_insert(0.0);
-            *e = e.max(100.0 * g.compute.of_int8_peak.value);
-            if let Some(h) = &g.host_latency {
-                let e = cdf
-                    .entry(g.name.clone())
-                    .or_insert((0.0, String::new(), Vec::new()));
-                if g.fps.value > e.0 {
-                    *e = (g.fps.value, p.label.clone(), h.samples_ms.clone());
-                }
-            }
-        }
-    }
-    let lines = |m: BTreeMap<String, BTreeMap<u16, f64>>| -> Vec<Series> {
-        m.into_iter()
-            .map(|(k, v)| (k, v.into_iter().map(|(b, y)| (f64::from(b), y)).collect()))
-            .collect()
-    };
-    let fps = lines(fps);
-    let mut util = lines(compute);
-    util.extend(lines(busy));
-    let cdf: Vec<Series> = cdf
-        .into_iter()
-        .map(|(name, (_, point, samples))| {
-            let n = samples.len().max(1) as f64;
-            let step = (samples.len() / 400).max(1);
-            let pts = samples
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| i % step == 0 || *i + 1 == samples.len())
-                .map(|(i, &ms)| (ms, (i + 1) as f64 / n))
-                .collect();
-            (format!("{name}, at its fastest point ({point})"), pts)
-        })
-        .collect();
+    let Curves {
+        fps,
+        util,
+        cdf,
+        switches,
+    } = Curves::of(sweep);
     let mut files = Vec::new();
     let run = &sweep.backend;
     let source = provenance(sweep);
