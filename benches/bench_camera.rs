@@ -14,7 +14,7 @@
 //! passes `--input DIR` (frame.yuyv and frame.jpg written by the OpenCV side,
 //! so both time the same bytes) and `--json FILE` for the comparison table.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hailo_edge::camera::{CameraId, Frame, PixelFormat};
@@ -23,17 +23,60 @@ use hailo_edge::preprocess::{
     Preprocessor,
 };
 
-/// Name, input format, bytes and size, tensor side, fit, filter, tensor layout.
-type Case<'a> = (
-    String,
-    PixelFormat,
-    &'a [u8],
-    (u32, u32),
-    u32,
-    Fit,
-    Filter,
-    InputLayout,
-);
+/// One preprocessing case: a frame and what it becomes.
+struct Case<'a> {
+    name: String,
+    format: PixelFormat,
+    data: &'a [u8],
+    /// The frame's width and height.
+    size: (u32, u32),
+    /// The tensor's side.
+    side: u32,
+    fit: Fit,
+    filter: Filter,
+    layout: InputLayout,
+}
+
+impl<'a> Case<'a> {
+    /// A case on the 1280x720 frame.
+    fn full(name: String, format: PixelFormat, data: &'a [u8], side: u32) -> Self {
+        Self {
+            name,
+            format,
+            data,
+            size: (W, H),
+            side,
+            fit: Fit::Crop,
+            filter: Filter::Linear,
+            layout: InputLayout::Rgb,
+        }
+    }
+
+    /// Median and minimum time of one frame; the tensor is written to `keep` when given.
+    fn time(&self, keep: Option<&Path>) -> (Duration, Duration) {
+        let mut spec = InputSpec::rgb(self.side, self.side);
+        spec.layout = self.layout;
+        let mut pre = Preprocessor::new(
+            spec,
+            PreprocessConfig {
+                fit: self.fit,
+                filter: self.filter,
+                ..Default::default()
+            },
+        )
+        .expect("preprocessor");
+        let (width, height) = self.size;
+        let frame = Frame::still(CameraId(0), self.format, width, height, self.data.to_vec());
+        let mut out = vec![0u8; pre.spec().layout.len(self.side, self.side)];
+        let timed = time(|| {
+            pre.run_into(&frame, &mut out).expect("preprocess");
+        });
+        if let Some(dir) = keep {
+            std::fs::write(dir.join(format!("{}.rgb", self.name)), &out).expect("write output");
+        }
+        timed
+    }
+}
 
 const W: u32 = 1280;
 const H: u32 = 720;
@@ -59,69 +102,7 @@ fn main() {
         ),
         None => generated(),
     };
-    let full = (W, H);
-    let mut cases: Vec<Case> = Vec::new();
-    for (filter, suffix) in [(Filter::Linear, ""), (Filter::Bilinear, "_aa")] {
-        for (name, format, data, side) in [
-            ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, &yuyv, 288),
-            ("yuyv_1280x720_to_432_crop", PixelFormat::Yuyv, &yuyv, 432),
-            ("mjpeg_1280x720_to_288_crop", PixelFormat::Mjpeg, &jpeg, 288),
-            (
-                "mjpeg_q80_1280x720_to_288_crop",
-                PixelFormat::Mjpeg,
-                &jpeg_q80,
-                288,
-            ),
-        ] {
-            cases.push((
-                format!("{name}{suffix}"),
-                format,
-                data,
-                full,
-                side,
-                Fit::Crop,
-                filter,
-                InputLayout::Rgb,
-            ));
-        }
-    }
-    cases.push((
-        "yuyv_1280x720_to_288_letterbox".into(),
-        PixelFormat::Yuyv,
-        &yuyv,
-        full,
-        288,
-        Fit::default(),
-        Filter::Linear,
-        InputLayout::Rgb,
-    ));
-    cases.push((
-        "yuyv_1280x720_to_nv12_288_crop".into(),
-        PixelFormat::Yuyv,
-        &yuyv,
-        full,
-        288,
-        Fit::Crop,
-        Filter::Linear,
-        InputLayout::Nv12,
-    ));
     let windows = [288, 290, 432].map(|side| centre_window(&yuyv, side));
-    for (name, window, side) in [
-        ("yuyv_288_same_size", &windows[0], 288),
-        ("yuyv_432_same_size", &windows[2], 432),
-        ("yuyv_290_to_288_resampled", &windows[1], 288),
-    ] {
-        cases.push((
-            name.into(),
-            PixelFormat::Yuyv,
-            window.1.as_slice(),
-            (window.0, window.0),
-            side,
-            Fit::default(),
-            Filter::Linear,
-            InputLayout::Rgb,
-        ));
-    }
     let mut results = serde_json::Map::new();
     println!("MJPEG decoder: {}", mjpeg_decoder());
     results.insert("mjpeg_decoder".into(), mjpeg_decoder().into());
@@ -129,36 +110,18 @@ fn main() {
         "{:<40} {:>10} {:>10}",
         "case (hailo-edge, 1 thread)", "median ms", "min ms"
     );
-    for (name, format, data, (width, height), side, fit, filter, layout) in
-        cases.into_iter().filter(|c| c.0.contains(&only))
-    {
-        let mut spec = InputSpec::rgb(side, side);
-        spec.layout = layout;
-        let mut pre = Preprocessor::new(
-            spec,
-            PreprocessConfig {
-                fit,
-                filter,
-                ..Default::default()
-            },
-        )
-        .expect("preprocessor");
-        let frame = Frame::still(CameraId(0), format, width, height, data.to_vec());
-        let mut out = vec![0u8; pre.spec().layout.len(side, side)];
-        let (median, min) = time(|| {
-            pre.run_into(&frame, &mut out).expect("preprocess");
-        });
-        if let (Some(dir), true) = (
-            &input,
-            name.ends_with("288_crop")
-                || name.ends_with("288_crop_aa")
-                || name.ends_with("same_size"),
-        ) {
-            std::fs::write(dir.join(format!("{name}.rgb")), &out).expect("write output");
+    for case in cases(&yuyv, &jpeg, &jpeg_q80, &windows) {
+        if !case.name.contains(&only) {
+            continue;
         }
-        println!("{name:<40} {:>10.3} {:>10.3}", ms(median), ms(min));
+        // The outputs the script compares with OpenCV's.
+        let compared = ["288_crop", "288_crop_aa", "same_size"]
+            .iter()
+            .any(|end| case.name.ends_with(end));
+        let (median, min) = case.time(input.as_deref().filter(|_| compared));
+        println!("{:<40} {:>10.3} {:>10.3}", case.name, ms(median), ms(min));
         results.insert(
-            name.clone(),
+            case.name,
             serde_json::json!({"median_ms": ms(median), "min_ms": ms(min)}),
         );
     }
@@ -169,6 +132,57 @@ fn main() {
         std::fs::write(path, serde_json::to_string_pretty(&results).expect("json"))
             .expect("write json");
     }
+}
+
+/// The cases, in the order they print: YUYV and MJPEG centre crops, plain then antialiased;
+/// a letterbox; NV12 out; frames at the tensor size and one a little larger.
+fn cases<'a>(
+    yuyv: &'a [u8],
+    jpeg: &'a [u8],
+    jpeg_q80: &'a [u8],
+    windows: &'a [(u32, Vec<u8>); 3],
+) -> Vec<Case<'a>> {
+    let mut cases = Vec::new();
+    for (filter, suffix) in [(Filter::Linear, ""), (Filter::Bilinear, "_aa")] {
+        for (name, format, data, side) in [
+            ("yuyv_1280x720_to_288_crop", PixelFormat::Yuyv, yuyv, 288),
+            ("yuyv_1280x720_to_432_crop", PixelFormat::Yuyv, yuyv, 432),
+            ("mjpeg_1280x720_to_288_crop", PixelFormat::Mjpeg, jpeg, 288),
+            (
+                "mjpeg_q80_1280x720_to_288_crop",
+                PixelFormat::Mjpeg,
+                jpeg_q80,
+                288,
+            ),
+        ] {
+            cases.push(Case {
+                filter,
+                ..Case::full(format!("{name}{suffix}"), format, data, side)
+            });
+        }
+    }
+    let name = "yuyv_1280x720_to_288_letterbox";
+    cases.push(Case {
+        fit: Fit::default(),
+        ..Case::full(name.into(), PixelFormat::Yuyv, yuyv, 288)
+    });
+    let name = "yuyv_1280x720_to_nv12_288_crop";
+    cases.push(Case {
+        layout: InputLayout::Nv12,
+        ..Case::full(name.into(), PixelFormat::Yuyv, yuyv, 288)
+    });
+    for (name, window, side) in [
+        ("yuyv_288_same_size", &windows[0], 288),
+        ("yuyv_432_same_size", &windows[2], 432),
+        ("yuyv_290_to_288_resampled", &windows[1], 288),
+    ] {
+        cases.push(Case {
+            size: (window.0, window.0),
+            fit: Fit::default(),
+            ..Case::full(name.into(), PixelFormat::Yuyv, &window.1, side)
+        });
+    }
+    cases
 }
 
 /// The MJPEG decode on its own: the part the 288 centre crop needs, and the
