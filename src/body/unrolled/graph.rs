@@ -258,7 +258,8 @@ impl<'a, O: Ops> Builder<'a, O> {
         })
     }
 
-    /// One damped Gauss-Newton step.
+    /// One damped Gauss-Newton step: the residual, the Jacobian, the damped normal
+    /// equations, their solve and the update of the translation and the fitted bones.
     fn step(
         &mut self,
         p: &str,
@@ -267,8 +268,6 @@ impl<'a, O: Ops> Builder<'a, O> {
         y: &O::T,
         conf: &O::T,
     ) -> Result<(O::T, O::T), UnrolledError> {
-        let lay = self.layout;
-        let (k, a, nt, n) = (lay.keypoints, lay.slots(), lay.term_pos.len(), lay.params());
         let Posed {
             frames,
             heads,
@@ -277,6 +276,22 @@ impl<'a, O: Ops> Builder<'a, O> {
         } = self.forward(p, d, t)?;
         let e = self.sub(&format!("{p}/res/e"), &kp, y)?;
         let we = self.o.mul(&format!("{p}/res/we"), &e, conf)?;
+        let (j, jt) = self.jacobian(p, &heads, &contrib)?;
+        let (h, g) = self.normal_equations(p, &j, &jt, &we, conf)?;
+        let delta = self.solve(p, &h, &g)?;
+        self.update(p, &delta, &frames, d, t)
+    }
+
+    /// The keypoints' Jacobian `J` (3k x n) and its transpose, gathered from one source
+    /// vector by a fixed pattern of indices and coefficients.
+    fn jacobian(
+        &mut self,
+        p: &str,
+        heads: &O::T,
+        contrib: &O::T,
+    ) -> Result<(O::T, O::T), UnrolledError> {
+        let lay = self.layout;
+        let (k, a, nt, n) = (lay.keypoints, lay.slots(), lay.term_pos.len(), lay.params());
         // v_ks = sum over the terms of k that bone s drives of (c_t - w_t h_s).
         let mut m = vec![0f32; k * a * nt];
         let mut mw = vec![0f32; k * a];
@@ -290,9 +305,9 @@ impl<'a, O: Ops> Builder<'a, O> {
         }
         let m = self.c("jac/m", &[k * a, nt], m)?;
         let mw = self.c("jac/mw", &[k * a, 1], mw)?;
-        let mc = self.o.matmul(&format!("{p}/jac/mc"), &m, &contrib)?;
+        let mc = self.o.matmul(&format!("{p}/jac/mc"), &m, contrib)?;
         let rows: Vec<usize> = (0..k * a).map(|r| lay.active_pos[r % a]).collect();
-        let hs = self.pick(&format!("{p}/jac/hs"), &heads, &rows)?;
+        let hs = self.pick(&format!("{p}/jac/hs"), heads, &rows)?;
         let mwh = self.o.mul(&format!("{p}/jac/mwh"), &hs, &mw)?;
         let v = self.sub(&format!("{p}/jac/v"), &mc, &mwh)?;
         let vflat = self
@@ -320,23 +335,44 @@ impl<'a, O: Ops> Builder<'a, O> {
         let j = self.o.mul(&format!("{p}/jac/j"), &jg, &jc)?;
         let jtg = self.o.gather(&format!("{p}/jac/jtg"), &src, &jti, 0)?;
         let jt = self.o.mul(&format!("{p}/jac/jt"), &jtg, &jtc)?;
+        Ok((j, jt))
+    }
+
+    /// The damped normal equations: `H = J^T W J + lambda diag(J^T W J) + mu I` and
+    /// `g = J^T W e`, with `W` the keypoints' confidences.
+    fn normal_equations(
+        &mut self,
+        p: &str,
+        j: &O::T,
+        jt: &O::T,
+        we: &O::T,
+        conf: &O::T,
+    ) -> Result<(O::T, O::T), UnrolledError> {
+        let lay = self.layout;
+        let (k, n) = (lay.keypoints, lay.params());
         let row_k: Vec<usize> = (0..3 * k).map(|r| r / 3).collect();
         let wrow = self.pick(&format!("{p}/jac/wrow"), conf, &row_k)?;
-        let jw = self.o.mul(&format!("{p}/jac/jw"), &j, &wrow)?;
-        let h = self.o.matmul(&format!("{p}/ne/h"), &jt, &jw)?;
-        let wef = self.o.reshape(&format!("{p}/ne/wef"), &we, &[3 * k, 1])?;
-        let g = self.o.matmul(&format!("{p}/ne/g"), &jt, &wef)?;
+        let jw = self.o.mul(&format!("{p}/jac/jw"), j, &wrow)?;
+        let h = self.o.matmul(&format!("{p}/ne/h"), jt, &jw)?;
+        let wef = self.o.reshape(&format!("{p}/ne/wef"), we, &[3 * k, 1])?;
+        let g = self.o.matmul(&format!("{p}/ne/g"), jt, &wef)?;
         let cfg = self.config;
         let lam = self.c("ne/lambda", &[n, n], eye(n, cfg.lambda as f32))?;
         let hl = self.o.mul(&format!("{p}/ne/hl"), &h, &lam)?;
         let mu = self.c("ne/mu", &[n, n], eye(n, cfg.mu as f32))?;
         let h = self.o.add(&format!("{p}/ne/hd"), &h, &hl)?;
         let h = self.o.add(&format!("{p}/ne/hdm"), &h, &mu)?;
-        // Preconditioned Newton-Schulz.
+        Ok((h, g))
+    }
+
+    /// `delta = -H^-1 g`, with `H^-1` by preconditioned Newton-Schulz iterations.
+    fn solve(&mut self, p: &str, h: &O::T, g: &O::T) -> Result<O::T, UnrolledError> {
+        let n = self.layout.params();
+        let cfg = self.config;
         let pc: Vec<f32> = self.precondition.iter().map(|&x| x as f32).collect();
         let pcol = self.c("solve/p_col", &[n, 1], pc.clone())?;
         let prow = self.c("solve/p_row", &[1, n], pc)?;
-        let ap = self.o.mul(&format!("{p}/solve/a1"), &h, &pcol)?;
+        let ap = self.o.mul(&format!("{p}/solve/a1"), h, &pcol)?;
         let ap = self.o.mul(&format!("{p}/solve/a"), &ap, &prow)?;
         let two = self.c("solve/two_i", &[n, n], eye(n, 2.0))?;
         let mut x = self.c("solve/x0", &[n, n], eye(n, cfg.alpha as f32))?;
@@ -345,16 +381,30 @@ impl<'a, O: Ops> Builder<'a, O> {
             let r = self.sub(&format!("{p}/solve/r{it}"), &two, &ax)?;
             x = self.o.matmul(&format!("{p}/solve/x{it}"), &x, &r)?;
         }
-        let gp = self.o.mul(&format!("{p}/solve/gp"), &g, &pcol)?;
+        let gp = self.o.mul(&format!("{p}/solve/gp"), g, &pcol)?;
         let xg = self.o.matmul(&format!("{p}/solve/xg"), &x, &gp)?;
         let xg = self.o.mul(&format!("{p}/solve/pxg"), &xg, &pcol)?;
         let delta = self.neg(&format!("{p}/solve/delta"), &xg)?;
-        // Update the translation and the fitted bones.
-        let dt = self.pick(&format!("{p}/up/dt"), &delta, &[0, 1, 2])?;
+        Ok(delta)
+    }
+
+    /// The translation moved by `delta`'s first three entries; each fitted bone's rotation
+    /// turned by the rest (second order, then orthonormalised), in its parent's frame.
+    fn update(
+        &mut self,
+        p: &str,
+        delta: &O::T,
+        frames: &O::T,
+        d: &O::T,
+        t: &O::T,
+    ) -> Result<(O::T, O::T), UnrolledError> {
+        let lay = self.layout;
+        let (a, n) = (lay.slots(), lay.params());
+        let dt = self.pick(&format!("{p}/up/dt"), delta, &[0, 1, 2])?;
         let dt = self.o.reshape(&format!("{p}/up/dtr"), &dt, &[1, 3])?;
         let t = self.o.add(&format!("{p}/up/t"), t, &dt)?;
         let w_rows: Vec<usize> = (3..n).collect();
-        let w = self.pick(&format!("{p}/up/w"), &delta, &w_rows)?;
+        let w = self.pick(&format!("{p}/up/w"), delta, &w_rows)?;
         let w = self.o.reshape(&format!("{p}/up/wr"), &w, &[a, 3])?;
         let wx = self.skew(&format!("{p}/up/wx"), &w, a)?;
         let wx2 = self.o.matmul(&format!("{p}/up/wx2"), &wx, &wx)?;
@@ -363,10 +413,10 @@ impl<'a, O: Ops> Builder<'a, O> {
         let i3 = self.c("up/eye", &[1, 3, 3], eye(3, 1.0))?;
         let rw = self.o.add(&format!("{p}/up/rw1"), &i3, &wx)?;
         let rw = self.o.add(&format!("{p}/up/rw"), &rw, &wx2)?;
-        let es = self.pick(&format!("{p}/up/es"), &frames, &lay.active_pos)?;
+        let es = self.pick(&format!("{p}/up/es"), frames, &lay.active_pos)?;
         let ext = self
             .o
-            .concat(&format!("{p}/up/frames_i"), &[&frames, &i3], 0)?;
+            .concat(&format!("{p}/up/frames_i"), &[frames, &i3], 0)?;
         let parents: Vec<usize> = lay
             .active_pos
             .iter()
