@@ -315,7 +315,7 @@ impl<'a, O: Ops> Builder<'a, O> {
             .reshape(&format!("{p}/jac/vflat"), &v, &[k * a * 3])?;
         let one = self.c("jac/one", &[1], vec![1.0])?;
         let src = self.o.concat(&format!("{p}/jac/src"), &[&vflat, &one], 0)?;
-        let (idx, coef) = jacobian_pattern(lay);
+        let (idx, coef) = lay.jacobian_pattern();
         let tr = |x: &[i64]| -> Vec<i64> {
             (0..n * 3 * k)
                 .map(|i| x[(i % (3 * k)) * n + i / (3 * k)])
@@ -561,44 +561,4 @@ impl<'a, O: Ops> Builder<'a, O> {
         }
         Ok(y)
     }
-}
-
-/// Where each entry of `J` (`3K x (3 + 3A)`, row-major) comes from in `concat(v, [1])`, and
-/// its coefficient: the root translation's columns are `sum_t w_t` of the keypoint on the
-/// diagonal; bone `s`'s are `-[v_ks]x`.
-fn jacobian_pattern(lay: &Layout) -> (Vec<i64>, Vec<f32>) {
-    let (k, a, n) = (lay.keypoints, lay.slots(), lay.params());
-    let one = (3 * k * a) as i64;
-    let mut wsum = vec![0f32; k];
-    for (t, &kp) in lay.term_keypoint.iter().enumerate() {
-        wsum[kp] += lay.term_weight[t] as f32;
-    }
-    let mut idx = vec![one; 3 * k * n];
-    let mut coef = vec![0f32; 3 * k * n];
-    for (kp, &weights) in wsum.iter().enumerate() {
-        for r in 0..3 {
-            let row = 3 * kp + r;
-            idx[row * n + r] = one;
-            coef[row * n + r] = weights;
-            for s in 0..a {
-                let base = (3 * (kp * a + s)) as i64;
-                for c in 0..3 {
-                    // -[v]x = [[0, v2, -v1], [-v2, 0, v0], [v1, -v0, 0]].
-                    let (comp, sign) = match (r, c) {
-                        (0, 1) => (2, 1.0),
-                        (0, 2) => (1, -1.0),
-                        (1, 0) => (2, -1.0),
-                        (1, 2) => (0, 1.0),
-                        (2, 0) => (1, 1.0),
-                        (2, 1) => (0, -1.0),
-                        _ => continue,
-                    };
-                    let col = 3 + 3 * s + c;
-                    idx[row * n + col] = base + comp;
-                    coef[row * n + col] = sign;
-                }
-            }
-        }
-    }
-    (idx, coef)
 }

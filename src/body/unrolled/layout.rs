@@ -208,4 +208,44 @@ impl Layout {
         }
         (y, w)
     }
+
+    /// Where each entry of `J` (`3K x (3 + 3A)`, row-major) comes from in `concat(v, [1])`, and
+    /// its coefficient: the root translation's columns are `sum_t w_t` of the keypoint on the
+    /// diagonal; bone `s`'s are `-[v_ks]x`.
+    pub fn jacobian_pattern(&self) -> (Vec<i64>, Vec<f32>) {
+        let (k, a, n) = (self.keypoints, self.slots(), self.params());
+        let one = (3 * k * a) as i64;
+        let mut wsum = vec![0f32; k];
+        for (t, &kp) in self.term_keypoint.iter().enumerate() {
+            wsum[kp] += self.term_weight[t] as f32;
+        }
+        let mut idx = vec![one; 3 * k * n];
+        let mut coef = vec![0f32; 3 * k * n];
+        for (kp, &weights) in wsum.iter().enumerate() {
+            for r in 0..3 {
+                let row = 3 * kp + r;
+                idx[row * n + r] = one;
+                coef[row * n + r] = weights;
+                for s in 0..a {
+                    let base = (3 * (kp * a + s)) as i64;
+                    for c in 0..3 {
+                        // -[v]x = [[0, v2, -v1], [-v2, 0, v0], [v1, -v0, 0]].
+                        let (comp, sign) = match (r, c) {
+                            (0, 1) => (2, 1.0),
+                            (0, 2) => (1, -1.0),
+                            (1, 0) => (2, -1.0),
+                            (1, 2) => (0, 1.0),
+                            (2, 0) => (1, 1.0),
+                            (2, 1) => (0, -1.0),
+                            _ => continue,
+                        };
+                        let col = 3 + 3 * s + c;
+                        idx[row * n + col] = base + comp;
+                        coef[row * n + col] = sign;
+                    }
+                }
+            }
+        }
+        (idx, coef)
+    }
 }
