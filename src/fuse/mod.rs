@@ -14,6 +14,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,31 +122,10 @@ pub enum FuseError {
 /// [`FuseError`] when the session, the body model or an output cannot be opened, or an
 /// output cannot be written.
 pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> {
-    let mut outputs = OutputSet {
-        overwrite: options.overwrite,
-        ..OutputSet::default()
-    };
-    for (what, path, stdout_ok) in [
-        ("jsonl", &options.jsonl, true),
-        ("report", &options.report, false),
-    ] {
-        if let Some(path) = path {
-            outputs.outputs.push(output::Output {
-                what,
-                path,
-                stdout_ok,
-            });
-        }
-    }
-    outputs.check()?;
-    let mut jsonl = match &options.jsonl {
-        Some(p) => Some(output::lines("jsonl", p, options.overwrite)?),
-        None => None,
-    };
-    let report_file = match &options.report {
-        Some(p) => Some(AtomicFile::prepare("report", p, options.overwrite)?),
-        None => None,
-    };
+    let Outputs {
+        mut jsonl,
+        report_file,
+    } = open_outputs(options)?;
     let model = Model::embedded().map_err(|e| FuseError::Body(e.to_string()))?;
     let body = Arc::new(BodyRig::anny(model, true).map_err(|e| FuseError::Body(e.to_string()))?);
     let truth = options
@@ -159,31 +139,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         },
         options.connect.is_empty(),
     )?;
-    let key = format!("{PREFIX}/*/view/*");
-    // Each sample is stamped as Zenoh hands it over, not when the fits leave time to take
-    // it: the arrival times are what the clock comparison and the absence limit measure.
-    let (tx, rx) = crossbeam_channel::bounded::<Arrival>(ARRIVALS);
-    let overflow = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let full = Arc::clone(&overflow);
-    let wall = WallClock::now();
-    let _subscriber = session
-        .declare_subscriber(key.clone())
-        .callback(move |sample| {
-            let now = monotonic_ns();
-            let arrival = Arrival {
-                sample,
-                now_ns: now,
-                wall_ns: wall.wall_ns(now),
-            };
-            if tx.try_send(arrival).is_err() {
-                full.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-        .wait()
-        .map_err(|e| crate::publish::zenoh::ZenohError {
-            endpoint: None,
-            what: format!("subscribing to {key}: {e}"),
-        })?;
+    let arrivals = Arrivals::subscribe(&session)?;
     let mut fuse = Fuser::new(options, body, truth);
     let t0 = std::time::Instant::now();
     let cpu0 = thread_cpu_ns();
@@ -192,7 +148,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         if stop.is_requested() || options.duration.is_some_and(|d| t0.elapsed() >= d) {
             break;
         }
-        if let Ok(a) = rx.recv_timeout(Duration::from_millis(10)) {
+        if let Ok(a) = arrivals.rx.recv_timeout(Duration::from_millis(10)) {
             let key = a.sample.key_expr().as_str();
             fuse.receive(key, &a.sample.payload().to_bytes(), a.now_ns, a.wall_ns);
         }
@@ -213,7 +169,7 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         })?;
     }
     let mut report = fuse.report(t0.elapsed().as_secs_f64(), thread_cpu_ns() - cpu0);
-    report.overflow = overflow.load(std::sync::atomic::Ordering::Relaxed);
+    report.overflow = arrivals.overflow.load(Ordering::Relaxed);
     if report.overflow > 0 {
         log::warn!(
             "{} views arrived while {ARRIVALS} waited to be fused, and were dropped",
@@ -229,6 +185,89 @@ pub fn run(options: &FuseOptions, stop: &Stop) -> Result<FuseReport, FuseError> 
         file.commit(text.as_bytes())?;
     }
     Ok(report)
+}
+
+/// The JSON lines and the report file, checked together ([`OutputSet::check`]: not one path
+/// twice, no existing file without `overwrite`) and opened before anything slow starts.
+fn open_outputs(options: &FuseOptions) -> Result<Outputs, FuseError> {
+    let mut outputs = OutputSet {
+        overwrite: options.overwrite,
+        ..OutputSet::default()
+    };
+    for (what, path, stdout_ok) in [
+        ("jsonl", &options.jsonl, true),
+        ("report", &options.report, false),
+    ] {
+        if let Some(path) = path {
+            outputs.outputs.push(output::Output {
+                what,
+                path,
+                stdout_ok,
+            });
+        }
+    }
+    outputs.check()?;
+    let jsonl = match &options.jsonl {
+        Some(p) => Some(output::lines("jsonl", p, options.overwrite)?),
+        None => None,
+    };
+    let report_file = match &options.report {
+        Some(p) => Some(AtomicFile::prepare("report", p, options.overwrite)?),
+        None => None,
+    };
+    Ok(Outputs { jsonl, report_file })
+}
+
+/// Where a fuse run writes.
+struct Outputs {
+    /// One JSON line per fused instant.
+    jsonl: Option<Box<dyn Write + Send>>,
+    /// The report, committed at the end.
+    report_file: Option<AtomicFile>,
+}
+
+/// The views the boxes publish, as they arrive: each sample is stamped as Zenoh hands it
+/// over, not when the fits leave time to take it, since the arrival times are what the
+/// clock comparison and the absence limit measure.
+struct Arrivals {
+    rx: crossbeam_channel::Receiver<Arrival>,
+    /// Views dropped because [`ARRIVALS`] were already waiting.
+    overflow: Arc<AtomicU64>,
+    /// Undeclared when dropped.
+    _subscriber: ::zenoh::pubsub::Subscriber<()>,
+}
+
+impl Arrivals {
+    fn subscribe(session: &::zenoh::Session) -> Result<Self, FuseError> {
+        let key = format!("{PREFIX}/*/view/*");
+        let (tx, rx) = crossbeam_channel::bounded::<Arrival>(ARRIVALS);
+        let overflow = Arc::new(AtomicU64::new(0));
+        let full = Arc::clone(&overflow);
+        let wall = WallClock::now();
+        let subscriber = session
+            .declare_subscriber(key.clone())
+            .callback(move |sample| {
+                let now = monotonic_ns();
+                let arrival = Arrival {
+                    sample,
+                    now_ns: now,
+                    wall_ns: wall.wall_ns(now),
+                };
+                if tx.try_send(arrival).is_err() {
+                    full.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .wait()
+            .map_err(|e| crate::publish::zenoh::ZenohError {
+                endpoint: None,
+                what: format!("subscribing to {key}: {e}"),
+            })?;
+        Ok(Self {
+            rx,
+            overflow,
+            _subscriber: subscriber,
+        })
+    }
 }
 
 /// An output's path for a message.
