@@ -300,5 +300,26 @@ pub fn printable(name: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// An error and its causes in one line, `error: cause: cause`, each text once.
+///
+/// The error types here name what failed and say why in their own message, the cause's
+/// text included, so that a message printed alone (a report's field, a log line) is whole;
+/// they also return that cause from `source()`, so that a caller can walk and downcast the
+/// chain. Printing every link of such a chain would say each cause twice: a link whose text
+/// the line already holds is left out.
+pub fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(e) = cause {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        cause = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests;

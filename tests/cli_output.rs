@@ -157,3 +157,29 @@ fn verbosity_flags_are_global_and_exclusive() {
         .failure()
         .stderr(predicates::str::contains("cannot be used with"));
 }
+
+/// An error names what failed and why, and says each cause once: the OS error of a missing
+/// rig file stands once on the line, not once per link of the error's chain.
+#[test]
+fn an_error_says_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.toml");
+    let out = hailo_edge()
+        .args(["run", "--config"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line in {err}"));
+    assert!(line.contains("missing.toml"), "{line}");
+    // ENOENT's text; printed once per link, it stood here twice.
+    assert_eq!(
+        line.matches("No such file or directory").count(),
+        1,
+        "{line}"
+    );
+}

@@ -128,10 +128,8 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // Errors name files, cameras and devices: escaped, as every name printed.
-            eprintln!(
-                "error: {}",
-                hailo_edge::output::printable(&format!("{err:#}"))
-            );
+            let text = hailo_edge::output::error_text(err.as_ref());
+            eprintln!("error: {}", hailo_edge::output::printable(&text));
             ExitCode::FAILURE
         }
     }

@@ -26,7 +26,7 @@ impl RigFraming {
             Ok(None) => RigFraming::Unavailable(
                 "one camera and no [body] subject: no subject point to measure to".into(),
             ),
-            Err(e) => RigFraming::Unavailable(format!("{e:#}")),
+            Err(e) => RigFraming::Unavailable(hailo_edge::output::error_text(e.as_ref())),
         }
     }
 

@@ -139,3 +139,63 @@ fn control_characters_in_a_name_are_escaped_and_the_rest_kept() {
         Cow::Borrowed("front-left é")
     ));
 }
+
+/// An error of this crate's kind: its message holds its cause's, and `source()` returns it.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+struct Holding {
+    what: &'static str,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// An error that names only itself and leaves its cause to `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+struct Naming {
+    what: &'static str,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+#[test]
+fn each_cause_is_said_once_and_none_is_lost() {
+    let os = || std::io::Error::from(std::io::ErrorKind::NotFound);
+    // Two links whose messages hold their causes: the OS error once, not three times.
+    let held = Holding {
+        what: "rig file r.toml",
+        source: Box::new(Holding {
+            what: "reading",
+            source: Box::new(os()),
+        }),
+    };
+    let text = error_text(&held);
+    assert_eq!(text, format!("rig file r.toml: reading: {}", os()));
+    // Every link joined, as `{:#}` joins them, says the OS error three times.
+    let mut every = held.to_string();
+    let mut cause = std::error::Error::source(&held);
+    while let Some(e) = cause {
+        every = format!("{every}: {e}");
+        cause = e.source();
+    }
+    assert_eq!(every.matches(&os().to_string()).count(), 3, "{every}");
+    // Negative control: links that name only themselves are all kept, in order.
+    let named = Naming {
+        what: "rig file r.toml",
+        source: Box::new(Naming {
+            what: "reading",
+            source: Box::new(os()),
+        }),
+    };
+    assert_eq!(
+        error_text(&named),
+        format!("rig file r.toml: reading: {}", os())
+    );
+    // Mixed: a link that holds its cause after one that does not.
+    let mixed = Naming {
+        what: "run",
+        source: Box::new(held),
+    };
+    assert_eq!(
+        error_text(&mixed),
+        format!("run: rig file r.toml: reading: {}", os())
+    );
+}
