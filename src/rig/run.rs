@@ -239,34 +239,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
     } else {
         Some(build::fitter(&body, &calibrations)?)
     };
-    let scene = Arc::new(BodyScene::demo(Arc::clone(&body), options.seed));
-    let real_time = rig.device.clock.is_real_time();
-    if options.scene_clock == SceneClock::Wall && !real_time {
-        return Err(RunError::Option {
-            flag: "--scene-clock wall",
-            what: "paces the cameras in real time, and the rig's `device.clock` is not `realtime`"
-                .into(),
-        });
-    }
-    let sources = options.faults.wrap(build::sources(
-        rig,
-        &calibrations,
-        scene,
-        real_time,
-        options.scene_clock,
-    )?);
-    // On a virtual clock `--duration` counts the cameras' time: each camera ends after
-    // that many of its frames, so a run is the same frames whatever the host's speed.
-    let sources = match options.duration {
-        Some(d) if !real_time => sources
-            .into_iter()
-            .map(|s| {
-                let frames = (d.as_secs_f64() * s.info().fps).ceil().max(1.0) as u64;
-                Box::new(take(s, frames)) as Box<dyn Source>
-            })
-            .collect(),
-        _ => sources,
-    };
+    let sources = camera_sources(rig, options, &calibrations, &body)?;
     let infos: Vec<_> = sources.iter().map(|s| s.info().clone()).collect();
     let jsonl = open_jsonl(rig, options.overwrite)?;
     let recorder = open_recorder(rig, &infos, &calibrations, options.overwrite)?;
@@ -283,22 +256,7 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         .map(|&g| decode_info.get(g).map_or(0, |d| d.input_size.0))
         .collect();
     let framing = build::framing(rig, &calibrations, &sides, body.stature_m);
-    let lanes: Vec<Lane> = graphs
-        .into_iter()
-        .zip(&rig.graphs)
-        .map(|(g, cfg)| {
-            let batch = usize::from(rig.batch(cfg));
-            Lane::new(
-                g.cm,
-                g.input,
-                batch,
-                (rig.timeout_ms(cfg) * 1e6) as u64,
-                2 * batch,
-            )
-            .map(|lane| lane.recovering_with(g.setup))
-            .map_err(|source| RunError::Npu { source })
-        })
-        .collect::<Result<_, _>>()?;
+    let lanes = lanes(rig, graphs)?;
     Ok(Parts {
         lanes,
         choices,
@@ -318,6 +276,66 @@ fn build_parts(rig: &RigConfig, options: &RunOptions, device: &Device) -> Result
         zenoh,
         framing,
     })
+}
+
+/// The rig's cameras as sources, faults injected where asked; on a virtual clock each ends
+/// after `--duration` of its own frames.
+fn camera_sources(
+    rig: &RigConfig,
+    options: &RunOptions,
+    calibrations: &[Camera],
+    body: &Arc<BodyRig>,
+) -> Result<Vec<Box<dyn Source>>, RunError> {
+    let scene = Arc::new(BodyScene::demo(Arc::clone(body), options.seed));
+    let real_time = rig.device.clock.is_real_time();
+    if options.scene_clock == SceneClock::Wall && !real_time {
+        return Err(RunError::Option {
+            flag: "--scene-clock wall",
+            what: "paces the cameras in real time, and the rig's `device.clock` is not `realtime`"
+                .into(),
+        });
+    }
+    let sources = options.faults.wrap(build::sources(
+        rig,
+        calibrations,
+        scene,
+        real_time,
+        options.scene_clock,
+    )?);
+    // On a virtual clock `--duration` counts the cameras' time: each camera ends after
+    // that many of its frames, so a run is the same frames whatever the host's speed.
+    let sources = match options.duration {
+        Some(d) if !real_time => sources
+            .into_iter()
+            .map(|s| {
+                let frames = (d.as_secs_f64() * s.info().fps).ceil().max(1.0) as u64;
+                Box::new(take(s, frames)) as Box<dyn Source>
+            })
+            .collect(),
+        _ => sources,
+    };
+    Ok(sources)
+}
+
+/// One NPU lane per graph: its batch, its scheduler timeout and a queue of two batches,
+/// configured again by its setup when the graph breaks.
+fn lanes(rig: &RigConfig, graphs: Vec<build::BuiltGraph>) -> Result<Vec<Lane>, RunError> {
+    graphs
+        .into_iter()
+        .zip(&rig.graphs)
+        .map(|(g, cfg)| {
+            let batch = usize::from(rig.batch(cfg));
+            Lane::new(
+                g.cm,
+                g.input,
+                batch,
+                (rig.timeout_ms(cfg) * 1e6) as u64,
+                2 * batch,
+            )
+            .map(|lane| lane.recovering_with(g.setup))
+            .map_err(|source| RunError::Npu { source })
+        })
+        .collect()
 }
 
 /// How long the recorder may take to finish its file once a drain that ran
