@@ -310,3 +310,26 @@ fn plan_reads_the_cameras_and_hef_costs_of_a_rig_file() {
         .failure()
         .stderr(predicates::str::contains("cannot be used with"));
 }
+
+/// A HEF that cannot be read is named by the flag that gave it and by the reader's error,
+/// which says what is wrong with it: the path stands twice on the line, not three times.
+#[test]
+fn an_unreadable_hef_is_named_by_its_flag_and_its_error() {
+    let out = hailo_edge()
+        .args([
+            "plan",
+            "--camera",
+            "288@120",
+            "--hef",
+            "288=fixtures/corrupt_truncated.hef",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--hef 288=fixtures/corrupt_truncated.hef: HEF fixtures/corrupt_truncated.hef: truncated"),
+        "{err}"
+    );
+    assert_eq!(err.matches("corrupt_truncated.hef").count(), 2, "{err}");
+}

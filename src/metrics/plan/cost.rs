@@ -108,14 +108,15 @@ impl CostModel {
     /// at `side` or, when `None`, at the side of its square input; returns the side.
     ///
     /// # Errors
-    /// [`PlanError::File`] naming the HEF when it is unreadable, has no network group, carries
-    /// no computational ops, or (with no `side`) has no square input.
+    /// [`PlanError::Hef`] when the HEF is unreadable or has no network group;
+    /// [`PlanError::File`] naming it when it carries no computational ops, or (with no `side`)
+    /// has no square input.
     pub fn set_from_hef(&mut self, path: &Path, side: Option<u32>) -> Result<u32, PlanError> {
         let file = |reason: String| PlanError::File {
             path: path.display().to_string(),
             reason,
         };
-        let graphs = read_hef(path).map_err(|e| file(e.to_string()))?;
+        let graphs = read_hef(path)?;
         let g = graphs
             .first()
             .ok_or_else(|| file("no network group".into()))?;

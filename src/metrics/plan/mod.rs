@@ -61,6 +61,9 @@ pub enum PlanError {
         /// What is wrong.
         reason: String,
     },
+    /// A HEF could not be read (its error names the file).
+    #[error(transparent)]
+    Hef(#[from] crate::metrics::ops::hef::HefOpsError),
     /// No camera was given.
     #[error("no cameras: give --camera SIDE@FPS (repeatable) or --cameras FILE")]
     NoCameras,
