@@ -37,6 +37,13 @@
 //! | [`fuse`] | `hailo-edge fuse`: one body from the Zenoh views of several boxes |
 //! | [`output`] | output files: checked before a run, no links followed, nothing overwritten unasked, private, reports replaced atomically |
 //! | [`text`] | values as errors and reports print them: tensor shapes |
+//!
+//! # Errors
+//!
+//! Each room has its own error enum, whose message names the file, key, camera or device and
+//! what was expected. A message holds its cause's text, so it reads whole where it is printed
+//! alone (a report's field, a log line), and `source()` returns the cause for a caller that
+//! walks or downcasts the chain; [`output::error_text`] prints a chain with each cause once.
 
 pub mod bench;
 pub mod body;
