@@ -4,7 +4,7 @@ use std::path::Path;
 
 mod common;
 
-use common::cli::hailo_edge as cli;
+use common::cli::{hailo_edge as cli, PLAN_BODY_AND_FACE};
 use predicates::prelude::*;
 
 #[test]
@@ -105,15 +105,8 @@ fn bench_writes_reports_and_plots_that_plan_reads() {
     );
     let report = out.join("report.json");
     cli()
-        .args([
-            "plan",
-            "--camera",
-            "288@120",
-            "--camera",
-            "432@120",
-            "--exit-zero",
-            "--from",
-        ])
+        .args(PLAN_BODY_AND_FACE)
+        .arg("--from")
         .arg(&report)
         .assert()
         .success()

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::cli::{debug_patterns, hailo_edge, succeed};
+use common::cli::{debug_patterns, hailo_edge, succeed, PLAN_BODY_AND_FACE};
 
 /// Everything a user sees from one command: stdout, stderr and the files it wrote.
 fn seen(args: &[&str], files: &[&std::path::Path]) -> String {
@@ -67,14 +67,7 @@ fn run_report_json_lines_and_terminal_have_no_debug_output() {
 #[test]
 fn plan_and_hef_have_no_debug_output() {
     for args in [
-        &[
-            "plan",
-            "--camera",
-            "288@120",
-            "--camera",
-            "432@120",
-            "--exit-zero",
-        ][..],
+        &PLAN_BODY_AND_FACE[..],
         &[
             "plan",
             "--camera",

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::cli::{hailo_edge, read_json, succeed};
+use common::cli::{hailo_edge, read_json, succeed, PLAN_BODY_AND_FACE};
 use common::fixture;
 use hailo_edge::camera::PixelFormat;
 use hailo_edge::doctor::budget::Rig;
@@ -279,15 +279,8 @@ fn plan_reads_a_run_report_and_says_so() {
     }
     let out = succeed(
         hailo_edge()
-            .args([
-                "plan",
-                "--camera",
-                "288@120",
-                "--camera",
-                "432@120",
-                "--exit-zero",
-                "--from",
-            ])
+            .args(PLAN_BODY_AND_FACE)
+            .arg("--from")
             .arg(&path),
     );
     let text = String::from_utf8_lossy(&out.stdout);

@@ -6,6 +6,17 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// `plan` for a body camera at 288 and a face camera at 432, both at 120 fps, exiting 0
+/// whether or not they fit one part.
+pub const PLAN_BODY_AND_FACE: [&str; 6] = [
+    "plan",
+    "--camera",
+    "288@120",
+    "--camera",
+    "432@120",
+    "--exit-zero",
+];
+
 /// The binary, run from the crate root (so `fixtures/...` resolves) without `RUST_LOG`, so
 /// stderr holds only what the command itself says.
 pub fn hailo_edge() -> Command {
