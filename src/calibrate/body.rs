@@ -18,7 +18,7 @@
 use nalgebra::{DMatrix, DVector, Point3, Vector3};
 
 use super::problem::{camera_pose, huber, pose_jacobian, retract, with_pose};
-use super::{rms, solver, solver_pass, CalibrateError};
+use super::{rms, rms_where, solver, solver_pass, CalibrateError};
 use crate::body::fit::lm::{LevenbergMarquardt, Problem};
 use crate::body::fit::FitError;
 use crate::body::triangulate::{triangulate, Observation, TriangulationConfig};
@@ -305,8 +305,9 @@ pub fn refine_from_body(
         });
     }
     let (mut problem, points) = BodyProblem::gather(cameras, held, frames, segments, settings);
-    for c in 0..cameras.len() {
-        if !held.get(c).copied().unwrap_or(false) && !problem.seen.iter().any(|o| o.camera == c) {
+    // A camera with a block of parameters is one to refine.
+    for (c, at) in problem.camera_at.iter().enumerate() {
+        if at.is_some() && !problem.seen.iter().any(|o| o.camera == c) {
             return Err(CalibrateError::NeverSeen { camera: name(c) });
         }
     }
@@ -318,7 +319,7 @@ pub fn refine_from_body(
     let state = solver("rig", "body", &mut problem, state, &settings.lm)?;
     let residuals = problem.residuals(&state);
     let per_camera_px: Vec<f64> = (0..cameras.len())
-        .map(|c| problem.rms_of_camera(c, &residuals))
+        .map(|c| rms_where(&problem.seen, &residuals, |o| o.camera == c))
         .collect();
     for (c, &e) in per_camera_px.iter().enumerate() {
         if e > settings.max_rms_px {
@@ -411,16 +412,6 @@ impl BodyProblem {
             settings: *settings,
         };
         (problem, points)
-    }
-
-    /// The RMS of camera `c`'s reprojection residuals among `residuals` (one per sighting).
-    fn rms_of_camera(&self, c: usize, residuals: &[Option<nalgebra::Vector2<f64>>]) -> f64 {
-        rms(self
-            .seen
-            .iter()
-            .zip(residuals)
-            .filter(|(o, _)| o.camera == c)
-            .map(|(_, r)| r))
     }
 }
 

@@ -370,6 +370,19 @@ fn check_views(name: &str, board: &AprilGrid, views: &[&BoardView]) -> Result<()
     Ok(())
 }
 
+/// [`rms`] of the residuals (one per item of `items`, in order) of the items `keep` selects.
+pub fn rms_where<T>(
+    items: &[T],
+    residuals: &[Option<Vector2<f64>>],
+    keep: impl Fn(&T) -> bool,
+) -> f64 {
+    rms(items
+        .iter()
+        .zip(residuals)
+        .filter(|(item, _)| keep(item))
+        .map(|(_, r)| r))
+}
+
 /// Root mean square pixel distance of residuals; a corner behind its camera counts as
 /// infinite.
 pub fn rms<'a>(residuals: impl Iterator<Item = &'a Option<Vector2<f64>>>) -> f64 {

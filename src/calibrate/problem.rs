@@ -210,13 +210,7 @@ impl Reprojection {
         residuals: &[Option<Vector2<f64>>],
         keep: impl Fn(&Observation) -> bool,
     ) -> f64 {
-        super::rms(
-            self.observations
-                .iter()
-                .zip(residuals)
-                .filter(|(o, _)| keep(o))
-                .map(|(_, r)| r),
-        )
+        super::rms_where(&self.observations, residuals, keep)
     }
 
     /// The residual of observation `i` and its non-zero Jacobian columns `(parameter, column)`.
