@@ -99,7 +99,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let report_label = chosen.loaded.as_ref().map(|(_, l)| report_label(l));
     if args.json {
         let from = chosen.loaded.as_ref().map(|(path, l)| FromReport {
-            file: Some(path.display().to_string()),
+            file: path.display().to_string(),
             kind: l.kind,
             note: l.note(),
         });
@@ -351,7 +351,7 @@ struct PlanJson<'a> {
 
 #[derive(serde::Serialize)]
 struct FromReport {
-    file: Option<String>,
+    file: String,
     kind: report::ReportKind,
     note: &'static str,
 }

@@ -59,7 +59,7 @@ pub(super) fn print_summary(out: &mut dyn Write, rig: &RigConfig, report: &Repor
     );
     counts(out, report);
     latency(out, report);
-    fit(out, report);
+    results(out, report);
     say!(out, "{}", report.verdict.text);
     for n in &w.notes {
         say!(out, "note: {n}");
@@ -134,8 +134,8 @@ fn latency(out: &mut dyn Write, report: &Report) {
     );
 }
 
-/// The fit's error, the framing precision and the dashboard's clients.
-fn fit(out: &mut dyn Write, report: &Report) {
+/// What the run gave: the fit's error, the framing precision and the dashboard's clients.
+fn results(out: &mut dyn Write, report: &Report) {
     let share = report
         .fit
         .residual_stature_pct
